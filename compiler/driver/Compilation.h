@@ -1,0 +1,61 @@
+// One input file taken through the front-end phases, in order:
+//   load -> parse (AST) -> resolve names -> elaborate (ScheduleIR).
+// Each phase runs only if the previous one succeeded; each can be timed.
+#pragma once
+
+#include "diag/Diagnostics.h"
+#include "elab/Elaborator.h"
+#include "elab/ScheduleIR.h"
+#include "syntax/AST.h"
+
+#include "llvm/Support/SourceMgr.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pipec {
+
+struct PassTime {
+  std::string pass;
+  double milliseconds;
+};
+
+class Compilation {
+public:
+  explicit Compilation(std::string path) : path_(std::move(path)) {}
+  Compilation(const Compilation &) = delete;
+  Compilation &operator=(const Compilation &) = delete;
+
+  // Returns false on an I/O error (reported as a diagnostic).
+  bool load();
+  bool parse();
+  bool resolve();
+  bool elaborate(const ElabOptions &options);
+
+  // Runs every phase up to elaboration; stops at the first that fails.
+  bool runFrontEnd(const ElabOptions &options) {
+    return load() && parse() && resolve() && elaborate(options);
+  }
+
+  const std::string &path() const { return path_; }
+  DiagnosticEngine &diags() { return diags_; }
+  llvm::SourceMgr &sources() { return sources_; }
+  const ast::Schedule *ast() const { return ast_.get(); }
+  const ScheduleIR *ir() const { return ir_ ? &*ir_ : nullptr; }
+  const std::vector<PassTime> &times() const { return times_; }
+
+private:
+  template <typename Fn> bool timed(const char *pass, Fn fn);
+
+  std::string path_;
+  llvm::SourceMgr sources_;
+  DiagnosticEngine diags_{sources_};
+  unsigned buffer_ = 0;
+  std::unique_ptr<ast::Schedule> ast_;
+  std::optional<ScheduleIR> ir_;
+  std::vector<PassTime> times_;
+};
+
+} // namespace pipec

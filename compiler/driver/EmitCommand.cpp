@@ -1,0 +1,39 @@
+// `pipec emit FILE --target ...`: runs the front end and writes one of the
+// intermediate forms. Nothing is written when there are errors.
+#include "driver/Commands.h"
+#include "driver/Reporting.h"
+
+#include "emit/IRPrinter.h"
+#include "syntax/AstDumper.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace pipec {
+
+int runEmit(const std::string &file, EmitTarget target, const std::string &output,
+            const CommonArgs &args) {
+  Compilation compilation(file);
+  bool ok = target == EmitTarget::AST
+                ? compilation.load() && compilation.parse() && compilation.resolve()
+                : compilation.runFrontEnd(args.elab);
+  int status = finish(compilation, args);
+  if (!ok || status != kExitClean)
+    return status;
+
+  std::error_code error;
+  llvm::ToolOutputFile out(output, error, llvm::sys::fs::OF_Text);
+  if (error) {
+    llvm::errs() << "pipec: error: cannot write '" << output << "': " << error.message() << "\n";
+    return kExitUsage;
+  }
+  if (target == EmitTarget::AST)
+    dumpAST(*compilation.ast(), compilation.sources(), out.os());
+  else
+    printIR(*compilation.ir(), out.os());
+  out.keep();
+  return kExitClean;
+}
+
+} // namespace pipec

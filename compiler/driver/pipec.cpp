@@ -1,0 +1,93 @@
+// The pipec command line. This file only parses arguments and dispatches to a
+// subcommand (Commands.h); it holds no compiler logic.
+#include "driver/Commands.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace llvm;
+
+namespace {
+
+cl::SubCommand CheckCmd("check", "Check schedule files and report every problem");
+cl::SubCommand EmitCmd("emit", "Write an intermediate form of a schedule");
+
+cl::OptionCategory Category("pipec options");
+
+cl::list<std::string> CheckFiles(cl::Positional, cl::OneOrMore, cl::desc("<file.pipe>..."),
+                                 cl::sub(CheckCmd));
+cl::opt<std::string> EmitFile(cl::Positional, cl::Required, cl::desc("<file.pipe>"),
+                              cl::sub(EmitCmd));
+cl::opt<pipec::EmitTarget> Target(
+    "target", cl::desc("What to write"), cl::Required, cl::sub(EmitCmd), cl::cat(Category),
+    cl::values(clEnumValN(pipec::EmitTarget::IR, "ir", "elaborated ops, one line per rank"),
+               clEnumValN(pipec::EmitTarget::AST, "ast", "the syntax tree with source locations")));
+cl::opt<std::string> Output("o", cl::desc("Output file (default: standard output)"),
+                            cl::value_desc("file"), cl::init("-"), cl::sub(EmitCmd),
+                            cl::cat(Category));
+
+cl::list<std::string> Defines("D", cl::Prefix, cl::desc("Set a schedule parameter"),
+                              cl::value_desc("NAME=VALUE"), cl::sub(CheckCmd), cl::sub(EmitCmd),
+                              cl::cat(Category));
+cl::opt<bool> Werror("werror", cl::desc("Treat warnings as errors"), cl::sub(CheckCmd),
+                     cl::sub(EmitCmd), cl::cat(Category));
+cl::opt<bool> TimePasses("time-passes", cl::desc("Print the time each phase takes"),
+                         cl::sub(CheckCmd), cl::sub(EmitCmd), cl::cat(Category));
+cl::opt<bool> NoColor("no-color", cl::desc("Never color diagnostics"), cl::sub(CheckCmd),
+                      cl::sub(EmitCmd), cl::cat(Category));
+cl::opt<uint64_t> MaxOps("max-ops", cl::desc("Refuse schedules with more ops than this"),
+                         cl::init(pipec::ElabLimits().maxOps), cl::sub(CheckCmd),
+                         cl::sub(EmitCmd), cl::cat(Category));
+cl::opt<uint64_t> MaxIterations("max-iterations",
+                                cl::desc("Refuse schedules whose loops run more iterations"),
+                                cl::init(pipec::ElabLimits().maxIterations), cl::sub(CheckCmd),
+                                cl::sub(EmitCmd), cl::cat(Category));
+
+// Parses -D NAME=VALUE; prints a usage error and returns false when malformed.
+bool parseDefines(pipec::ElabOptions &options) {
+  for (const std::string &define : Defines) {
+    auto [name, value] = StringRef(define).split('=');
+    long long number;
+    bool validName = !name.empty() && (isalpha(name[0]) || name[0] == '_') &&
+                     name.find_if_not([](char c) { return isalnum(c) || c == '_'; }) ==
+                         StringRef::npos;
+    if (!validName || value.empty() || value.getAsInteger(10, number)) {
+      errs() << "pipec: error: -D expects NAME=INTEGER, got '" << define << "'\n";
+      return false;
+    }
+    options.defines.emplace_back(name.str(), number);
+  }
+  return true;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(Category);
+  cl::SetVersionPrinter([](raw_ostream &out) { out << "pipec 0.1\n"; });
+  if (!cl::ParseCommandLineOptions(argc, argv,
+                                   "pipec: check, simulate and compile pipeline-parallel "
+                                   "training schedules\n",
+                                   &errs()))
+    return pipec::kExitUsage;
+
+  pipec::CommonArgs args;
+  args.werror = Werror;
+  args.timePasses = TimePasses;
+  args.color = !NoColor && sys::Process::StandardErrHasColors();
+  args.elab.limits.maxOps = MaxOps;
+  args.elab.limits.maxIterations = MaxIterations;
+  if (!parseDefines(args.elab))
+    return pipec::kExitUsage;
+
+  if (CheckCmd)
+    return pipec::runCheck(CheckFiles, args);
+  if (EmitCmd)
+    return pipec::runEmit(EmitFile, Target, Output, args);
+  errs() << "pipec: error: no subcommand given; run 'pipec --help'\n";
+  return pipec::kExitUsage;
+}

@@ -1,0 +1,37 @@
+// Elaboration: a parsed, name-resolved schedule plus parameter values becomes
+// the ScheduleIR. Steps, in order: bind parameters (defaults, then -D), run the
+// top-level lets and requires, evaluate topology, place stages (flows), then run
+// every rank's program, expanding loops, ifs and lets and resolving implicit
+// micro-batches and W's.
+#pragma once
+
+#include "diag/Diagnostics.h"
+#include "elab/ScheduleIR.h"
+#include "syntax/AST.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pipec {
+
+struct ElabLimits {
+  uint64_t maxOps = 20'000'000;          // about 640 MB of IR
+  uint64_t maxIterations = 200'000'000;  // loop iterations, all ranks together
+};
+
+struct ElabOptions {
+  std::vector<std::pair<std::string, int64_t>> defines; // -D NAME=VALUE, in order
+  ElabLimits limits;
+};
+
+// Hard bounds on topology, whatever the limits: beyond them pipec reports an error
+// instead of trying to allocate.
+inline constexpr int64_t kMaxRanks = 1 << 20;
+inline constexpr int64_t kMaxStages = 1 << 24;
+inline constexpr int64_t kMaxMicrobatches = 1 << 30;
+
+std::optional<ScheduleIR> elaborate(const ast::Schedule &schedule, const ElabOptions &options,
+                                    DiagnosticEngine &diags);
+
+} // namespace pipec

@@ -1,0 +1,268 @@
+#include "elab/RankInterpreter.h"
+
+namespace pipec {
+
+using namespace ast;
+
+static std::string slotText(int64_t rank, int64_t chunk) {
+  return "chunk " + std::to_string(chunk) + " of rank " + std::to_string(rank);
+}
+
+bool RankInterpreter::run(int64_t rank, const RankProgram &program, std::vector<SlotState> &slots) {
+  rank_ = rank;
+  slots_ = &slots;
+  loops_.clear();
+  deferredSequence_ = 0;
+  ir_.ranks[rank].program = &program;
+  if (program.generic)
+    eval_.env()[program.var.id] = rank;
+  eval_.setContext([this](Diagnostic &d) { addContext(d); });
+  bool ok = block(program.body);
+  eval_.setContext(nullptr);
+  return ok;
+}
+
+void RankInterpreter::addContext(Diagnostic &d) {
+  std::string where = "on rank " + std::to_string(rank_);
+  if (!loops_.empty()) {
+    where += ", iteration ";
+    for (size_t i = 0; i < loops_.size(); ++i)
+      where += (i ? ", " : "") + loops_[i].loop->var.name + " = " + std::to_string(loops_[i].value);
+  }
+  d.note(ir_.ranks[rank_].program->headRange, where);
+}
+
+Diagnostic *RankInterpreter::error(DiagKind kind, llvm::SMRange at, std::string message) {
+  Diagnostic *d = diags_.reportOnce(kind, at, std::move(message));
+  if (d)
+    addContext(*d);
+  return d;
+}
+
+bool RankInterpreter::block(const Block &stmts) {
+  for (const StmtPtr &s : stmts)
+    if (!stmt(*s))
+      return false;
+  return true;
+}
+
+bool RankInterpreter::stmt(const Stmt &s) {
+  switch (s.kind) {
+  case StmtKind::Let: {
+    const auto &let = static_cast<const LetStmt &>(s);
+    return eval_.eval(*let.value, eval_.env()[let.var.id]);
+  }
+  case StmtKind::For:
+    return loop(static_cast<const ForStmt &>(s));
+  case StmtKind::If: {
+    const auto &branch = static_cast<const IfStmt &>(s);
+    int64_t cond;
+    if (!eval_.eval(*branch.cond, cond))
+      return false;
+    return block(cond != 0 ? branch.then : branch.otherwise);
+  }
+  case StmtKind::Op:
+    return opStatement(static_cast<const OpStmt &>(s));
+  }
+  return false;
+}
+
+bool RankInterpreter::loop(const ForStmt &s) {
+  int64_t lo, hi;
+  if (!eval_.eval(*s.lo, lo) || !eval_.eval(*s.hi, hi))
+    return false;
+  if (lo > hi) {
+    if (Diagnostic *d = diags_.reportOnce(DiagKind::ReversedLoopRange, s.lo->range,
+                                          "loop range " + std::to_string(lo) + ".." +
+                                              std::to_string(hi) +
+                                              " is empty: its start is above its end"))
+      addContext(*d);
+    return true;
+  }
+  // Checked before running, so a huge range fails at once instead of spinning.
+  uint64_t count = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo);
+  if (count > budget_.limits.maxIterations - budget_.iterations) {
+    if (Diagnostic *d = error(DiagKind::IterationLimitExceeded, s.range,
+                              "loops would run more than " +
+                                  std::to_string(budget_.limits.maxIterations) +
+                                  " iterations (this one alone runs " + std::to_string(count) + ")"))
+      d->note("raise the limit with --max-iterations if this is intended");
+    budget_.exhausted = true;
+    return false;
+  }
+  budget_.iterations += count;
+  int64_t &var = eval_.env()[s.var.id];
+  loops_.push_back({&s, lo, 0});
+  for (int64_t i = lo; i < hi; ++i) {
+    var = i;
+    loops_.back().value = i;
+    loops_.back().frame = 0;
+    if (!block(s.body))
+      return false;
+  }
+  loops_.pop_back();
+  return true;
+}
+
+// Iteration frames exist only for iterations that emitted an op.
+uint32_t RankInterpreter::currentFrame(size_t depth) {
+  if (depth == 0)
+    return 0;
+  LoopLevel &level = loops_[depth - 1];
+  if (level.frame == 0) {
+    uint32_t parent = currentFrame(depth - 1);
+    level.frame = static_cast<uint32_t>(ir_.iterations.size());
+    ir_.iterations.push_back({parent, level.loop, level.value});
+  }
+  return level.frame;
+}
+
+bool RankInterpreter::opStatement(const OpStmt &s) {
+  if (budget_.ops + s.ops.size() > budget_.limits.maxOps) {
+    if (Diagnostic *d = error(DiagKind::OpLimitExceeded, s.range,
+                              "the schedule has more than " +
+                                  std::to_string(budget_.limits.maxOps) + " ops"))
+      d->note("raise the limit with --max-ops if this is intended");
+    budget_.exhausted = true;
+    return false;
+  }
+  Op ops[2];
+  for (size_t i = 0; i < s.ops.size(); ++i)
+    if (!resolve(s.ops[i], ops[i]))
+      return false;
+  uint32_t frame = currentFrame(loops_.size());
+  std::vector<Op> &out = ir_.ranks[rank_].ops;
+  if (s.ops.size() == 1) {
+    ops[0].iteration = frame;
+    out.push_back(ops[0]);
+  } else {
+    bool forwardFirst = ops[0].kind == OpKind::F;
+    Op &forward = forwardFirst ? ops[0] : ops[1];
+    Op &backward = forwardFirst ? ops[1] : ops[0];
+    forward.pair = PairRole::First;
+    backward.pair = PairRole::Second;
+    forward.iteration = backward.iteration = frame;
+    out.push_back(forward);
+    out.push_back(backward);
+  }
+  budget_.ops += s.ops.size();
+  return true;
+}
+
+SlotState *RankInterpreter::slotFor(const OpCall &call, int64_t chunk) {
+  std::vector<SlotState> &slots = *slots_;
+  if (chunk >= 0 && chunk < static_cast<int64_t>(slots.size()) && !slots[chunk].uses.empty())
+    return &slots[chunk];
+  std::string held;
+  for (size_t c = 0; c < slots.size(); ++c)
+    if (!slots[c].uses.empty())
+      held += (held.empty() ? "" : ", ") + std::to_string(c);
+  llvm::SMRange at = call.chunk ? call.chunk->range : call.range;
+  if (Diagnostic *d = error(DiagKind::EmptyChunk, at,
+                            slotText(rank_, chunk) + " holds no stage"))
+    d->note(held.empty() ? "rank " + std::to_string(rank_) + " holds no stage at all"
+                         : "rank " + std::to_string(rank_) + " holds chunks " + held);
+  return nullptr;
+}
+
+bool RankInterpreter::resolve(const OpCall &call, Op &op) {
+  op = Op{call.kind, PairRole::None, 0, 0, 0, 0, 0, &call};
+  int64_t chunk = 0;
+  if (call.chunk && !eval_.eval(*call.chunk, chunk))
+    return false;
+  if (call.kind == OpKind::W)
+    return resolveW(call, op, call.chunk != nullptr, chunk);
+
+  SlotState *slot = slotFor(call, chunk);
+  if (!slot)
+    return false;
+  MicrobatchCursor &cursor = call.kind == OpKind::F ? slot->forward : slot->backward;
+  size_t position;
+  if (call.mb) {
+    int64_t mb;
+    if (!eval_.eval(*call.mb, mb))
+      return false;
+    if (mb < 0 || mb >= ir_.numMicrobatches) {
+      error(DiagKind::MicrobatchOutOfRange, call.mb->range,
+            "micro-batch " + std::to_string(mb) + " does not exist; micro-batches are 0.." +
+                std::to_string(ir_.numMicrobatches - 1));
+      return false;
+    }
+    int64_t found = slot->positionOf(mb);
+    if (found < 0) {
+      std::string flowName;
+      for (const Flow &flow : ir_.flows)
+        if (mb >= flow.begin && mb < flow.end)
+          flowName = flow.name;
+      error(DiagKind::MicrobatchNotOnChunk, call.mb->range,
+            "micro-batch " + std::to_string(mb) + " (flow '" + flowName + "') does not pass through " +
+                slotText(rank_, chunk));
+      return false;
+    }
+    position = static_cast<size_t>(found);
+    cursor.take(position, slot->count);
+  } else {
+    std::optional<size_t> next = cursor.takeNext(slot->count);
+    if (!next) {
+      const char *what = call.kind == OpKind::F ? "forward" : "backward";
+      error(DiagKind::NoMicrobatchLeft, call.range,
+            std::string("no micro-batch left to ") + what + " on " + slotText(rank_, chunk) +
+                ": all " + std::to_string(slot->count) + " of its micro-batches already had one");
+      return false;
+    }
+    position = *next;
+  }
+  int64_t mb;
+  const SlotUse &use = slot->useAt(position, mb);
+  op.chunk = static_cast<int32_t>(chunk);
+  op.stage = use.stage;
+  op.flow = use.flow;
+  op.microbatch = static_cast<int32_t>(mb);
+  if (call.kind == OpKind::I)
+    slot->deferred.push_back({op.microbatch, op.flow, op.stage, deferredSequence_++});
+  return true;
+}
+
+// W completes a deferred I: of chunk c if given (W(c)), else the oldest on the
+// rank; with `mb =`, the deferred I of that micro-batch.
+bool RankInterpreter::resolveW(const OpCall &call, Op &op, bool hasChunk, int64_t chunk) {
+  int64_t wantedMb = -1;
+  if (call.mb && !eval_.eval(*call.mb, wantedMb))
+    return false;
+  std::vector<SlotState> &slots = *slots_;
+  if (hasChunk && !slotFor(call, chunk))
+    return false;
+
+  SlotState *bestSlot = nullptr;
+  std::deque<DeferredI>::iterator best;
+  for (size_t c = 0; c < slots.size(); ++c) {
+    if (hasChunk && static_cast<int64_t>(c) != chunk)
+      continue;
+    auto &queue = slots[c].deferred;
+    for (auto it = queue.begin(); it != queue.end(); ++it) {
+      if (wantedMb >= 0 && it->microbatch != wantedMb)
+        continue;
+      if (!bestSlot || it->sequence < best->sequence) {
+        bestSlot = &slots[c];
+        best = it;
+      }
+      break; // queues are in sequence order: the first match is this chunk's oldest
+    }
+  }
+  if (!bestSlot) {
+    std::string scope = hasChunk ? slotText(rank_, chunk) : "rank " + std::to_string(rank_);
+    std::string which = wantedMb >= 0 ? " of micro-batch " + std::to_string(wantedMb) : "";
+    if (Diagnostic *d = error(DiagKind::UnmatchedW, call.range,
+                              "W has no deferred I" + which + " to complete on " + scope))
+      d->note("every W completes an earlier I (the input-gradient half of a backward)");
+    return false;
+  }
+  op.chunk = static_cast<int32_t>(bestSlot - slots.data());
+  op.stage = best->stage;
+  op.flow = best->flow;
+  op.microbatch = best->microbatch;
+  bestSlot->deferred.erase(best);
+  return true;
+}
+
+} // namespace pipec

@@ -1,0 +1,58 @@
+// Runs one rank's program: expands loops, ifs and lets, and turns each op
+// statement into resolved IR ops (chunk, stage, micro-batch and flow decided,
+// W matched to its I). Errors name the rank and loop iteration they happened in.
+#pragma once
+
+#include "elab/Elaborator.h"
+#include "elab/Evaluator.h"
+#include "elab/ScheduleIR.h"
+#include "elab/SlotTable.h"
+
+namespace pipec {
+
+// Counts shared by all ranks, checked against ElabLimits.
+struct ElabBudget {
+  ElabLimits limits;
+  uint64_t ops = 0;
+  uint64_t iterations = 0;
+  bool exhausted = false; // a limit was hit: stop elaborating altogether
+};
+
+class RankInterpreter {
+public:
+  RankInterpreter(ScheduleIR &ir, Evaluator &eval, DiagnosticEngine &diags, ElabBudget &budget)
+      : ir_(ir), eval_(eval), diags_(diags), budget_(budget) {}
+
+  // Appends rank `rank`'s ops to ir.ranks[rank]. Returns false after an error.
+  bool run(int64_t rank, const ast::RankProgram &program, std::vector<SlotState> &slots);
+
+private:
+  struct LoopLevel {
+    const ast::ForStmt *loop;
+    int64_t value;
+    uint32_t frame; // 0 until an op inside needs it
+  };
+
+  bool block(const ast::Block &stmts);
+  bool stmt(const ast::Stmt &s);
+  bool loop(const ast::ForStmt &s);
+  bool opStatement(const ast::OpStmt &s);
+  bool resolve(const ast::OpCall &call, Op &op);
+  bool resolveW(const ast::OpCall &call, Op &op, bool hasChunk, int64_t chunk);
+  SlotState *slotFor(const ast::OpCall &call, int64_t chunk);
+  uint32_t currentFrame(size_t depth);
+  Diagnostic *error(DiagKind kind, llvm::SMRange at, std::string message);
+  void addContext(Diagnostic &d);
+
+  ScheduleIR &ir_;
+  Evaluator &eval_;
+  DiagnosticEngine &diags_;
+  ElabBudget &budget_;
+
+  int64_t rank_ = 0;
+  std::vector<SlotState> *slots_ = nullptr;
+  std::vector<LoopLevel> loops_;
+  uint64_t deferredSequence_ = 0;
+};
+
+} // namespace pipec

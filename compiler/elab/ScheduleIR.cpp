@@ -1,0 +1,25 @@
+#include "elab/ScheduleIR.h"
+
+namespace pipec {
+
+size_t ScheduleIR::totalOps() const {
+  size_t total = 0;
+  for (const RankOps &rank : ranks)
+    total += rank.ops.size();
+  return total;
+}
+
+std::string ScheduleIR::describeIteration(uint32_t iteration) const {
+  std::vector<const IterationFrame *> chain;
+  for (uint32_t i = iteration; i != 0; i = iterations[i].parent)
+    chain.push_back(&iterations[i]);
+  std::string text;
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    if (!text.empty())
+      text += ", ";
+    text += (*it)->loop->var.name + " = " + std::to_string((*it)->value);
+  }
+  return text;
+}
+
+} // namespace pipec

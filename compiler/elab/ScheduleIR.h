@@ -1,0 +1,77 @@
+// The elaborated schedule: for every rank, the ordered list of ops it runs, with
+// every implicit choice (chunk, micro-batch, which I a W completes) made explicit.
+// This is the structure every later phase reads: checks, simulator, emitters.
+#pragma once
+
+#include "syntax/AST.h"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace pipec {
+
+using ast::OpKind;
+
+// Overlap pairs are two adjacent ops: First is always the forward.
+enum class PairRole : uint8_t { None, First, Second };
+
+struct Op {
+  OpKind kind;
+  PairRole pair;
+  uint32_t flow;
+  int32_t chunk;
+  int32_t stage;
+  int32_t microbatch;          // global id, 0..microbatches-1
+  uint32_t iteration;          // ScheduleIR::iterations index; 0 = outside any loop
+  const ast::OpCall *origin;   // where the op was written
+};
+
+// A parameter slot: chunk `chunk` of rank `rank` holds one stage's weights.
+struct Slot {
+  int32_t rank;
+  int32_t chunk;
+};
+
+struct Flow {
+  std::string name;
+  int64_t begin, end;             // micro-batches [begin, end)
+  std::vector<Slot> stageSlots;   // stage -> slot
+};
+
+// One loop iteration an op was emitted in; `parent` is the enclosing loop's.
+struct IterationFrame {
+  uint32_t parent;
+  const ast::ForStmt *loop;
+  int64_t value;
+};
+
+struct RankOps {
+  const ast::RankProgram *program = nullptr;
+  std::vector<Op> ops;
+};
+
+struct CostSetting {
+  std::string name;
+  int64_t stage; // -1: every stage
+  double value;
+  const ast::CostEntry *origin;
+};
+
+struct ScheduleIR {
+  std::string name;
+  std::vector<std::pair<std::string, int64_t>> params; // bound values, declaration order
+  int64_t numRanks = 0, numStages = 0, numMicrobatches = 0, copies = 1;
+  std::vector<Flow> flows;
+  std::vector<RankOps> ranks;
+  std::vector<IterationFrame> iterations{{0, nullptr, 0}};
+  std::vector<CostSetting> costs;
+
+  size_t totalOps() const;
+  int64_t indexInFlow(const Op &op) const { return op.microbatch - flows[op.flow].begin; }
+  // "i = 3, j = 0" for an op's loop iterations, outermost first; "" outside loops.
+  std::string describeIteration(uint32_t iteration) const;
+};
+
+} // namespace pipec

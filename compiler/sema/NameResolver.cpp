@@ -1,0 +1,208 @@
+#include "sema/NameResolver.h"
+
+#include "llvm/ADT/StringMap.h"
+
+namespace pipec {
+
+using namespace ast;
+
+namespace {
+
+class Resolver {
+public:
+  Resolver(DiagnosticEngine &diags) : diags_(diags) {}
+
+  void run(Schedule &schedule) {
+    pushScope();
+    for (Param &p : schedule.params)
+      declare(p.var);
+    for (GlobalItem &item : schedule.globals) {
+      if (item.let) {
+        expr(*item.let->value);
+        declare(item.let->var);
+      } else {
+        expr(*item.require->cond);
+      }
+    }
+    for (auto *sized : {&schedule.ranks, &schedule.stages, &schedule.microbatches, &schedule.copies})
+      if (*sized)
+        expr(*(*sized)->value);
+    for (CostEntry &cost : schedule.costs)
+      if (cost.stage)
+        expr(*cost.stage);
+    if (schedule.placement)
+      placement(*schedule.placement);
+    for (FlowDecl &flow : schedule.flows) {
+      expr(*flow.lo);
+      expr(*flow.hi);
+      for (Placement &p : flow.placements)
+        placement(p);
+    }
+    for (RankProgram &program : schedule.rankPrograms) {
+      pushScope();
+      if (program.generic)
+        declare(program.var);
+      else
+        expr(*program.index);
+      block(program.body);
+      popScope();
+    }
+    popScope();
+    schedule.numVars = static_cast<int>(decls_.size());
+    reportUnused();
+  }
+
+private:
+  struct Entry {
+    VarDecl *decl;
+    bool used = false;
+  };
+
+  void pushScope() { scopes_.emplace_back(); }
+  void popScope() { scopes_.pop_back(); }
+
+  void declare(VarDecl &var) {
+    var.id = static_cast<int>(decls_.size());
+    decls_.push_back({&var});
+    llvm::StringMap<int> &innermost = scopes_.back();
+    auto existing = innermost.find(var.name);
+    if (existing != innermost.end()) {
+      diags_.report(DiagKind::Redefinition, var.range, "redefinition of '" + var.name + "'")
+          .note(decls_[existing->second].decl->range, "previously declared here");
+    } else if (int outer = lookup(var.name); outer >= 0) {
+      diags_.report(DiagKind::ShadowedName, var.range,
+                    "'" + var.name + "' hides an outer declaration of the same name")
+          .note(decls_[outer].decl->range, "outer declaration is here");
+      decls_[outer].used = true; // hiding is reported once; don't also call it unused
+    }
+    innermost[var.name] = var.id;
+  }
+
+  int lookup(llvm::StringRef name) const {
+    for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope)
+      if (auto it = scope->find(name); it != scope->end())
+        return it->second;
+    return -1;
+  }
+
+  void placement(Placement &p) {
+    pushScope();
+    declare(p.stageVar);
+    expr(*p.rank);
+    if (p.chunk)
+      expr(*p.chunk);
+    popScope();
+  }
+
+  void block(Block &stmts) {
+    pushScope();
+    for (StmtPtr &s : stmts)
+      stmt(*s);
+    popScope();
+  }
+
+  void stmt(Stmt &s) {
+    switch (s.kind) {
+    case StmtKind::Let: {
+      auto &let = static_cast<LetStmt &>(s);
+      expr(*let.value);
+      declare(let.var);
+      break;
+    }
+    case StmtKind::For: {
+      auto &loop = static_cast<ForStmt &>(s);
+      expr(*loop.lo);
+      expr(*loop.hi);
+      pushScope();
+      declare(loop.var);
+      block(loop.body);
+      popScope();
+      break;
+    }
+    case StmtKind::If: {
+      auto &branch = static_cast<IfStmt &>(s);
+      expr(*branch.cond);
+      block(branch.then);
+      block(branch.otherwise);
+      break;
+    }
+    case StmtKind::Op:
+      for (OpCall &op : static_cast<OpStmt &>(s).ops) {
+        if (op.chunk)
+          expr(*op.chunk);
+        if (op.mb)
+          expr(*op.mb);
+      }
+      break;
+    }
+  }
+
+  void expr(Expr &e) {
+    switch (e.kind) {
+    case ExprKind::Int: break;
+    case ExprKind::Name: name(static_cast<NameRef &>(e)); break;
+    case ExprKind::Unary: expr(*static_cast<Unary &>(e).operand); break;
+    case ExprKind::Binary:
+      expr(*static_cast<Binary &>(e).lhs);
+      expr(*static_cast<Binary &>(e).rhs);
+      break;
+    case ExprKind::Conditional: {
+      auto &c = static_cast<Conditional &>(e);
+      expr(*c.cond);
+      expr(*c.then);
+      expr(*c.otherwise);
+      break;
+    }
+    case ExprKind::Call:
+      for (ExprPtr &arg : static_cast<Call &>(e).args)
+        expr(*arg);
+      break;
+    }
+  }
+
+  void name(NameRef &ref) {
+    int id = lookup(ref.name);
+    if (id >= 0) {
+      ref.varId = id;
+      decls_[id].used = true;
+      return;
+    }
+    std::vector<llvm::StringRef> visible;
+    for (const auto &scope : scopes_)
+      for (const auto &entry : scope)
+        visible.push_back(entry.getKey());
+    std::string suggestion = closestMatch(ref.name, visible);
+    auto &d = diags_.report(DiagKind::UndefinedName, ref.range,
+                            "use of undeclared name '" + ref.name + "'" +
+                                (suggestion.empty() ? "" : "; did you mean '" + suggestion + "'?"));
+    if (!suggestion.empty())
+      d.fixit(ref.range, suggestion);
+  }
+
+  void reportUnused() {
+    for (const Entry &entry : decls_) {
+      if (entry.used)
+        continue;
+      const VarDecl &var = *entry.decl;
+      if (var.role == VarRole::Parameter)
+        diags_.report(DiagKind::UnusedParameter, var.range,
+                      "parameter '" + var.name + "' is never used");
+      else if (var.role == VarRole::Let)
+        diags_.report(DiagKind::UnusedLet, var.range, "'" + var.name + "' is never used");
+    }
+  }
+
+  DiagnosticEngine &diags_;
+  std::vector<llvm::StringMap<int>> scopes_;
+  std::vector<Entry> decls_;
+};
+
+} // namespace
+
+bool resolveNames(Schedule &schedule, DiagnosticEngine &diags) {
+  unsigned before = diags.errorCount();
+  Resolver(diags).run(schedule);
+  return diags.errorCount() == before;
+}
+
+} // namespace pipec

@@ -1,0 +1,211 @@
+// The abstract syntax tree of a .pipe file: pipec's own types, no ANTLR.
+//
+// Every node carries the source range it came from, so every later phase can point
+// at the text. Variables are declared by VarDecl; the name resolver (sema/) gives
+// each one a dense id, which NameRef nodes then carry, so elaboration evaluates
+// names by indexing an array instead of looking up strings.
+#pragma once
+
+#include "llvm/Support/SMLoc.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pipec::ast {
+
+using llvm::SMRange;
+
+// ---- variables --------------------------------------------------------------
+
+enum class VarRole : uint8_t { Parameter, Let, LoopVar, RankVar, StageVar };
+
+struct VarDecl {
+  std::string name;
+  SMRange range; // the name where it is declared
+  VarRole role = VarRole::Let;
+  int id = -1; // dense id, assigned by the name resolver
+};
+
+// ---- expressions ------------------------------------------------------------
+
+enum class ExprKind : uint8_t { Int, Name, Unary, Binary, Conditional, Call };
+enum class UnaryOp : uint8_t { Neg, Not };
+enum class BinaryOp : uint8_t { Mul, Div, Mod, Add, Sub, Lt, Le, Gt, Ge, Eq, Ne, And, Or };
+enum class Builtin : uint8_t { Min, Max };
+
+struct Expr {
+  explicit Expr(ExprKind kind, SMRange range) : kind(kind), range(range) {}
+  virtual ~Expr() = default;
+  const ExprKind kind;
+  SMRange range;
+};
+using ExprPtr = std::unique_ptr<Expr>;
+
+struct IntLit : Expr {
+  IntLit(SMRange range, int64_t value) : Expr(ExprKind::Int, range), value(value) {}
+  int64_t value;
+};
+
+struct NameRef : Expr {
+  NameRef(SMRange range, std::string name) : Expr(ExprKind::Name, range), name(std::move(name)) {}
+  std::string name;
+  int varId = -1; // filled by the name resolver
+};
+
+struct Unary : Expr {
+  Unary(SMRange range, UnaryOp op, ExprPtr operand)
+      : Expr(ExprKind::Unary, range), op(op), operand(std::move(operand)) {}
+  UnaryOp op;
+  ExprPtr operand;
+};
+
+struct Binary : Expr {
+  Binary(SMRange range, BinaryOp op, ExprPtr lhs, ExprPtr rhs)
+      : Expr(ExprKind::Binary, range), op(op), lhs(std::move(lhs)), rhs(std::move(rhs)) {}
+  BinaryOp op;
+  ExprPtr lhs, rhs;
+};
+
+struct Conditional : Expr {
+  Conditional(SMRange range, ExprPtr cond, ExprPtr then, ExprPtr otherwise)
+      : Expr(ExprKind::Conditional, range), cond(std::move(cond)), then(std::move(then)),
+        otherwise(std::move(otherwise)) {}
+  ExprPtr cond, then, otherwise;
+};
+
+struct Call : Expr {
+  Call(SMRange range, Builtin fn, std::vector<ExprPtr> args)
+      : Expr(ExprKind::Call, range), fn(fn), args(std::move(args)) {}
+  Builtin fn;
+  std::vector<ExprPtr> args;
+};
+
+// ---- statements (rank programs) ----------------------------------------------
+
+enum class OpKind : uint8_t { F, B, I, W };
+
+struct OpCall {
+  OpKind kind = OpKind::F;
+  SMRange range;
+  ExprPtr chunk; // null: chunk 0 (or, for W, the oldest deferred I on the rank)
+  ExprPtr mb;    // null: the chunk's next micro-batch (or oldest deferred I for W)
+};
+
+enum class StmtKind : uint8_t { Let, For, If, Op };
+
+struct Stmt {
+  explicit Stmt(StmtKind kind, SMRange range) : kind(kind), range(range) {}
+  virtual ~Stmt() = default;
+  const StmtKind kind;
+  SMRange range;
+};
+using StmtPtr = std::unique_ptr<Stmt>;
+using Block = std::vector<StmtPtr>;
+
+struct LetStmt : Stmt {
+  LetStmt(SMRange range) : Stmt(StmtKind::Let, range) {}
+  VarDecl var;
+  ExprPtr value;
+};
+
+struct ForStmt : Stmt {
+  ForStmt(SMRange range) : Stmt(StmtKind::For, range) {}
+  VarDecl var;
+  ExprPtr lo, hi; // half-open: lo..hi
+  Block body;
+};
+
+struct IfStmt : Stmt {
+  IfStmt(SMRange range) : Stmt(StmtKind::If, range) {}
+  ExprPtr cond;
+  Block then;
+  Block otherwise; // `else if` is an otherwise block holding one IfStmt
+};
+
+// One op, or an overlap pair `X & Y` (ops.size() == 2).
+struct OpStmt : Stmt {
+  OpStmt(SMRange range) : Stmt(StmtKind::Op, range) {}
+  std::vector<OpCall> ops;
+};
+
+// ---- declarations --------------------------------------------------------------
+
+struct Param {
+  VarDecl var;
+  int64_t defaultValue = 0;
+  SMRange valueRange;
+};
+
+struct Require {
+  SMRange range;
+  ExprPtr cond;
+  std::optional<std::string> message;
+};
+
+// `place stage s -> rank E chunk E;`
+struct Placement {
+  SMRange range;
+  VarDecl stageVar;
+  ExprPtr rank;
+  ExprPtr chunk; // null: chunk 0
+};
+
+// `flow NAME: microbatches lo..hi { place ...; }`
+struct FlowDecl {
+  SMRange range;
+  std::string name;
+  SMRange nameRange;
+  ExprPtr lo, hi;
+  std::vector<Placement> placements; // exactly one after a clean parse
+};
+
+// `NAME = 1.5;` or `NAME[stage] = 1.5;` inside `costs { }`
+struct CostEntry {
+  SMRange range;
+  std::string name;
+  SMRange nameRange;
+  ExprPtr stage; // null: applies to every stage
+  double value = 0;
+};
+
+struct RankProgram {
+  SMRange range;     // the whole block
+  SMRange headRange; // `rank r` or `rank 3`
+  bool generic = false;
+  VarDecl var;       // generic: the rank variable
+  ExprPtr index;     // explicit: the rank number
+  Block body;
+};
+
+// A declaration that has a value (`ranks E;`), remembered with where it was written.
+struct Sized {
+  SMRange range;
+  ExprPtr value;
+};
+
+// Top-level lets and requires run in source order once parameters are bound.
+struct GlobalItem {
+  std::unique_ptr<LetStmt> let; // exactly one of the two is set
+  std::unique_ptr<Require> require;
+};
+
+struct Schedule {
+  std::string name;
+  SMRange nameRange;
+  SMRange range;
+  std::vector<Param> params;
+  std::vector<GlobalItem> globals;
+  std::optional<Sized> ranks, stages, microbatches, copies;
+  std::optional<Placement> placement; // top-level place (a single implicit flow)
+  std::vector<FlowDecl> flows;
+  std::vector<CostEntry> costs;
+  std::vector<RankProgram> rankPrograms;
+  int numVars = 0; // set by the name resolver: ids are 0..numVars-1
+};
+
+const char *opKindName(OpKind kind);
+
+} // namespace pipec::ast

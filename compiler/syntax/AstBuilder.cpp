@@ -1,0 +1,430 @@
+#include "syntax/AstBuilder.h"
+
+#include "llvm/ADT/StringSwitch.h"
+
+#include <cerrno>
+#include <cstdlib>
+
+namespace pipec {
+
+using namespace ast;
+
+// ---- locations ------------------------------------------------------------------
+
+SMRange AstBuilder::range(antlr4::ParserRuleContext *ctx) const {
+  return text_.rangeOf(ctx->getStart()->getStartIndex(), ctx->getStop()->getStopIndex());
+}
+
+SMRange AstBuilder::range(antlr4::Token *token) const {
+  return text_.rangeOf(token->getStartIndex(), token->getStopIndex());
+}
+
+VarDecl AstBuilder::declare(antlr4::Token *name, VarRole role) const {
+  VarDecl var;
+  var.name = name->getText();
+  var.range = range(name);
+  var.role = role;
+  return var;
+}
+
+int64_t AstBuilder::parseInt(antlr4::Token *token, bool negative) {
+  std::string digits = (negative ? "-" : "") + token->getText();
+  errno = 0;
+  char *end = nullptr;
+  long long value = std::strtoll(digits.c_str(), &end, 10);
+  if (errno == ERANGE) {
+    diags_.report(DiagKind::IntegerTooLarge, range(token),
+                  "integer literal " + digits + " does not fit in 64 bits");
+    return 0;
+  }
+  return value;
+}
+
+static std::string unquote(const std::string &quoted) {
+  std::string out;
+  for (size_t i = 1; i + 1 < quoted.size(); ++i) {
+    char c = quoted[i];
+    if (c == '\\' && i + 2 < quoted.size()) {
+      char next = quoted[++i];
+      out += next == 'n' ? '\n' : next == 't' ? '\t' : next;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// ---- schedule and declarations ---------------------------------------------------
+
+std::unique_ptr<Schedule> AstBuilder::build(P::FileContext *file) {
+  P::ScheduleContext *ctx = file->schedule();
+  auto schedule = std::make_unique<Schedule>();
+  schedule->name = ctx->name->getText();
+  schedule->nameRange = range(ctx->name);
+  schedule->range = range(ctx);
+
+  for (P::ParamContext *p : ctx->param()) {
+    Param param;
+    param.var = declare(p->name, VarRole::Parameter);
+    param.defaultValue = parseInt(p->value, p->neg != nullptr);
+    param.valueRange = text_.rangeOf((p->neg ? p->neg : p->value)->getStartIndex(),
+                                     p->value->getStopIndex());
+    for (const Param &earlier : schedule->params)
+      if (earlier.var.name == param.var.name)
+        diags_.report(DiagKind::DuplicateParameter, param.var.range,
+                      "parameter '" + param.var.name + "' is declared twice")
+            .note(earlier.var.range, "first declared here");
+    schedule->params.push_back(std::move(param));
+  }
+
+  for (P::DeclContext *decl : ctx->decl())
+    addDecl(*schedule, decl);
+
+  SMRange closing = text_.rangeOf(ctx->getStop()->getStartIndex(), ctx->getStop()->getStopIndex());
+  auto requireDecl = [&](const std::optional<Sized> &slot, const char *keyword) {
+    if (!slot)
+      diags_.report(DiagKind::MissingDeclaration, closing,
+                    std::string("schedule '") + schedule->name + "' never declares '" + keyword +
+                        "'")
+          .note(schedule->nameRange, std::string("add '") + keyword + " N;' to this schedule");
+  };
+  requireDecl(schedule->ranks, "ranks");
+  requireDecl(schedule->stages, "stages");
+  requireDecl(schedule->microbatches, "microbatches");
+  if (!schedule->placement && schedule->flows.empty())
+    diags_.report(DiagKind::MissingDeclaration, closing,
+                  "schedule '" + schedule->name + "' never places its stages")
+        .note(schedule->nameRange, "add 'place stage s -> rank E [chunk E];' or flow blocks");
+  return schedule;
+}
+
+void AstBuilder::setSized(std::optional<Sized> &slot, const char *what,
+                          antlr4::ParserRuleContext *decl, P::ExprContext *value) {
+  if (slot) {
+    diags_.report(DiagKind::DuplicateDeclaration, range(decl),
+                  std::string("'") + what + "' is declared twice")
+        .note(slot->range, "first declared here");
+    return;
+  }
+  slot = Sized{range(decl), buildExpr(value)};
+}
+
+void AstBuilder::addDecl(Schedule &schedule, P::DeclContext *decl) {
+  if (auto *require = dynamic_cast<P::RequireDeclContext *>(decl)) {
+    auto item = std::make_unique<Require>();
+    item->range = range(require);
+    item->cond = buildExpr(require->cond);
+    if (require->message)
+      item->message = unquote(require->message->getText());
+    schedule.globals.push_back({nullptr, std::move(item)});
+  } else if (auto *topology = dynamic_cast<P::TopologyDeclContext *>(decl)) {
+    switch (topology->kind->getType()) {
+    case P::RANKS: setSized(schedule.ranks, "ranks", topology, topology->value); break;
+    case P::STAGES: setSized(schedule.stages, "stages", topology, topology->value); break;
+    default: setSized(schedule.microbatches, "microbatches", topology, topology->value); break;
+    }
+  } else if (auto *copies = dynamic_cast<P::CopiesDeclContext *>(decl)) {
+    setSized(schedule.copies, "copies", copies, copies->value);
+  } else if (auto *place = dynamic_cast<P::PlaceDeclContext *>(decl)) {
+    Placement placement = buildPlacement(place->placement());
+    if (!schedule.flows.empty())
+      diags_.report(DiagKind::MixedPlacement, placement.range,
+                    "a top-level 'place' cannot be combined with flow blocks")
+          .note(schedule.flows.front().range, "flow declared here; move this placement into it");
+    else if (schedule.placement)
+      diags_.report(DiagKind::DuplicateDeclaration, placement.range,
+                    "'place' is declared twice")
+          .note(schedule.placement->range, "first declared here");
+    else
+      schedule.placement = std::move(placement);
+  } else if (auto *flowCtx = dynamic_cast<P::FlowDeclContext *>(decl)) {
+    FlowDecl flow;
+    flow.range = range(flowCtx);
+    flow.name = flowCtx->name->getText();
+    flow.nameRange = range(flowCtx->name);
+    flow.lo = buildExpr(flowCtx->range()->lo);
+    flow.hi = buildExpr(flowCtx->range()->hi);
+    for (P::PlacementContext *p : flowCtx->placement())
+      flow.placements.push_back(buildPlacement(p));
+    if (flow.placements.size() != 1)
+      diags_.report(DiagKind::FlowPlacementCount, flow.nameRange,
+                    "flow '" + flow.name + "' must hold exactly one 'place', found " +
+                        std::to_string(flow.placements.size()));
+    for (const FlowDecl &earlier : schedule.flows)
+      if (earlier.name == flow.name)
+        diags_.report(DiagKind::DuplicateFlow, flow.nameRange,
+                      "flow '" + flow.name + "' is declared twice")
+            .note(earlier.nameRange, "first declared here");
+    if (schedule.placement)
+      diags_.report(DiagKind::MixedPlacement, flow.nameRange,
+                    "flow blocks cannot be combined with a top-level 'place'")
+          .note(schedule.placement->range, "top-level placement here; move it into a flow");
+    schedule.flows.push_back(std::move(flow));
+  } else if (auto *costs = dynamic_cast<P::CostsDeclContext *>(decl)) {
+    buildCosts(schedule, costs);
+  } else if (auto *let = dynamic_cast<P::LetDeclContext *>(decl)) {
+    schedule.globals.push_back({buildLet(let->letStmt()), nullptr});
+  } else {
+    schedule.rankPrograms.push_back(buildRankProgram(decl));
+  }
+}
+
+Placement AstBuilder::buildPlacement(P::PlacementContext *ctx) {
+  Placement placement;
+  placement.range = range(ctx);
+  placement.stageVar = declare(ctx->var, VarRole::StageVar);
+  placement.rank = buildExpr(ctx->rank);
+  if (ctx->chunk)
+    placement.chunk = buildExpr(ctx->chunk);
+  return placement;
+}
+
+// The cost model's vocabulary. Sub-operation costs refine an overlap pair.
+static const llvm::StringRef kCostNames[] = {
+    "F", "B", "I", "W", "FB", "p2p", "bandwidth", "activation_bytes", "param_bytes",
+    "attn_f", "attn_b", "dispatch_f", "dispatch_b", "mlp_f", "mlp_b", "combine_f", "combine_b"};
+
+void AstBuilder::buildCosts(Schedule &schedule, P::CostsDeclContext *ctx) {
+  for (P::CostEntryContext *e : ctx->costEntry()) {
+    CostEntry entry;
+    entry.range = range(e);
+    entry.name = e->name->getText();
+    entry.nameRange = range(e->name);
+    if (e->stage)
+      entry.stage = buildExpr(e->stage);
+    entry.value = std::strtod(e->value->getText().c_str(), nullptr) * (e->neg ? -1 : 1);
+    if (std::find(std::begin(kCostNames), std::end(kCostNames), entry.name) ==
+        std::end(kCostNames)) {
+      std::string suggestion = closestMatch(entry.name, kCostNames);
+      auto &d = diags_.report(DiagKind::UnknownCost, entry.nameRange,
+                              "unknown cost '" + entry.name + "'" +
+                                  (suggestion.empty() ? "" : "; did you mean '" + suggestion + "'?"));
+      if (suggestion.empty())
+        d.note("known costs: F, B, I, W, FB, p2p, bandwidth, activation_bytes, param_bytes, "
+               "attn_f/b, dispatch_f/b, mlp_f/b, combine_f/b");
+      else
+        d.fixit(entry.nameRange, suggestion);
+      continue;
+    }
+    schedule.costs.push_back(std::move(entry));
+  }
+}
+
+RankProgram AstBuilder::buildRankProgram(P::DeclContext *decl) {
+  RankProgram program;
+  program.range = range(decl);
+  if (auto *generic = dynamic_cast<P::GenericRankDeclContext *>(decl)) {
+    program.generic = true;
+    program.var = declare(generic->var, VarRole::RankVar);
+    program.headRange = text_.rangeOf(generic->getStart()->getStartIndex(),
+                                      generic->var->getStopIndex());
+    program.body = buildBlock(generic->block());
+  } else {
+    auto *explicitRank = static_cast<P::ExplicitRankDeclContext *>(decl);
+    program.index = buildExpr(explicitRank->index);
+    program.headRange = text_.rangeOf(explicitRank->getStart()->getStartIndex(),
+                                      explicitRank->index->getStop()->getStopIndex());
+    program.body = buildBlock(explicitRank->block());
+  }
+  return program;
+}
+
+// ---- statements --------------------------------------------------------------------
+
+Block AstBuilder::buildBlock(P::BlockContext *ctx) {
+  Block block;
+  for (P::StmtContext *stmt : ctx->stmt())
+    if (StmtPtr built = buildStmt(stmt))
+      block.push_back(std::move(built));
+  return block;
+}
+
+std::unique_ptr<LetStmt> AstBuilder::buildLet(P::LetStmtContext *ctx) {
+  auto let = std::make_unique<LetStmt>(range(ctx));
+  let->var = declare(ctx->name, VarRole::Let);
+  let->value = buildExpr(ctx->value);
+  return let;
+}
+
+StmtPtr AstBuilder::buildStmt(P::StmtContext *ctx) {
+  if (auto *let = dynamic_cast<P::LetStatementContext *>(ctx))
+    return buildLet(let->letStmt());
+  if (auto *loop = dynamic_cast<P::ForStatementContext *>(ctx)) {
+    auto stmt = std::make_unique<ForStmt>(range(loop));
+    stmt->var = declare(loop->var, VarRole::LoopVar);
+    stmt->lo = buildExpr(loop->range()->lo);
+    stmt->hi = buildExpr(loop->range()->hi);
+    stmt->body = buildBlock(loop->block());
+    return stmt;
+  }
+  if (auto *branch = dynamic_cast<P::IfStatementContext *>(ctx)) {
+    auto stmt = std::make_unique<IfStmt>(range(branch));
+    stmt->cond = buildExpr(branch->cond);
+    stmt->then = buildBlock(branch->then);
+    if (branch->otherwise)
+      stmt->otherwise = buildBlock(branch->otherwise);
+    else if (branch->elseIf)
+      if (StmtPtr nested = buildStmt(branch->elseIf))
+        stmt->otherwise.push_back(std::move(nested));
+    return stmt;
+  }
+  return buildOpStatement(static_cast<P::OpStatementContext *>(ctx));
+}
+
+static bool isForward(OpKind kind) { return kind == OpKind::F; }
+static bool isBackward(OpKind kind) { return kind == OpKind::B || kind == OpKind::I; }
+
+StmtPtr AstBuilder::buildOpStatement(P::OpStatementContext *ctx) {
+  auto stmt = std::make_unique<OpStmt>(range(ctx));
+  std::vector<P::OpCallContext *> calls = ctx->opCall();
+  for (antlr4::Token *joiner : ctx->joiners)
+    if (joiner->getType() == P::AMPAMP)
+      diags_.report(DiagKind::OverlapDoubleAmpersand, range(joiner),
+                    "an overlap pair is written with a single '&'")
+          .fixit(range(joiner), "&");
+  if (calls.size() > 2) {
+    diags_.report(DiagKind::OverlapPairArity, range(calls[2]),
+                  "an overlap pair joins exactly two ops, but this statement joins " +
+                      std::to_string(calls.size()))
+        .note(range(calls[0]), "split it: one forward '&' one backward per statement");
+    return nullptr;
+  }
+  for (P::OpCallContext *call : calls)
+    stmt->ops.push_back(buildOpCall(call));
+  if (stmt->ops.size() == 2) {
+    OpKind a = stmt->ops[0].kind, b = stmt->ops[1].kind;
+    bool valid = (isForward(a) && isBackward(b)) || (isBackward(a) && isForward(b));
+    if (!valid)
+      diags_.report(DiagKind::OverlapPairKinds, stmt->range,
+                    std::string("an overlap pair joins one forward (F) with one backward (B or I), "
+                                "not ") +
+                        opKindName(a) + " & " + opKindName(b));
+  }
+  return stmt;
+}
+
+static const llvm::StringRef kOpNames[] = {"F", "B", "I", "W"};
+
+// Words people write for an op, mapped to the op they mean.
+static std::string opForAlias(llvm::StringRef name) {
+  std::string lower = name.lower();
+  return llvm::StringSwitch<std::string>(lower)
+      .Cases("f", "fwd", "forward", "F")
+      .Cases("b", "bwd", "backward", "B")
+      .Cases("i", "dgrad", "igrad", "input", "I")
+      .Cases("w", "wgrad", "weight", "W")
+      .Default(closestMatch(name, kOpNames));
+}
+
+OpCall AstBuilder::buildOpCall(P::OpCallContext *ctx) {
+  OpCall op;
+  op.range = range(ctx);
+  std::string name = ctx->name->getText();
+  if (name == "F") op.kind = OpKind::F;
+  else if (name == "B") op.kind = OpKind::B;
+  else if (name == "I") op.kind = OpKind::I;
+  else if (name == "W") op.kind = OpKind::W;
+  else {
+    std::string suggestion = opForAlias(name);
+    if (name == "FB" || name == "BF")
+      diags_.report(DiagKind::UnknownOp, range(ctx->name),
+                    "unknown op '" + name + "'; an overlap pair is written 'F(c) & B(c)'");
+    else {
+      auto &d = diags_.report(DiagKind::UnknownOp, range(ctx->name),
+                              "unknown op '" + name + "'" +
+                                  (suggestion.empty() ? "" : "; did you mean '" + suggestion + "'?"));
+      d.note("the ops are F (forward), B (backward), I (input-gradient half) and W "
+             "(weight-gradient half)");
+      if (!suggestion.empty())
+        d.fixit(range(ctx->name), suggestion);
+    }
+  }
+  if (P::OpArgsContext *args = ctx->opArgs())
+    buildOpArgs(op, args);
+  return op;
+}
+
+void AstBuilder::buildOpArgs(OpCall &op, P::OpArgsContext *ctx) {
+  if (auto *a = dynamic_cast<P::ChunkOnlyContext *>(ctx)) {
+    op.chunk = buildExpr(a->chunk);
+  } else if (auto *a = dynamic_cast<P::ChunkAndMbContext *>(ctx)) {
+    op.chunk = buildExpr(a->chunk);
+    op.mb = buildExpr(a->mb);
+  } else if (auto *a = dynamic_cast<P::MbOnlyContext *>(ctx)) {
+    op.mb = buildExpr(a->mb);
+  } else if (auto *a = dynamic_cast<P::MissingCommaContext *>(ctx)) {
+    SMRange mbKeyword = range(a->MB()->getSymbol());
+    diags_.report(DiagKind::MissingCommaInOp, SMRange(mbKeyword.Start, mbKeyword.Start),
+                  "expected ',' between the chunk and 'mb ='")
+        .fixit(SMRange(mbKeyword.Start, mbKeyword.Start), ", ");
+    op.chunk = buildExpr(a->chunk);
+    op.mb = buildExpr(a->mb);
+  } else if (auto *a = dynamic_cast<P::PositionalMbContext *>(ctx)) {
+    SMRange mb = range(a->mb);
+    std::string text(mb.Start.getPointer(), mb.End.getPointer());
+    diags_.report(DiagKind::PositionalMicrobatch, mb,
+                  "the micro-batch of an op is named: write 'mb = " + text + "'")
+        .fixit(mb, "mb = " + text);
+    op.chunk = buildExpr(a->chunk);
+    op.mb = buildExpr(a->mb);
+  }
+}
+
+// ---- expressions -------------------------------------------------------------------
+
+ExprPtr AstBuilder::buildExpr(P::ExprContext *ctx) {
+  SMRange at = range(ctx);
+  if (auto *paren = dynamic_cast<P::ParenExprContext *>(ctx))
+    return buildExpr(paren->inner);
+  if (auto *lit = dynamic_cast<P::IntExprContext *>(ctx))
+    return std::make_unique<IntLit>(at, parseInt(lit->INT()->getSymbol(), false));
+  if (auto *name = dynamic_cast<P::NameExprContext *>(ctx))
+    return std::make_unique<NameRef>(at, name->getText());
+  if (auto *unary = dynamic_cast<P::UnaryExprContext *>(ctx)) {
+    // Fold "-<literal>" so that INT64_MIN is writable.
+    if (unary->op->getText() == "-")
+      if (auto *lit = dynamic_cast<P::IntExprContext *>(unary->operand))
+        return std::make_unique<IntLit>(at, parseInt(lit->INT()->getSymbol(), true));
+    UnaryOp op = unary->op->getText() == "-" ? UnaryOp::Neg : UnaryOp::Not;
+    return std::make_unique<Unary>(at, op, buildExpr(unary->operand));
+  }
+  if (auto *binary = dynamic_cast<P::BinaryExprContext *>(ctx)) {
+    BinaryOp op = llvm::StringSwitch<BinaryOp>(binary->op->getText())
+                      .Case("*", BinaryOp::Mul).Case("/", BinaryOp::Div)
+                      .Case("%", BinaryOp::Mod).Case("+", BinaryOp::Add)
+                      .Case("-", BinaryOp::Sub).Case("<", BinaryOp::Lt)
+                      .Case("<=", BinaryOp::Le).Case(">", BinaryOp::Gt)
+                      .Case(">=", BinaryOp::Ge).Case("==", BinaryOp::Eq)
+                      .Case("!=", BinaryOp::Ne).Case("&&", BinaryOp::And)
+                      .Default(BinaryOp::Or);
+    return std::make_unique<Binary>(at, op, buildExpr(binary->lhs), buildExpr(binary->rhs));
+  }
+  if (auto *cond = dynamic_cast<P::ConditionalExprContext *>(ctx))
+    return std::make_unique<Conditional>(at, buildExpr(cond->cond), buildExpr(cond->then),
+                                         buildExpr(cond->otherwise));
+  auto *call = static_cast<P::CallExprContext *>(ctx);
+  std::string callee = call->callee->getText();
+  std::vector<ExprPtr> args;
+  for (P::ExprContext *arg : call->args)
+    args.push_back(buildExpr(arg));
+  Builtin fn = Builtin::Min;
+  if (callee == "max") {
+    fn = Builtin::Max;
+  } else if (callee != "min") {
+    static const llvm::StringRef kFunctions[] = {"min", "max"};
+    std::string suggestion = closestMatch(callee, kFunctions);
+    auto &d = diags_.report(DiagKind::UnknownFunction, range(call->callee),
+                            "unknown function '" + callee + "'" +
+                                (suggestion.empty() ? "" : "; did you mean '" + suggestion + "'?"));
+    d.note("the functions are min and max");
+    if (!suggestion.empty())
+      d.fixit(range(call->callee), suggestion);
+  }
+  if (args.size() < 2)
+    diags_.report(DiagKind::CallArity, at,
+                  "'" + callee + "' takes at least two arguments, got " +
+                      std::to_string(args.size()));
+  return std::make_unique<Call>(at, fn, std::move(args));
+}
+
+} // namespace pipec

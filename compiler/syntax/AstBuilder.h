@@ -1,0 +1,51 @@
+// Turns an ANTLR parse tree into pipec's AST (internal to syntax/).
+//
+// This is also where the grammar's error productions become targeted diagnostics
+// (F(0 mb=1), F(0, 1), three ops joined by '&', unknown op names...), and where
+// structural rules that need no evaluation are enforced (one `ranks`, flows with
+// one placement, ...).
+#pragma once
+
+#include "diag/Diagnostics.h"
+#include "syntax/AST.h"
+#include "syntax/SourceText.h"
+
+#include "PipeParser.h"
+
+namespace pipec {
+
+class AstBuilder {
+public:
+  AstBuilder(DiagnosticEngine &diags, const SourceText &text) : diags_(diags), text_(text) {}
+
+  std::unique_ptr<ast::Schedule> build(pipegen::PipeParser::FileContext *file);
+
+private:
+  using P = pipegen::PipeParser;
+
+  void addDecl(ast::Schedule &schedule, P::DeclContext *decl);
+  void setSized(std::optional<ast::Sized> &slot, const char *what, antlr4::ParserRuleContext *decl,
+                P::ExprContext *value);
+  ast::Placement buildPlacement(P::PlacementContext *ctx);
+  void buildCosts(ast::Schedule &schedule, P::CostsDeclContext *ctx);
+  ast::RankProgram buildRankProgram(P::DeclContext *ctx);
+
+  ast::Block buildBlock(P::BlockContext *ctx);
+  ast::StmtPtr buildStmt(P::StmtContext *ctx);
+  std::unique_ptr<ast::LetStmt> buildLet(P::LetStmtContext *ctx);
+  ast::StmtPtr buildOpStatement(P::OpStatementContext *ctx);
+  ast::OpCall buildOpCall(P::OpCallContext *ctx);
+  void buildOpArgs(ast::OpCall &op, P::OpArgsContext *ctx);
+
+  ast::ExprPtr buildExpr(P::ExprContext *ctx);
+  int64_t parseInt(antlr4::Token *token, bool negative);
+
+  ast::SMRange range(antlr4::ParserRuleContext *ctx) const;
+  ast::SMRange range(antlr4::Token *token) const;
+  ast::VarDecl declare(antlr4::Token *name, ast::VarRole role) const;
+
+  DiagnosticEngine &diags_;
+  const SourceText &text_;
+};
+
+} // namespace pipec

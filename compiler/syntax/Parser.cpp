@@ -1,0 +1,89 @@
+// Drives ANTLR: UTF-8 check, lexing, parsing (fast SLL first, full LL with error
+// recovery only when SLL fails), then the AST builder.
+#include "syntax/Parser.h"
+
+#include "syntax/AstBuilder.h"
+#include "syntax/SourceText.h"
+#include "syntax/SyntaxErrors.h"
+
+#include "PipeLexer.h"
+#include "PipeParser.h"
+
+#include "llvm/Support/ConvertUTF.h"
+
+namespace pipec {
+
+using pipegen::PipeLexer;
+using pipegen::PipeParser;
+
+static bool checkUtf8(llvm::StringRef text, DiagnosticEngine &diags) {
+  const llvm::UTF8 *begin = reinterpret_cast<const llvm::UTF8 *>(text.begin());
+  const llvm::UTF8 *end = reinterpret_cast<const llvm::UTF8 *>(text.end());
+  const llvm::UTF8 *bad = begin;
+  if (llvm::isLegalUTF8String(&bad, end))
+    return true;
+  const char *at = reinterpret_cast<const char *>(bad);
+  diags.report(DiagKind::InvalidUTF8,
+               llvm::SMRange(llvm::SMLoc::getFromPointer(at), llvm::SMLoc::getFromPointer(at + 1)),
+               "the source is not valid UTF-8");
+  return false;
+}
+
+// Tokens the lexer keeps off the parser's channel because they are malformed.
+static void reportMalformedTokens(antlr4::CommonTokenStream &tokens, const SourceText &text,
+                                  DiagnosticEngine &diags) {
+  for (antlr4::Token *token : tokens.getTokens()) {
+    llvm::SMRange at = text.rangeOf(token->getStartIndex(), token->getStartIndex());
+    if (token->getType() == PipeLexer::UNTERMINATED_STRING)
+      diags.report(DiagKind::UnterminatedString, at, "missing closing '\"' of this string");
+    else if (token->getType() == PipeLexer::UNTERMINATED_COMMENT)
+      diags.report(DiagKind::UnterminatedComment, at, "this comment is never closed by '*/'");
+  }
+}
+
+std::unique_ptr<ast::Schedule> parseSchedule(unsigned bufferId, DiagnosticEngine &diags) {
+  llvm::StringRef source = diags.sources().getMemoryBuffer(bufferId)->getBuffer();
+  if (!checkUtf8(source, diags))
+    return nullptr;
+  SourceText text(source);
+  unsigned errorsBefore = diags.errorCount();
+
+  antlr4::ANTLRInputStream input(source.data(), source.size());
+  PipeLexer lexer(&input);
+  LexerErrorListener lexerErrors(diags, text);
+  lexer.removeErrorListeners();
+  lexer.addErrorListener(&lexerErrors);
+  antlr4::CommonTokenStream tokens(&lexer);
+  tokens.fill();
+  reportMalformedTokens(tokens, text, diags);
+
+  PipeParser parser(&tokens);
+  parser.removeErrorListeners();
+  // SLL with bail-out parses nearly every valid file; only a failure pays for LL.
+  auto bail = std::make_shared<antlr4::BailErrorStrategy>();
+  parser.setErrorHandler(bail);
+  parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
+      antlr4::atn::PredictionMode::SLL);
+  PipeParser::FileContext *tree = nullptr;
+  try {
+    tree = parser.file();
+  } catch (const antlr4::ParseCancellationException &) {
+    tokens.seek(0);
+    parser.reset();
+    auto recovering = std::make_shared<SyntaxErrorStrategy>(diags, text);
+    parser.setErrorHandler(recovering);
+    parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
+        antlr4::atn::PredictionMode::LL);
+    tree = parser.file();
+  }
+  if (diags.errorCount() != errorsBefore)
+    return nullptr;
+
+  AstBuilder builder(diags, text);
+  std::unique_ptr<ast::Schedule> schedule = builder.build(tree);
+  if (diags.errorCount() != errorsBefore)
+    return nullptr;
+  return schedule;
+}
+
+} // namespace pipec

@@ -1,0 +1,105 @@
+// The .pipe schedule language (see the README and DESIGN §2).
+//
+// A file holds one `schedule`: integer parameters, topology, placement of stages
+// on (rank, chunk) slots, optional costs, and rank programs made of ops.
+// Some alternatives below match common mistakes on purpose (marked "error
+// production"): they parse, and the AST builder turns them into a targeted
+// diagnostic instead of a generic syntax error.
+grammar Pipe;
+
+file        : schedule EOF ;
+
+schedule    : SCHEDULE name=ID '(' (param (',' param)* ','?)? ')' '{' decl* '}' ;
+param       : name=ID '=' neg='-'? value=INT ;
+
+decl
+  : REQUIRE cond=expr (':' message=STRING)? ';'                        # requireDecl
+  | kind=(RANKS | STAGES | MICROBATCHES) value=expr ';'                # topologyDecl
+  | COPIES value=expr ';'                                              # copiesDecl
+  | placement                                                          # placeDecl
+  | FLOW name=ID ':' MICROBATCHES range '{' placement* '}'             # flowDecl
+  | COSTS '{' costEntry* '}'                                           # costsDecl
+  | letStmt                                                            # letDecl
+  | RANK var=ID block                                                  # genericRankDecl
+  | RANK index=expr block                                              # explicitRankDecl
+  ;
+
+placement   : PLACE STAGE var=ID '->' RANK rank=expr (CHUNK chunk=expr)? ';' ;
+range       : lo=expr '..' hi=expr ;
+costEntry   : name=ID ('[' stage=expr ']')? '=' neg='-'? value=(INT | FLOAT) ';' ;
+
+block       : '{' stmt* '}' ;
+
+stmt
+  : letStmt                                                            # letStatement
+  | FOR var=ID IN range block                                          # forStatement
+  | IF cond=expr then=block (ELSE (otherwise=block | elseIf=stmt))?    # ifStatement
+  | opCall (joiners+=('&' | '&&') opCall)* ';'                         # opStatement
+  ;
+
+letStmt     : LET name=ID '=' value=expr ';' ;
+
+opCall      : name=ID ('(' opArgs? ')')? ;
+opArgs
+  : chunk=expr                                                         # chunkOnly
+  | chunk=expr ',' MB '=' mb=expr                                      # chunkAndMb
+  | MB '=' mb=expr                                                     # mbOnly
+  | chunk=expr MB '=' mb=expr                                          # missingComma    // error production
+  | chunk=expr ',' mb=expr                                             # positionalMb    // error production
+  ;
+
+expr
+  : '(' inner=expr ')'                                                 # parenExpr
+  | callee=ID '(' args+=expr (',' args+=expr)* ')'                     # callExpr
+  | INT                                                                # intExpr
+  | ID                                                                 # nameExpr
+  | op=('-' | '!') operand=expr                                        # unaryExpr
+  | lhs=expr op=('*' | '/' | '%') rhs=expr                             # binaryExpr
+  | lhs=expr op=('+' | '-') rhs=expr                                   # binaryExpr
+  | lhs=expr op=('<' | '<=' | '>' | '>=') rhs=expr                     # binaryExpr
+  | lhs=expr op=('==' | '!=') rhs=expr                                 # binaryExpr
+  | lhs=expr op='&&' rhs=expr                                          # binaryExpr
+  | lhs=expr op='||' rhs=expr                                          # binaryExpr
+  | <assoc=right> cond=expr '?' then=expr ':' otherwise=expr           # conditionalExpr
+  ;
+
+// ---- lexer ----
+// Named so the front end can refer to them in targeted messages.
+SEMI         : ';' ;
+LBRACE       : '{' ;
+RBRACE       : '}' ;
+AMPAMP       : '&&' ;
+AMP          : '&' ;
+
+SCHEDULE     : 'schedule' ;
+REQUIRE      : 'require' ;
+RANKS        : 'ranks' ;
+STAGES       : 'stages' ;
+MICROBATCHES : 'microbatches' ;
+COPIES       : 'copies' ;
+PLACE        : 'place' ;
+STAGE        : 'stage' ;
+RANK         : 'rank' ;
+CHUNK        : 'chunk' ;
+FLOW         : 'flow' ;
+COSTS        : 'costs' ;
+LET          : 'let' ;
+FOR          : 'for' ;
+IN           : 'in' ;
+IF           : 'if' ;
+ELSE         : 'else' ;
+MB           : 'mb' ;
+
+ID           : [a-zA-Z_] [a-zA-Z_0-9]* ;
+FLOAT        : [0-9]+ '.' [0-9]+ ([eE] [+-]? [0-9]+)? ;
+INT          : [0-9]+ ;
+STRING       : '"' (~["\\\r\n] | '\\' ~[\r\n])* '"' ;
+
+LINE_COMMENT  : '//' ~[\r\n]* -> skip ;
+BLOCK_COMMENT : '/*' .*? '*/' -> skip ;
+WS            : [ \t\r\n]+ -> skip ;
+
+// Malformed tokens: kept (off the parser's channel) so the front end reports them
+// with a precise message instead of a cascade of syntax errors.
+UNTERMINATED_STRING  : '"' (~["\\\r\n] | '\\' ~[\r\n])* ('\\')? -> channel(HIDDEN) ;
+UNTERMINATED_COMMENT : '/*' (~'*' | '*'+ ~[*/])* '*'* EOF -> channel(HIDDEN) ;
