@@ -20,8 +20,14 @@ decl
   | FLOW name=ID ':' MICROBATCHES range '{' placement* '}'             # flowDecl
   | COSTS '{' costEntry* '}'                                           # costsDecl
   | letStmt                                                            # letDecl
-  | RANK var=ID block                                                  # genericRankDecl
-  | RANK index=expr block                                              # explicitRankDecl
+  | RANK rankHead block                                                # rankDecl
+  ;
+
+// A sub-rule of its own so that telling `rank r` from `rank 3` needs two tokens of
+// lookahead, not a scan of the whole block.
+rankHead
+  : var=ID                                                             # genericRank
+  | index=expr                                                         # explicitRank
   ;
 
 placement   : PLACE STAGE var=ID '->' RANK rank=expr (CHUNK chunk=expr)? ';' ;

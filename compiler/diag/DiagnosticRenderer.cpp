@@ -19,7 +19,8 @@ static void printOne(llvm::SourceMgr &sm, llvm::raw_ostream &out, bool color, ll
     // No location (command-line problems): "pipec: error: ..." like a driver.
     llvm::SMDiagnostic diag(sm, llvm::SMLoc(), "", -1, -1, toLLVM(severity), message, "", {},
                             {});
-    diag.print("pipec", out, color, /*ShowKindLabel=*/true);
+    // Errors without a place read as the driver's ("pipec: error: ..."); notes as "note: ...".
+    diag.print(severity == Severity::Note ? "" : "pipec", out, color, /*ShowKindLabel=*/true);
     return;
   }
   llvm::SmallVector<llvm::SMRange, 1> ranges;

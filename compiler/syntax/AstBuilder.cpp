@@ -211,21 +211,18 @@ void AstBuilder::buildCosts(Schedule &schedule, P::CostsDeclContext *ctx) {
 }
 
 RankProgram AstBuilder::buildRankProgram(P::DeclContext *decl) {
+  auto *ctx = static_cast<P::RankDeclContext *>(decl);
   RankProgram program;
-  program.range = range(decl);
-  if (auto *generic = dynamic_cast<P::GenericRankDeclContext *>(decl)) {
+  program.range = range(ctx);
+  program.headRange = text_.rangeOf(ctx->getStart()->getStartIndex(),
+                                    ctx->rankHead()->getStop()->getStopIndex());
+  if (auto *generic = dynamic_cast<P::GenericRankContext *>(ctx->rankHead())) {
     program.generic = true;
     program.var = declare(generic->var, VarRole::RankVar);
-    program.headRange = text_.rangeOf(generic->getStart()->getStartIndex(),
-                                      generic->var->getStopIndex());
-    program.body = buildBlock(generic->block());
   } else {
-    auto *explicitRank = static_cast<P::ExplicitRankDeclContext *>(decl);
-    program.index = buildExpr(explicitRank->index);
-    program.headRange = text_.rangeOf(explicitRank->getStart()->getStartIndex(),
-                                      explicitRank->index->getStop()->getStopIndex());
-    program.body = buildBlock(explicitRank->block());
+    program.index = buildExpr(static_cast<P::ExplicitRankContext *>(ctx->rankHead())->index);
   }
+  program.body = buildBlock(ctx->block());
   return program;
 }
 

@@ -1,0 +1,18 @@
+# Golden tests for pipec. Each test is one file with RUN: lines; FileCheck compares
+# output with CHECK: lines. Error tests hold one diagnostic each and anchor its
+# line with [[@LINE]].
+import os
+
+import lit.formats
+
+config.name = "pipec"
+config.test_format = lit.formats.ShTest(execute_external=True)
+config.suffixes = [".pipe", ".test"]
+config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+
+config.environment["PATH"] = os.pathsep.join(
+    [config.pipec_bin_dir, config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])])
+config.substitutions.append(("%pipec", os.path.join(config.pipec_bin_dir, "pipec")))
+config.substitutions.append(("%examples", os.path.join(config.source_root, "examples")))
+config.substitutions.append(("%reference", os.path.join(config.source_root, "..", "shared", "reference")))
