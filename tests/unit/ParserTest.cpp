@@ -1,0 +1,75 @@
+// The parser: the AST it builds, and that bad input gives diagnostics, not crashes.
+#include "TestSupport.h"
+
+#include <catch2/catch.hpp>
+
+using namespace pipec;
+using namespace pipec::test;
+
+TEST_CASE("a full schedule parses into the expected AST", "[parser]") {
+  auto c = compile(R"(
+schedule demo(P = 4, M = -2) {
+  let half = P / 2;
+  require P % 2 == 0 : "P must be even";
+  ranks P; stages 2 * P; microbatches 8;
+  copies 2;
+  flow down: microbatches 0..4 { place stage s -> rank s % P chunk s / P; }
+  flow up: microbatches 4..8 { place stage s -> rank P - 1 - s % P chunk 1 - s / P; }
+  costs { F = 1.5; B[0] = 3; }
+  rank 0 { F(0) & B(1, mb = 4); I; W; }
+  rank r { if r < half { F; } else if r == half { B(1); } else { } }
+})",
+                   ElabOptions{{{"M", 8}}, {}});
+  REQUIRE(c->ast);
+  const ast::Schedule &s = *c->ast;
+  CHECK(s.name == "demo");
+  REQUIRE(s.params.size() == 2);
+  CHECK(s.params[1].defaultValue == -2);
+  REQUIRE(s.globals.size() == 2);
+  CHECK(s.globals[0].let);
+  REQUIRE(s.globals[1].require);
+  CHECK(*s.globals[1].require->message == "P must be even");
+  CHECK(s.copies);
+  REQUIRE(s.flows.size() == 2);
+  CHECK(s.flows[1].name == "up");
+  REQUIRE(s.costs.size() == 2);
+  CHECK(s.costs[0].value == 1.5);
+  CHECK(s.costs[1].stage);
+  REQUIRE(s.rankPrograms.size() == 2);
+  CHECK_FALSE(s.rankPrograms[0].generic);
+  CHECK(s.rankPrograms[1].generic);
+  const auto &pair = static_cast<const ast::OpStmt &>(*s.rankPrograms[0].body[0]);
+  REQUIRE(pair.ops.size() == 2);
+  CHECK(pair.ops[1].kind == ast::OpKind::B);
+  CHECK(pair.ops[1].mb);
+}
+
+TEST_CASE("several syntax errors are reported in one run", "[parser]") {
+  auto c = compile("schedule t() {\n ranks 1\n stages 1\n microbatches 1;\n}\n");
+  CHECK_FALSE(c->ast);
+  CHECK(c->diags.errorCount() == 2);
+  CHECK(c->has(DiagKind::ExpectedSemicolon));
+}
+
+TEST_CASE("malformed input never crashes the parser", "[parser]") {
+  const char *inputs[] = {
+      "", "schedule", "schedule t(", "schedule t() {", "}", "schedule t() { rank r { F(; } }",
+      "schedule t() { ranks 1 ; stages 1; microbatches 1; place stage s -> rank 0; rank r { F(0,,); } }",
+      "\"unterminated", "/* never closed", "schedule t(P = 99999999999999999999) {}",
+      "schedule t() { costs { X = 1; } }", "\xff\xfe", "schedule t() { rank r { F & B & I & W; } }",
+      "schedule t() { let x = min(1); }", "@#$%"};
+  for (const char *input : inputs) {
+    auto c = compile(input);
+    CHECK(c->diags.hasErrors());
+    CHECK_FALSE(c->ir);
+  }
+}
+
+TEST_CASE("source locations survive non-ASCII text", "[parser]") {
+  auto c = compile("// schedule — ünïcode comment\nschedule t() {\n  ranks 1 stages 1;\n}\n");
+  REQUIRE(c->diags.hasErrors());
+  const Diagnostic &d = c->diags.diagnostics().front();
+  auto [line, col] = c->sources.getLineAndColumn(d.range.Start);
+  CHECK(line == 3);
+  CHECK(col == 10);
+}
