@@ -1,0 +1,44 @@
+// The static checks of a schedule (DESIGN §3), run in order on the elaborated IR:
+//   parameter copies -> coverage -> dependencies -> communication (message order,
+//   deadlock freedom) -> memory
+// Each check is its own file and reports its own diagnostics; a check that needs
+// an earlier one's guarantee runs only if that one passed.
+#pragma once
+
+#include "comm/CommPlan.h"
+#include "diag/Diagnostics.h"
+#include "elab/ScheduleIR.h"
+
+#include <optional>
+#include <vector>
+
+namespace pipec {
+
+struct CheckOptions {
+  int64_t maxActivations = -1; // --max-activations; -1: no budget
+};
+
+// A replicated stage and the slots whose gradients must be summed.
+struct SyncGroup {
+  int32_t stage;
+  std::vector<Slot> slots;
+};
+
+struct RankMemory {
+  int64_t peakActivations = 0; // in units of one stage's activations for one micro-batch
+  double peakBytes = 0;        // when the cost model gives activation_bytes
+  uint32_t peakOp = 0;         // first op index where the peak is reached
+  int64_t parameterChunks = 0; // stage weights held by the rank
+};
+
+struct CheckReport {
+  bool ok = false;
+  std::vector<SyncGroup> syncGroups;
+  OpIndex index;
+  std::optional<CommPlan> comm; // set when coverage and dependencies hold
+  std::vector<RankMemory> memory;
+};
+
+CheckReport runChecks(const ScheduleIR &ir, const CheckOptions &options, DiagnosticEngine &diags);
+
+} // namespace pipec
