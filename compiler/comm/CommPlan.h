@@ -7,14 +7,20 @@
 // stage s+1 for mb's flow; after B or I (s, mb), the input gradient goes to the
 // rank holding stage s-1. No message when both stages share a rank.
 //
-// Posting order. A rank alternates communication groups and compute steps (one
-// op, or one overlap pair):
-//     group 0, step 0, group 1, step 1, ..., step n-1, group n
-// Group k holds, in this order, the sends of step k-1's outputs and then the
-// receives of step k's inputs. A group is posted as one NCCL group
-// (ncclGroupStart/End) and waited for before the rank goes on. Between two ranks,
-// the i-th send from a to b matches the i-th receive on b from a (NCCL's order).
-// A send completes only when its receive is posted (no eager buffering assumed).
+// Channels and streams. Each (sender, receiver, kind) is its own channel: its
+// own NCCL communicator, with its own in-order stream on both ends. Activations
+// and gradients between two ranks never share a channel, because bidirectional
+// schedules (DualPipe, V shapes) send activations of one flow and gradients of
+// the other between the same ranks in orders that differ on the two sides, and
+// one shared stream would make each wait behind the other.
+//   - A rank's compute stream runs its steps in program order (a step is one op
+//     or an overlap pair) and starts a step once every message it needs arrived.
+//   - On a channel the sender posts sends in the order its steps produce them
+//     (a pair's forward first), each once its step is done; the receiver posts
+//     receives in the order its steps consume them, each once the previous one
+//     on that channel completed.
+//   - The i-th send matches the i-th receive (NCCL's rule). A send completes only
+//     together with its receive (rendezvous: no eager buffering assumed).
 #pragma once
 
 #include "elab/ScheduleIR.h"
@@ -28,23 +34,19 @@ enum class MessageKind : uint8_t { Activation, Gradient };
 
 struct Message {
   MessageKind kind;
-  int32_t from, to;   // ranks
-  int32_t stage;      // the stage that produced it (activation: s -> s+1; gradient: s -> s-1)
-  int32_t microbatch; // global id
-  uint32_t producer;  // op index on `from` (the F, B or I)
-  uint32_t consumer;  // op index on `to` (the F, B or I that needs it)
-};
-
-struct CommOp {
-  uint32_t message;
-  bool isSend;
+  int32_t from, to;      // ranks
+  int32_t stage;         // the stage that produced it (activation: s -> s+1; gradient: s -> s-1)
+  int32_t microbatch;    // global id
+  uint32_t producer;     // op index on `from` (the F, B or I)
+  uint32_t consumer;     // op index on `to` (the F, B or I that needs it)
+  uint32_t producerStep; // step index on `from`
+  uint32_t consumerStep; // step index on `to`
 };
 
 struct RankComm {
-  std::vector<CommOp> ops;          // every send and receive, in posting order
-  std::vector<uint32_t> groupBegin; // group g is ops[groupBegin[g], groupBegin[g+1]); size = groups + 1
-  std::vector<uint32_t> stepOp;     // step k's first op index in the rank's op list; size = steps
-  size_t groupCount() const { return groupBegin.size() - 1; }
+  std::vector<uint32_t> stepOp;   // step k's first op index in the rank's op list
+  std::vector<uint32_t> sends;    // message ids, in the order the rank posts them
+  std::vector<uint32_t> receives; // message ids, in the order the rank posts them
 };
 
 struct CommPlan {

@@ -2,6 +2,7 @@
 // 0 clean, 1 errors (or warnings under --werror), 2 usage or I/O errors.
 #pragma once
 
+#include "check/Checks.h"
 #include "elab/Elaborator.h"
 
 #include <string>
@@ -11,8 +12,13 @@ namespace pipec {
 
 enum ExitStatus { kExitClean = 0, kExitErrors = 1, kExitUsage = 2 };
 
+enum class DiagFormat { Text, Json, Sarif, Github };
+
 struct CommonArgs {
   ElabOptions elab;
+  CheckOptions checks;
+  DiagFormat format = DiagFormat::Text;
+  bool explain = false;
   bool werror = false;
   bool timePasses = false;
   bool color = false;

@@ -48,4 +48,11 @@ bool Compilation::elaborate(const ElabOptions &options) {
   });
 }
 
+bool Compilation::check(const CheckOptions &options) {
+  return timed("check", [&] {
+    report_ = runChecks(*ir_, options, diags_);
+    return report_->ok;
+  });
+}
+
 } // namespace pipec

@@ -1,8 +1,9 @@
 // One input file taken through the front-end phases, in order:
-//   load -> parse (AST) -> resolve names -> elaborate (ScheduleIR).
+//   load -> parse (AST) -> resolve names -> elaborate (ScheduleIR) -> check.
 // Each phase runs only if the previous one succeeded; each can be timed.
 #pragma once
 
+#include "check/Checks.h"
 #include "diag/Diagnostics.h"
 #include "elab/Elaborator.h"
 #include "elab/ScheduleIR.h"
@@ -33,10 +34,14 @@ public:
   bool parse();
   bool resolve();
   bool elaborate(const ElabOptions &options);
+  bool check(const CheckOptions &options);
 
   // Runs every phase up to elaboration; stops at the first that fails.
   bool runFrontEnd(const ElabOptions &options) {
     return load() && parse() && resolve() && elaborate(options);
+  }
+  bool runAll(const ElabOptions &elab, const CheckOptions &checks) {
+    return runFrontEnd(elab) && check(checks);
   }
 
   const std::string &path() const { return path_; }
@@ -44,6 +49,7 @@ public:
   llvm::SourceMgr &sources() { return sources_; }
   const ast::Schedule *ast() const { return ast_.get(); }
   const ScheduleIR *ir() const { return ir_ ? &*ir_ : nullptr; }
+  const CheckReport *report() const { return report_ ? &*report_ : nullptr; }
   const std::vector<PassTime> &times() const { return times_; }
 
 private:
@@ -55,6 +61,7 @@ private:
   unsigned buffer_ = 0;
   std::unique_ptr<ast::Schedule> ast_;
   std::optional<ScheduleIR> ir_;
+  std::optional<CheckReport> report_;
   std::vector<PassTime> times_;
 };
 

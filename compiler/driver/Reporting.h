@@ -7,7 +7,10 @@
 
 namespace pipec {
 
-// Prints diagnostics (and pass times if asked); returns the exit status they imply.
+// The exit status a compilation's diagnostics imply.
+int exitStatus(Compilation &compilation, const CommonArgs &args);
+
+// Prints diagnostics as text (and pass times if asked); returns exitStatus().
 int finish(Compilation &compilation, const CommonArgs &args);
 
 } // namespace pipec

@@ -32,6 +32,20 @@ cl::opt<std::string> Output("o", cl::desc("Output file (default: standard output
 cl::list<std::string> Defines("D", cl::Prefix, cl::desc("Set a schedule parameter"),
                               cl::value_desc("NAME=VALUE"), cl::sub(CheckCmd), cl::sub(EmitCmd),
                               cl::cat(Category));
+cl::opt<pipec::DiagFormat> Format(
+    "format", cl::desc("How to print diagnostics"), cl::init(pipec::DiagFormat::Text),
+    cl::sub(CheckCmd), cl::cat(Category),
+    cl::values(clEnumValN(pipec::DiagFormat::Text, "text", "clang-style text on stderr"),
+               clEnumValN(pipec::DiagFormat::Json, "json", "one JSON document on stdout"),
+               clEnumValN(pipec::DiagFormat::Sarif, "sarif", "SARIF 2.1.0 on stdout"),
+               clEnumValN(pipec::DiagFormat::Github, "github",
+                          "GitHub workflow annotations on stdout")));
+cl::opt<bool> Explain("explain",
+                      cl::desc("Describe placement, gradient-sync groups, memory and messages"),
+                      cl::sub(CheckCmd), cl::cat(Category));
+cl::opt<int64_t> MaxActivations(
+    "max-activations", cl::desc("Error when a rank holds more micro-batches' activations"),
+    cl::init(-1), cl::sub(CheckCmd), cl::cat(Category));
 cl::opt<bool> Werror("werror", cl::desc("Treat warnings as errors"), cl::sub(CheckCmd),
                      cl::sub(EmitCmd), cl::cat(Category));
 cl::opt<bool> TimePasses("time-passes", cl::desc("Print the time each phase takes"),
@@ -79,6 +93,9 @@ int main(int argc, char **argv) {
   args.werror = Werror;
   args.timePasses = TimePasses;
   args.color = !NoColor && sys::Process::StandardErrHasColors();
+  args.format = Format;
+  args.explain = Explain;
+  args.checks.maxActivations = MaxActivations;
   args.elab.limits.maxOps = MaxOps;
   args.elab.limits.maxIterations = MaxIterations;
   if (!parseDefines(args.elab))

@@ -22,6 +22,7 @@ public:
 
   std::optional<ScheduleIR> run() {
     ir_.name = schedule_.name;
+    ir_.source = &schedule_;
     if (!bindParameters() || !runGlobals() || !evaluateTopology() || !evaluateCosts())
       return std::nullopt;
     SlotTable slots;

@@ -23,7 +23,7 @@ std::string slotName(int64_t rank, int64_t chunk) {
 bool evaluateFlows(const Schedule &schedule, Evaluator &eval, DiagnosticEngine &diags,
                    ScheduleIR &ir, std::vector<FlowSource> &sources) {
   if (schedule.placement) {
-    ir.flows.push_back({"main", 0, ir.numMicrobatches, {}});
+    ir.flows.push_back({"main", 0, ir.numMicrobatches, {}, &*schedule.placement});
     sources.push_back({&*schedule.placement, schedule.placement->range});
     return true;
   }
@@ -44,7 +44,7 @@ bool evaluateFlows(const Schedule &schedule, Evaluator &eval, DiagnosticEngine &
       ok = false;
       continue;
     }
-    ir.flows.push_back({decl.name, lo, hi, {}});
+    ir.flows.push_back({decl.name, lo, hi, {}, &decl.placements.front()});
     sources.push_back({&decl.placements.front(), decl.nameRange});
   }
   if (!ok)

@@ -38,6 +38,7 @@ struct Flow {
   std::string name;
   int64_t begin, end;             // micro-batches [begin, end)
   std::vector<Slot> stageSlots;   // stage -> slot
+  const ast::Placement *placement = nullptr; // where the placement was written
 };
 
 // One loop iteration an op was emitted in; `parent` is the enclosing loop's.
@@ -67,6 +68,7 @@ struct ScheduleIR {
   std::vector<RankOps> ranks;
   std::vector<IterationFrame> iterations{{0, nullptr, 0}};
   std::vector<CostSetting> costs;
+  const ast::Schedule *source = nullptr; // the AST it came from (for locations)
 
   size_t totalOps() const;
   int64_t indexInFlow(const Op &op) const { return op.microbatch - flows[op.flow].begin; }

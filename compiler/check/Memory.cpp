@@ -1,0 +1,77 @@
+// Memory: activations alive on each rank over its program, in units of one
+// stage's activations for one micro-batch (and bytes when `activation_bytes` is
+// given). A forward stores its activations; a full backward frees them; after a
+// split backward they stay until the W (the weight gradient needs the inputs).
+// In an overlap pair the forward allocates before the backward frees: both run
+// at once. Parameter copies per rank: the chunks that hold a stage.
+#include "check/CheckPasses.h"
+#include "check/OpText.h"
+
+namespace pipec {
+
+namespace {
+
+// Activation size of a stage in bytes: the per-stage cost if given, else the
+// global one, else 0 (unknown).
+std::vector<double> activationBytes(const ScheduleIR &ir) {
+  std::vector<double> bytes(ir.numStages, 0.0);
+  for (const CostSetting &cost : ir.costs)
+    if (cost.name == "activation_bytes" && cost.stage < 0)
+      std::fill(bytes.begin(), bytes.end(), cost.value);
+  for (const CostSetting &cost : ir.costs)
+    if (cost.name == "activation_bytes" && cost.stage >= 0)
+      bytes[cost.stage] = cost.value;
+  return bytes;
+}
+
+} // namespace
+
+bool checkMemory(const ScheduleIR &ir, const CheckOptions &options, DiagnosticEngine &diags,
+                 std::vector<RankMemory> &memory) {
+  std::vector<double> bytes = activationBytes(ir);
+  memory.assign(ir.ranks.size(), {});
+  bool ok = true;
+  for (size_t r = 0; r < ir.ranks.size(); ++r) {
+    const std::vector<Op> &ops = ir.ranks[r].ops;
+    RankMemory &m = memory[r];
+    int64_t live = 0;
+    double liveBytes = 0;
+    for (uint32_t i = 0; i < ops.size(); ++i) {
+      const Op &op = ops[i];
+      int delta = op.kind == OpKind::F ? 1 : (op.kind == OpKind::B || op.kind == OpKind::W) ? -1 : 0;
+      live += delta;
+      liveBytes += delta * bytes[op.stage];
+      if (live > m.peakActivations) {
+        m.peakActivations = live;
+        m.peakOp = i;
+      }
+      m.peakBytes = std::max(m.peakBytes, liveBytes);
+    }
+    if (options.maxActivations >= 0 && m.peakActivations > options.maxActivations) {
+      const Op &at = ops[m.peakOp];
+      if (Diagnostic *d = reportAtOp(diags, DiagKind::ActivationBudgetExceeded, ir, r, at,
+                                     "rank " + std::to_string(r) + " holds " +
+                                         std::to_string(m.peakActivations) +
+                                         " micro-batches' activations here, above the budget of " +
+                                         std::to_string(options.maxActivations)))
+        d->note("the budget comes from --max-activations; run fewer forwards ahead of "
+                "backwards on this rank, or raise the budget");
+      ok = false;
+    }
+  }
+  // Parameter chunks: distinct chunks holding a stage, over all flows.
+  std::vector<std::vector<bool>> held(ir.ranks.size());
+  for (const Flow &flow : ir.flows)
+    for (const Slot &slot : flow.stageSlots) {
+      auto &chunks = held[slot.rank];
+      if (chunks.size() <= static_cast<size_t>(slot.chunk))
+        chunks.resize(slot.chunk + 1, false);
+      if (!chunks[slot.chunk]) {
+        chunks[slot.chunk] = true;
+        memory[slot.rank].parameterChunks++;
+      }
+    }
+  return ok;
+}
+
+} // namespace pipec
