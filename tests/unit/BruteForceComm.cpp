@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <tuple>
 #include <utility>
 
 namespace pipec::test {
@@ -21,29 +22,37 @@ int32_t rankOfStage(const ScheduleIR &ir, const Op &op, int64_t stage) {
 bool isBackward(const Op &op) { return op.kind == OpKind::B || op.kind == OpKind::I; }
 
 // What `op` on `rank` sends after it runs (at most one message).
-void sendsOf(const ScheduleIR &ir, int32_t rank, const Op &op, std::vector<BfCommOp> &out) {
+void sendsOf(const ScheduleIR &ir, int32_t rank, const Op &op, BfCommOp base,
+             std::vector<BfCommOp> &out) {
+  base.isSend = true;
   if (op.kind == OpKind::F && op.stage + 1 < ir.numStages) {
-    int32_t to = rankOfStage(ir, op, op.stage + 1);
-    if (to != rank)
-      out.push_back({true, to, {false, op.stage, op.microbatch}});
+    base.peer = rankOfStage(ir, op, op.stage + 1);
+    base.message = {false, op.stage, op.microbatch};
   } else if (isBackward(op) && op.stage > 0) {
-    int32_t to = rankOfStage(ir, op, op.stage - 1);
-    if (to != rank)
-      out.push_back({true, to, {true, op.stage, op.microbatch}});
+    base.peer = rankOfStage(ir, op, op.stage - 1);
+    base.message = {true, op.stage, op.microbatch};
+  } else {
+    return;
   }
+  if (base.peer != rank)
+    out.push_back(base);
 }
 
 // What `op` on `rank` must receive before it runs (at most one message).
-void receivesOf(const ScheduleIR &ir, int32_t rank, const Op &op, std::vector<BfCommOp> &out) {
+void receivesOf(const ScheduleIR &ir, int32_t rank, const Op &op, BfCommOp base,
+                std::vector<BfCommOp> &out) {
+  base.isSend = false;
   if (op.kind == OpKind::F && op.stage > 0) {
-    int32_t from = rankOfStage(ir, op, op.stage - 1);
-    if (from != rank)
-      out.push_back({false, from, {false, op.stage - 1, op.microbatch}});
+    base.peer = rankOfStage(ir, op, op.stage - 1);
+    base.message = {false, op.stage - 1, op.microbatch};
   } else if (isBackward(op) && op.stage + 1 < ir.numStages) {
-    int32_t from = rankOfStage(ir, op, op.stage + 1);
-    if (from != rank)
-      out.push_back({false, from, {true, op.stage + 1, op.microbatch}});
+    base.peer = rankOfStage(ir, op, op.stage + 1);
+    base.message = {true, op.stage + 1, op.microbatch};
+  } else {
+    return;
   }
+  if (base.peer != rank)
+    out.push_back(base);
 }
 
 } // namespace
@@ -54,100 +63,217 @@ BfPlan bruteForcePlan(const ScheduleIR &ir) {
   for (size_t r = 0; r < ir.ranks.size(); ++r) {
     const std::vector<Op> &ops = ir.ranks[r].ops;
     int32_t rank = static_cast<int32_t>(r);
+    BfRank &out = plan.ranks[r];
     // Steps: one op, or an overlap pair (First immediately followed by Second).
-    std::vector<std::vector<const Op *>> steps;
     for (size_t i = 0; i < ops.size(); ++i) {
+      out.stepOp.push_back(static_cast<uint32_t>(i));
       if (ops[i].pair == PairRole::First && i + 1 < ops.size() &&
-          ops[i + 1].pair == PairRole::Second) {
-        steps.push_back({&ops[i], &ops[i + 1]});
+          ops[i + 1].pair == PairRole::Second)
         ++i;
-      } else {
-        steps.push_back({&ops[i]});
+    }
+    const size_t steps = out.stepOp.size();
+    out.sends.resize(steps);
+    out.receives.resize(steps);
+    for (size_t k = 0; k < steps; ++k) {
+      size_t end = k + 1 < steps ? out.stepOp[k + 1] : ops.size();
+      for (size_t i = out.stepOp[k]; i < end; ++i) {
+        BfCommOp base;
+        base.op = static_cast<uint32_t>(i);
+        base.step = static_cast<uint32_t>(k);
+        sendsOf(ir, rank, ops[i], base, out.sends[k]);
+        receivesOf(ir, rank, ops[i], base, out.receives[k]);
       }
     }
-    std::vector<std::vector<BfCommOp>> &groups = plan.ranks[r].groups;
-    groups.assign(steps.size() + 1, {});
-    for (size_t k = 0; k <= steps.size(); ++k) {
+    out.groups.assign(steps + 1, {});
+    for (size_t k = 0; k <= steps; ++k) {
       if (k > 0)
-        for (const Op *op : steps[k - 1])
-          sendsOf(ir, rank, *op, groups[k]);
-      if (k < steps.size())
-        for (const Op *op : steps[k])
-          receivesOf(ir, rank, *op, groups[k]);
+        out.groups[k] = out.sends[k - 1];
+      if (k < steps)
+        out.groups[k].insert(out.groups[k].end(), out.receives[k].begin(), out.receives[k].end());
     }
   }
   return plan;
 }
 
-BfVerdict bruteForceCheck(const BfPlan &plan) {
+namespace {
+
+std::string rankStr(size_t r) { return "rank " + std::to_string(r); }
+
+// Compares, per key, the sequence of sends with the sequence of receives.
+// Key: (sender, receiver, kind) for Channels, (sender, receiver) for Groups.
+template <typename Pos, typename SendAt, typename RecvAt>
+void compareSequences(const std::map<std::tuple<size_t, size_t, int>, std::vector<Pos>> &sends,
+                      const std::map<std::tuple<size_t, size_t, int>, std::vector<Pos>> &recvs,
+                      SendAt sendAt, RecvAt recvAt, BfVerdict &verdict) {
+  std::map<std::tuple<size_t, size_t, int>, int> keys;
+  for (auto &kv : sends)
+    keys[kv.first] = 1;
+  for (auto &kv : recvs)
+    keys[kv.first] = 1;
+  static const std::vector<Pos> empty;
+  for (auto &kv : keys) {
+    auto s = sends.find(kv.first), v = recvs.find(kv.first);
+    const std::vector<Pos> &sv = s == sends.end() ? empty : s->second;
+    const std::vector<Pos> &rv = v == recvs.end() ? empty : v->second;
+    size_t a = std::get<0>(kv.first), b = std::get<1>(kv.first);
+    for (size_t i = 0; i < std::min(sv.size(), rv.size()); ++i)
+      if (sendAt(sv[i]).message != recvAt(rv[i]).message && !verdict.mismatch) {
+        verdict.mismatch = true;
+        verdict.mismatchDetail = "send #" + std::to_string(i) + " from " + rankStr(a) + " to " +
+                                 rankStr(b) + " is the " + sendAt(sv[i]).message.str() +
+                                 ", but the matching receive expects the " +
+                                 recvAt(rv[i]).message.str();
+      }
+    if (sv.size() != rv.size() && !verdict.mismatch) {
+      verdict.mismatch = true;
+      verdict.mismatchDetail = rankStr(a) + " sends " + std::to_string(sv.size()) +
+                               " messages to " + rankStr(b) + ", which receives " +
+                               std::to_string(rv.size());
+    }
+  }
+}
+
+BfVerdict checkChannels(const BfPlan &plan) {
   BfVerdict verdict;
   const size_t numRanks = plan.ranks.size();
-
-  // Where every comm op sits: (rank, group, index in group).
-  struct Pos {
-    size_t rank = 0, group = 0, index = 0;
+  // A channel: (sender, receiver, 1 for gradients). Its sends and receives, each as
+  // (rank, step, index within the step's list), in step order.
+  using Pos = std::tuple<size_t, size_t, size_t>;
+  using Key = std::tuple<size_t, size_t, int>;
+  std::map<Key, std::vector<Pos>> sends, recvs;
+  for (size_t r = 0; r < numRanks; ++r)
+    for (size_t k = 0; k < plan.ranks[r].stepOp.size(); ++k) {
+      for (size_t i = 0; i < plan.ranks[r].sends[k].size(); ++i) {
+        const BfCommOp &op = plan.ranks[r].sends[k][i];
+        sends[{r, static_cast<size_t>(op.peer), op.message.gradient}].push_back({r, k, i});
+      }
+      for (size_t i = 0; i < plan.ranks[r].receives[k].size(); ++i) {
+        const BfCommOp &op = plan.ranks[r].receives[k][i];
+        recvs[{static_cast<size_t>(op.peer), r, op.message.gradient}].push_back({r, k, i});
+      }
+    }
+  auto sendAt = [&](const Pos &p) -> const BfCommOp & {
+    return plan.ranks[std::get<0>(p)].sends[std::get<1>(p)][std::get<2>(p)];
   };
-  const Pos none{SIZE_MAX, SIZE_MAX, SIZE_MAX};
-  // sends[(a,b)] in a's posting order; recvs[(a,b)]: receives on b from a, in b's order.
-  std::map<std::pair<size_t, size_t>, std::vector<Pos>> sends, recvs;
+  auto recvAt = [&](const Pos &p) -> const BfCommOp & {
+    return plan.ranks[std::get<0>(p)].receives[std::get<1>(p)][std::get<2>(p)];
+  };
+  compareSequences(sends, recvs, sendAt, recvAt, verdict);
+
+  // Deadlock: naive fixpoint. ran[r] = how many of rank r's steps ran (a prefix);
+  // completed[c] = how many of channel c's messages completed (a prefix).
+  std::vector<size_t> ran(numRanks, 0);
+  std::map<Key, size_t> completed;
+  for (auto &kv : sends)
+    completed[kv.first] = 0;
+  for (auto &kv : recvs)
+    completed[kv.first] = 0;
+  // For each receive: its channel and its index on it.
+  std::map<Pos, std::pair<Key, size_t>> recvSlot;
+  for (auto &kv : recvs)
+    for (size_t i = 0; i < kv.second.size(); ++i)
+      recvSlot[kv.second[i]] = {kv.first, i};
+
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    // Message i of a channel completes when send i's step ran, receive i exists,
+    // and message i-1 completed (so receive i is posted).
+    for (auto &kv : completed) {
+      const Key &c = kv.first;
+      size_t &done = kv.second;
+      auto s = sends.find(c), v = recvs.find(c);
+      size_t sendCount = s == sends.end() ? 0 : s->second.size();
+      size_t recvCount = v == recvs.end() ? 0 : v->second.size();
+      while (done < sendCount && done < recvCount) {
+        const Pos &send = s->second[done];
+        if (ran[std::get<0>(send)] <= std::get<1>(send))
+          break; // its producing step has not run
+        ++done;
+        progress = true;
+      }
+    }
+    // A step runs when the previous one ran and all its receives completed.
+    for (size_t r = 0; r < numRanks; ++r) {
+      while (ran[r] < plan.ranks[r].stepOp.size()) {
+        size_t k = ran[r];
+        bool ready = true;
+        for (size_t i = 0; i < plan.ranks[r].receives[k].size() && ready; ++i) {
+          const auto &slot = recvSlot.at({r, k, i});
+          ready = completed[slot.first] > slot.second;
+        }
+        if (!ready)
+          break;
+        ++ran[r];
+        progress = true;
+      }
+    }
+  }
+
+  verdict.stuckAt = ran;
+  for (size_t r = 0; r < numRanks; ++r) {
+    size_t k = ran[r];
+    if (k >= plan.ranks[r].stepOp.size())
+      continue;
+    verdict.deadlock = true;
+    verdict.deadlockDetail += rankStr(r) + " never runs step " + std::to_string(k) + " (op " +
+                              std::to_string(plan.ranks[r].stepOp[k]) + "), waiting for:";
+    for (size_t i = 0; i < plan.ranks[r].receives[k].size(); ++i) {
+      const BfCommOp &op = plan.ranks[r].receives[k][i];
+      const auto &slot = recvSlot.at({r, k, i});
+      if (completed[slot.first] <= slot.second)
+        verdict.deadlockDetail += " the " + op.message.str() + " from " + rankStr(op.peer) +
+                                  " (message #" + std::to_string(slot.second) + " on its channel)";
+    }
+    verdict.deadlockDetail += "\n";
+  }
+  for (auto &kv : completed) {
+    auto s = sends.find(kv.first);
+    if (s != sends.end() && kv.second < s->second.size() && !verdict.deadlock) {
+      verdict.deadlock = true;
+      verdict.deadlockDetail += "a send from " + rankStr(std::get<0>(kv.first)) + " to " +
+                                rankStr(std::get<1>(kv.first)) + " never completes\n";
+    }
+  }
+  return verdict;
+}
+
+BfVerdict checkGroups(const BfPlan &plan) {
+  BfVerdict verdict;
+  const size_t numRanks = plan.ranks.size();
+  using Pos = std::tuple<size_t, size_t, size_t>; // (rank, group, index in group)
+  using Key = std::tuple<size_t, size_t, int>;    // (sender, receiver, 0)
+  std::map<Key, std::vector<Pos>> sends, recvs;
   for (size_t r = 0; r < numRanks; ++r)
     for (size_t g = 0; g < plan.ranks[r].groups.size(); ++g)
       for (size_t i = 0; i < plan.ranks[r].groups[g].size(); ++i) {
         const BfCommOp &op = plan.ranks[r].groups[g][i];
         size_t peer = static_cast<size_t>(op.peer);
         if (op.isSend)
-          sends[{r, peer}].push_back({r, g, i});
+          sends[{r, peer, 0}].push_back({r, g, i});
         else
-          recvs[{peer, r}].push_back({r, g, i});
+          recvs[{peer, r, 0}].push_back({r, g, i});
       }
   auto opAt = [&](const Pos &p) -> const BfCommOp & {
-    return plan.ranks[p.rank].groups[p.group][p.index];
+    return plan.ranks[std::get<0>(p)].groups[std::get<1>(p)][std::get<2>(p)];
   };
+  compareSequences(sends, recvs, opAt, opAt, verdict);
 
-  // Matching and mismatch.
-  std::vector<std::vector<std::vector<Pos>>> match(numRanks);
-  for (size_t r = 0; r < numRanks; ++r) {
-    match[r].resize(plan.ranks[r].groups.size());
-    for (size_t g = 0; g < plan.ranks[r].groups.size(); ++g)
-      match[r][g].assign(plan.ranks[r].groups[g].size(), none);
-  }
-  auto noteMismatch = [&](const std::string &text) {
-    if (!verdict.mismatch)
-      verdict.mismatchDetail = text;
-    verdict.mismatch = true;
-  };
-  std::map<std::pair<size_t, size_t>, int> pairs;
-  for (auto &kv : sends)
-    pairs[kv.first] = 1;
-  for (auto &kv : recvs)
-    pairs[kv.first] = 1;
-  for (auto &kv : pairs) {
-    size_t a = kv.first.first, b = kv.first.second;
-    const std::vector<Pos> &s = sends[kv.first];
-    const std::vector<Pos> &v = recvs[kv.first];
-    size_t common = std::min(s.size(), v.size());
-    for (size_t i = 0; i < common; ++i) {
-      match[s[i].rank][s[i].group][s[i].index] = v[i];
-      match[v[i].rank][v[i].group][v[i].index] = s[i];
-      if (opAt(s[i]).message != opAt(v[i]).message)
-        noteMismatch("send #" + std::to_string(i) + " from rank " + std::to_string(a) + " to rank " +
-                     std::to_string(b) + " is the " + opAt(s[i]).message.str() +
-                     ", but the matching receive expects the " + opAt(v[i]).message.str());
+  // Positional matching.
+  std::map<Pos, Pos> match;
+  for (auto &kv : sends) {
+    auto v = recvs.find(kv.first);
+    if (v == recvs.end())
+      continue;
+    for (size_t i = 0; i < std::min(kv.second.size(), v->second.size()); ++i) {
+      match[kv.second[i]] = v->second[i];
+      match[v->second[i]] = kv.second[i];
     }
-    if (s.size() != v.size())
-      noteMismatch("rank " + std::to_string(a) + " sends " + std::to_string(s.size()) +
-                   " messages to rank " + std::to_string(b) + ", which receives " +
-                   std::to_string(v.size()));
   }
 
-  // Deadlock: naive fixpoint. cur[r] = the group rank r is posted up to and waiting in.
+  // Deadlock: naive fixpoint. cur[r] = the group rank r has posted and waits in.
   std::vector<size_t> cur(numRanks, 0);
-  std::vector<std::vector<std::vector<char>>> done(numRanks);
-  for (size_t r = 0; r < numRanks; ++r) {
-    done[r].resize(plan.ranks[r].groups.size());
-    for (size_t g = 0; g < plan.ranks[r].groups.size(); ++g)
-      done[r][g].assign(plan.ranks[r].groups[g].size(), 0);
-  }
+  std::map<Pos, bool> done;
   bool progress = true;
   while (progress) {
     progress = false;
@@ -157,14 +283,15 @@ BfVerdict bruteForceCheck(const BfPlan &plan) {
       if (g >= plan.ranks[r].groups.size())
         continue;
       for (size_t i = 0; i < plan.ranks[r].groups[g].size(); ++i) {
-        if (done[r][g][i])
+        Pos p{r, g, i};
+        if (done[p])
           continue;
-        const Pos &m = match[r][g][i];
-        if (m.rank == SIZE_MAX)
+        auto m = match.find(p);
+        if (m == match.end())
           continue; // unmatched: never completes
-        if (cur[m.rank] == m.group) {
-          done[r][g][i] = 1;
-          done[m.rank][m.group][m.index] = 1;
+        if (cur[std::get<0>(m->second)] == std::get<1>(m->second)) {
+          done[p] = true;
+          done[m->second] = true;
           progress = true;
         }
       }
@@ -175,8 +302,8 @@ BfVerdict bruteForceCheck(const BfPlan &plan) {
       if (g >= plan.ranks[r].groups.size())
         continue;
       bool all = true;
-      for (char c : done[r][g])
-        all = all && c;
+      for (size_t i = 0; i < plan.ranks[r].groups[g].size(); ++i)
+        all = all && done[Pos{r, g, i}];
       if (all) {
         ++cur[r];
         progress = true;
@@ -188,18 +315,23 @@ BfVerdict bruteForceCheck(const BfPlan &plan) {
     if (cur[r] >= plan.ranks[r].groups.size())
       continue;
     verdict.deadlock = true;
-    verdict.deadlockDetail += "rank " + std::to_string(r) + " stuck in group " +
-                              std::to_string(cur[r]) + " of " +
+    verdict.deadlockDetail += rankStr(r) + " stuck in group " + std::to_string(cur[r]) + " of " +
                               std::to_string(plan.ranks[r].groups.size()) + ":";
     for (size_t i = 0; i < plan.ranks[r].groups[cur[r]].size(); ++i) {
       const BfCommOp &op = plan.ranks[r].groups[cur[r]][i];
-      verdict.deadlockDetail += std::string(" ") + (done[r][cur[r]][i] ? "[done]" : "[wait]") +
+      verdict.deadlockDetail += std::string(" ") + (done[Pos{r, cur[r], i}] ? "[done]" : "[wait]") +
                                 (op.isSend ? "send to " : "recv from ") + std::to_string(op.peer) +
                                 " (" + op.message.str() + ")";
     }
     verdict.deadlockDetail += "\n";
   }
   return verdict;
+}
+
+} // namespace
+
+BfVerdict bruteForceCheck(const BfPlan &plan, BfModel model) {
+  return model == BfModel::Channels ? checkChannels(plan) : checkGroups(plan);
 }
 
 } // namespace pipec::test
