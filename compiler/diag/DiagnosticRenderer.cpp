@@ -39,7 +39,7 @@ void renderText(const DiagnosticEngine &engine, llvm::raw_ostream &out, bool col
     if (d.repeats > 0)
       printOne(sm, out, color, {}, Severity::Note,
                "the same problem occurs " + std::to_string(d.repeats) +
-                   " more time(s) at this location (other ranks or iterations)",
+                   " more time(s) at this location",
                {});
   }
 }

@@ -143,7 +143,7 @@ private:
         if (stage < 0 || stage >= ir_.numStages) {
           diags_.report(DiagKind::CostStageOutOfRange, entry.stage->range,
                         "cost '" + entry.name + "' is given for stage " + std::to_string(stage) +
-                            ", but stages are 0.." + std::to_string(ir_.numStages - 1));
+                            ", but stages are 0 to " + std::to_string(ir_.numStages - 1));
           ok = false;
           continue;
         }
@@ -178,7 +178,7 @@ private:
         return false;
       if (index < 0 || index >= ir_.numRanks) {
         diags_.report(DiagKind::RankIndexOutOfRange, program.index->range,
-                      "rank " + std::to_string(index) + " does not exist; ranks are 0.." +
+                      "rank " + std::to_string(index) + " does not exist; ranks are 0 to " +
                           std::to_string(ir_.numRanks - 1));
         ok = false;
       } else if (explicitFor[index]) {

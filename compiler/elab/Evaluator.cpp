@@ -85,8 +85,11 @@ bool Evaluator::binary(const Binary &e, int64_t &out) {
     if (b == 0)
       return fail(DiagKind::DivisionByZero, e,
                   std::string(e.op == BinaryOp::Div ? "division" : "remainder") + " by zero");
-    if (a == std::numeric_limits<int64_t>::min() && b == -1)
+    if (a == std::numeric_limits<int64_t>::min() && b == -1) {
+      if (e.op == BinaryOp::Mod)
+        return (out = 0, true);
       return overflow("the quotient");
+    }
     int64_t q = a / b, r = a % b;
     if (r != 0 && ((r < 0) != (b < 0))) { // round toward negative infinity
       q -= 1;

@@ -33,14 +33,16 @@ bool evaluateFlows(const Schedule &schedule, Evaluator &eval, DiagnosticEngine &
     if (!eval.eval(*decl.lo, lo) || !eval.eval(*decl.hi, hi))
       return false;
     if (lo < 0 || hi > ir.numMicrobatches || lo >= hi) {
-      diags.report(DiagKind::FlowRange, decl.nameRange,
-                   "flow '" + decl.name + "' covers micro-batches " + std::to_string(lo) + ".." +
-                       std::to_string(hi) + (lo >= hi ? ", which is empty" : "") +
-                       "; it must lie within 0.." + std::to_string(ir.numMicrobatches))
-          .note(decl.lo->range, "with " + eval.describeNames(*decl.lo) +
-                                    (eval.describeNames(*decl.hi).empty()
-                                         ? ""
-                                         : "; " + eval.describeNames(*decl.hi)));
+      auto &d = diags.report(DiagKind::FlowRange, decl.nameRange,
+                             "flow '" + decl.name + "' covers micro-batches " + std::to_string(lo) +
+                                 ".." + std::to_string(hi) + (lo >= hi ? ", which is empty" : "") +
+                                 "; it must lie within 0.." + std::to_string(ir.numMicrobatches));
+      std::string loValues = eval.describeNames(*decl.lo), hiValues = eval.describeNames(*decl.hi);
+      std::string values = loValues.empty() || loValues == hiValues ? hiValues
+                           : hiValues.empty()                      ? loValues
+                                                                   : loValues + ", " + hiValues;
+      if (!values.empty())
+        d.note("with " + values);
       ok = false;
       continue;
     }
@@ -114,9 +116,9 @@ bool elaboratePlacement(const Schedule &schedule, Evaluator &eval, DiagnosticEng
         if (Diagnostic *d = diags.reportOnce(
                 DiagKind::PlacementOutOfRange, culprit.range,
                 "stage " + std::to_string(s) + " is placed on " +
-                    (badRank ? "rank " + std::to_string(rank) + ", but ranks are 0.." +
+                    (badRank ? "rank " + std::to_string(rank) + ", but ranks are 0 to " +
                                    std::to_string(ir.numRanks - 1)
-                             : "chunk " + std::to_string(chunk) + ", but chunks are 0.." +
+                             : "chunk " + std::to_string(chunk) + ", but chunks are 0 to " +
                                    std::to_string(ir.numStages - 1))))
           d->note("with " + eval.describeNames(culprit));
         ok = false;
@@ -133,8 +135,8 @@ bool elaboratePlacement(const Schedule &schedule, Evaluator &eval, DiagnosticEng
                     " are both placed on " + slotName(rank, chunk) +
                     "; a chunk holds the weights of one stage"))
           d->note(sources[it->second.flow].placement->range,
-                  "stage " + std::to_string(it->second.stage) + " placed there by flow '" +
-                      other.name + "'");
+                  "stage " + std::to_string(it->second.stage) + " is placed there" +
+                      (schedule.placement ? "" : " by flow '" + other.name + "'"));
         ok = false;
       }
       chunksPerRank[rank] = std::max<int32_t>(chunksPerRank[rank], chunk + 1);

@@ -154,14 +154,18 @@ SlotState *RankInterpreter::slotFor(const OpCall &call, int64_t chunk) {
   if (chunk >= 0 && chunk < static_cast<int64_t>(slots.size()) && !slots[chunk].uses.empty())
     return &slots[chunk];
   std::string held;
+  int heldCount = 0;
   for (size_t c = 0; c < slots.size(); ++c)
-    if (!slots[c].uses.empty())
+    if (!slots[c].uses.empty()) {
       held += (held.empty() ? "" : ", ") + std::to_string(c);
+      ++heldCount;
+    }
   llvm::SMRange at = call.chunk ? call.chunk->range : call.range;
   if (Diagnostic *d = error(DiagKind::EmptyChunk, at,
                             slotText(rank_, chunk) + " holds no stage"))
     d->note(held.empty() ? "rank " + std::to_string(rank_) + " holds no stage at all"
-                         : "rank " + std::to_string(rank_) + " holds chunks " + held);
+                         : "rank " + std::to_string(rank_) + " holds chunk" +
+                               (heldCount == 1 ? " " : "s ") + held);
   return nullptr;
 }
 
@@ -184,7 +188,7 @@ bool RankInterpreter::resolve(const OpCall &call, Op &op) {
       return false;
     if (mb < 0 || mb >= ir_.numMicrobatches) {
       error(DiagKind::MicrobatchOutOfRange, call.mb->range,
-            "micro-batch " + std::to_string(mb) + " does not exist; micro-batches are 0.." +
+            "micro-batch " + std::to_string(mb) + " does not exist; micro-batches are 0 to " +
                 std::to_string(ir_.numMicrobatches - 1));
       return false;
     }

@@ -40,8 +40,20 @@ public:
     }
     for (RankProgram &program : schedule.rankPrograms) {
       pushScope();
-      if (program.generic)
-        declare(program.var);
+      if (program.generic) {
+        if (int existing = lookup(program.var.name); existing >= 0) {
+          diags_.report(DiagKind::RankVariableHidesName, program.var.range,
+                        "'rank " + program.var.name + "' declares a new rank variable that hides '" +
+                            program.var.name + "'")
+              .note(decls_[existing].decl->range, "'" + program.var.name + "' is declared here")
+              .note("for the program of the rank numbered " + program.var.name + ", write 'rank (" +
+                    program.var.name + ") { ... }'");
+          decls_[existing].used = true;
+          declare(program.var, /*warnIfHiding=*/false);
+        } else {
+          declare(program.var);
+        }
+      }
       else
         expr(*program.index);
       block(program.body);
@@ -61,7 +73,7 @@ private:
   void pushScope() { scopes_.emplace_back(); }
   void popScope() { scopes_.pop_back(); }
 
-  void declare(VarDecl &var) {
+  void declare(VarDecl &var, bool warnIfHiding = true) {
     var.id = static_cast<int>(decls_.size());
     decls_.push_back({&var});
     llvm::StringMap<int> &innermost = scopes_.back();
@@ -69,7 +81,8 @@ private:
     if (existing != innermost.end()) {
       diags_.report(DiagKind::Redefinition, var.range, "redefinition of '" + var.name + "'")
           .note(decls_[existing->second].decl->range, "previously declared here");
-    } else if (int outer = lookup(var.name); outer >= 0) {
+      decls_[existing->second].used = true; // reported once; don't also call it unused
+    } else if (int outer = lookup(var.name); outer >= 0 && warnIfHiding) {
       diags_.report(DiagKind::ShadowedName, var.range,
                     "'" + var.name + "' hides an outer declaration of the same name")
           .note(decls_[outer].decl->range, "outer declaration is here");

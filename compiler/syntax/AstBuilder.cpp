@@ -155,12 +155,18 @@ void AstBuilder::addDecl(Schedule &schedule, P::DeclContext *decl) {
         diags_.report(DiagKind::DuplicateFlow, flow.nameRange,
                       "flow '" + flow.name + "' is declared twice")
             .note(earlier.nameRange, "first declared here");
-    if (schedule.placement)
+    if (schedule.placement && schedule.flows.empty()) // once, at the first flow
       diags_.report(DiagKind::MixedPlacement, flow.nameRange,
                     "flow blocks cannot be combined with a top-level 'place'")
           .note(schedule.placement->range, "top-level placement here; move it into a flow");
     schedule.flows.push_back(std::move(flow));
   } else if (auto *costs = dynamic_cast<P::CostsDeclContext *>(decl)) {
+    if (costsRange_.Start.isValid())
+      diags_.report(DiagKind::DuplicateDeclaration, range(costs->COSTS()->getSymbol()),
+                    "'costs' is declared twice")
+          .note(costsRange_, "first declared here; put every cost in one block");
+    else
+      costsRange_ = range(costs->COSTS()->getSymbol());
     buildCosts(schedule, costs);
   } else if (auto *let = dynamic_cast<P::LetDeclContext *>(decl)) {
     schedule.globals.push_back({buildLet(let->letStmt()), nullptr});
@@ -192,7 +198,13 @@ void AstBuilder::buildCosts(Schedule &schedule, P::CostsDeclContext *ctx) {
     entry.nameRange = range(e->name);
     if (e->stage)
       entry.stage = buildExpr(e->stage);
-    entry.value = std::strtod(e->value->getText().c_str(), nullptr) * (e->neg ? -1 : 1);
+    entry.value = std::strtod(e->value->getText().c_str(), nullptr);
+    if (e->neg) {
+      diags_.report(DiagKind::NegativeCost, range(e->neg),
+                    "cost '" + entry.name + "' is negative; costs are times, sizes or "
+                    "bandwidths and must be at least 0");
+      continue;
+    }
     if (std::find(std::begin(kCostNames), std::end(kCostNames), entry.name) ==
         std::end(kCostNames)) {
       std::string suggestion = closestMatch(entry.name, kCostNames);

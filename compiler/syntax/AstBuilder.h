@@ -46,6 +46,7 @@ private:
 
   DiagnosticEngine &diags_;
   const SourceText &text_;
+  ast::SMRange costsRange_; // the first `costs` keyword, to report a second block
 };
 
 } // namespace pipec

@@ -1,6 +1,7 @@
 #include "syntax/AstDumper.h"
 
-#include "llvm/Support/FormatVariadic.h"
+#include <cstdio>
+#include <cstdlib>
 
 namespace pipec {
 
@@ -11,6 +12,25 @@ namespace {
 const char *binaryName(BinaryOp op) {
   static const char *names[] = {"*", "/", "%", "+", "-", "<", "<=", ">", ">=", "==", "!=", "&&", "||"};
   return names[static_cast<int>(op)];
+}
+
+// A string as it would be written in the source: quotes and escapes restored.
+std::string quoted(const std::string &text) {
+  std::string out = "\"";
+  for (char c : text)
+    out += c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n" : c == '\t' ? "\\t" : std::string(1, c);
+  return out + "\"";
+}
+
+// The shortest decimal text that reads back as exactly `value`.
+std::string shortest(double value) {
+  char buffer[32];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buffer, sizeof buffer, "%.*g", precision, value);
+    if (std::strtod(buffer, nullptr) == value)
+      break;
+  }
+  return buffer;
 }
 
 class Dumper {
@@ -25,7 +45,7 @@ public:
       if (item.let) {
         stmt(1, *item.let);
       } else {
-        line(1, "Require" + (item.require->message ? " \"" + *item.require->message + "\"" : ""),
+        line(1, "Require" + (item.require->message ? " " + quoted(*item.require->message) : ""),
              item.require->range);
         expr(2, *item.require->cond);
       }
@@ -44,7 +64,7 @@ public:
         placement(2, p);
     }
     for (const CostEntry &cost : s.costs) {
-      line(1, "Cost " + cost.name + " = " + llvm::formatv("{0}", cost.value).str(), cost.range);
+      line(1, "Cost " + cost.name + " = " + shortest(cost.value), cost.range);
       if (cost.stage)
         expr(2, *cost.stage);
     }

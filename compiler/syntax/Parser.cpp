@@ -41,6 +41,41 @@ static void reportMalformedTokens(antlr4::CommonTokenStream &tokens, const Sourc
   }
 }
 
+// The parser, the AST builder and the evaluator recurse on nesting; these bounds
+// keep every recursion far from the stack's end (tens of thousands of levels crash).
+constexpr int kMaxNesting = 256;
+constexpr int kMaxStatementTokens = 2000;
+
+static bool checkNesting(antlr4::CommonTokenStream &tokens, const SourceText &text,
+                         DiagnosticEngine &diags) {
+  int depth = 0, statementTokens = 0;
+  for (antlr4::Token *token : tokens.getTokens()) {
+    if (token->getChannel() != antlr4::Token::DEFAULT_CHANNEL)
+      continue;
+    std::string t = token->getText();
+    llvm::SMRange at = text.rangeOf(token->getStartIndex(), token->getStopIndex());
+    if (t == "(" || t == "{" || t == "[") {
+      if (++depth > kMaxNesting) {
+        diags.report(DiagKind::NestingTooDeep, at,
+                     "brackets and blocks are nested more than " + std::to_string(kMaxNesting) +
+                         " deep here");
+        return false;
+      }
+    } else if (t == ")" || t == "}" || t == "]") {
+      --depth;
+    }
+    if (t == ";" || t == "{" || t == "}") {
+      statementTokens = 0;
+    } else if (++statementTokens > kMaxStatementTokens) {
+      diags.report(DiagKind::NestingTooDeep, at,
+                   "this statement is longer than " + std::to_string(kMaxStatementTokens) +
+                       " tokens; split it with 'let'");
+      return false;
+    }
+  }
+  return true;
+}
+
 std::unique_ptr<ast::Schedule> parseSchedule(unsigned bufferId, DiagnosticEngine &diags) {
   llvm::StringRef source = diags.sources().getMemoryBuffer(bufferId)->getBuffer();
   if (!checkUtf8(source, diags))
@@ -56,6 +91,9 @@ std::unique_ptr<ast::Schedule> parseSchedule(unsigned bufferId, DiagnosticEngine
   antlr4::CommonTokenStream tokens(&lexer);
   tokens.fill();
   reportMalformedTokens(tokens, text, diags);
+  // After a lexical error the parser would only add confusing follow-on errors.
+  if (diags.errorCount() != errorsBefore || !checkNesting(tokens, text, diags))
+    return nullptr;
 
   PipeParser parser(&tokens);
   parser.removeErrorListeners();

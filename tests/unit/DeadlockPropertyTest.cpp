@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <map>
 #include <sstream>
 
 using namespace pipec;
@@ -68,43 +69,67 @@ std::string compareWithGenerated(const GenSchedule &g, const ScheduleIR &ir) {
   return "";
 }
 
-// pipec's CommPlan against the brute-force posting sequence, group by group.
+// pipec's CommPlan against the brute-force derivation: the same messages (kind,
+// ranks, stage, micro-batch, producing and consuming op and step), the same steps,
+// and on every channel (sender, receiver, kind) the same order of sends and of
+// receives. (Across channels posting is independent, so only per-channel order
+// is compared.)
 std::string compareWithPlan(const CommPlan &plan, const BfPlan &bf) {
   if (plan.ranks.size() != bf.ranks.size())
     return "rank count differs: pipec " + std::to_string(plan.ranks.size()) + ", brute force " +
            std::to_string(bf.ranks.size());
+  auto describe = [](int32_t peer, bool isSend, const BfMessage &m, uint32_t op, uint32_t step) {
+    return std::string(isSend ? "send to " : "recv from ") + std::to_string(peer) + " (" +
+           m.str() + ", op " + std::to_string(op) + ", step " + std::to_string(step) + ")";
+  };
+  size_t bfMessages = 0;
   for (size_t r = 0; r < bf.ranks.size(); ++r) {
     const RankComm &rc = plan.ranks[r];
-    const std::vector<std::vector<BfCommOp>> &groups = bf.ranks[r].groups;
-    if (rc.groupBegin.empty() || rc.groupCount() != groups.size())
-      return "rank " + std::to_string(r) + ": pipec has " +
-             std::to_string(rc.groupBegin.empty() ? 0 : rc.groupCount()) +
-             " groups, brute force " + std::to_string(groups.size());
-    if (rc.stepOp.size() + 1 != groups.size())
-      return "rank " + std::to_string(r) + ": pipec has " + std::to_string(rc.stepOp.size()) +
-             " steps, brute force " + std::to_string(groups.size() - 1);
-    for (size_t g = 0; g < groups.size(); ++g) {
-      uint32_t begin = rc.groupBegin[g], end = rc.groupBegin[g + 1];
-      if (end < begin || end > rc.ops.size() || end - begin != groups[g].size())
-        return "rank " + std::to_string(r) + " group " + std::to_string(g) + ": pipec has " +
-               std::to_string(end - begin) + " ops, brute force " + std::to_string(groups[g].size());
-      for (size_t i = 0; i < groups[g].size(); ++i) {
-        const CommOp &op = rc.ops[begin + i];
-        const Message &m = plan.messages[op.message];
-        const BfCommOp &want = groups[g][i];
-        int32_t peer = op.isSend ? m.to : m.from;
-        int32_t self = op.isSend ? m.from : m.to;
-        BfMessage got{m.kind == MessageKind::Gradient, m.stage, m.microbatch};
-        if (op.isSend != want.isSend || peer != want.peer || self != static_cast<int32_t>(r) ||
-            got != want.message)
-          return "rank " + std::to_string(r) + " group " + std::to_string(g) + " op " +
-                 std::to_string(i) + ": pipec " + (op.isSend ? "send to " : "recv from ") +
-                 std::to_string(peer) + " (" + got.str() + "), brute force " +
-                 (want.isSend ? "send to " : "recv from ") + std::to_string(want.peer) + " (" +
-                 want.message.str() + ")";
+    const BfRank &want = bf.ranks[r];
+    const std::string where = "rank " + std::to_string(r) + ": ";
+    if (rc.stepOp != want.stepOp)
+      return where + "step boundaries differ (pipec " + std::to_string(rc.stepOp.size()) +
+             " steps, brute force " + std::to_string(want.stepOp.size()) + ")";
+    for (int pass = 0; pass < 2; ++pass) {
+      bool isSend = pass == 0;
+      const std::vector<uint32_t> &ids = isSend ? rc.sends : rc.receives;
+      // Per channel (peer, kind): pipec's and the brute force's sequences.
+      std::map<std::pair<int32_t, bool>, std::vector<std::string>> got, expected;
+      for (uint32_t id : ids) {
+        if (id >= plan.messages.size())
+          return where + "message id out of range";
+        const Message &m = plan.messages[id];
+        int32_t self = isSend ? m.from : m.to, peer = isSend ? m.to : m.from;
+        if (self != static_cast<int32_t>(r))
+          return where + "lists a message of another rank";
+        BfMessage bm{m.kind == MessageKind::Gradient, m.stage, m.microbatch};
+        got[{peer, bm.gradient}].push_back(
+            describe(peer, isSend, bm, isSend ? m.producer : m.consumer,
+                     isSend ? m.producerStep : m.consumerStep));
+      }
+      const auto &perStep = isSend ? want.sends : want.receives;
+      for (const auto &step : perStep)
+        for (const BfCommOp &op : step) {
+          expected[{op.peer, op.message.gradient}].push_back(
+              describe(op.peer, isSend, op.message, op.op, op.step));
+          bfMessages += isSend ? 1 : 0;
+        }
+      if (got != expected) {
+        for (auto &kv : expected) {
+          const std::vector<std::string> &g = got[kv.first];
+          for (size_t i = 0; i < kv.second.size(); ++i)
+            if (i >= g.size() || g[i] != kv.second[i])
+              return where + (isSend ? "sends" : "receives") + " #" + std::to_string(i) +
+                     " on the channel: pipec " + (i < g.size() ? g[i] : std::string("(none)")) +
+                     ", brute force " + kv.second[i];
+        }
+        return where + (isSend ? "sends" : "receives") + ": pipec lists more than the brute force";
       }
     }
   }
+  if (plan.messages.size() != bfMessages)
+    return "pipec derives " + std::to_string(plan.messages.size()) + " messages, brute force " +
+           std::to_string(bfMessages);
   return "";
 }
 
@@ -112,36 +137,70 @@ std::string compareWithPlan(const CommPlan &plan, const BfPlan &bf) {
 
 // The brute-force model itself, on schedules small enough to check by hand.
 TEST_CASE("brute-force communication model: hand-checked schedules", "[property]") {
-  auto verdictOf = [](const std::string &body, int P, int M) {
-    auto c = compile(withBody(body, P, M));
+  auto planOf = [](const std::string &source) {
+    auto c = compile(source);
     REQUIRE(c->ir);
     REQUIRE_FALSE(c->diags.hasErrors());
-    return bruteForceCheck(*c->ir);
+    return bruteForcePlan(*c->ir);
   };
+  auto body = [](const std::string &rank0, const std::string &rank1) {
+    return withBody("if r == 0 { " + rank0 + " } else { " + rank1 + " }", 2, 2);
+  };
+  const BfModel models[] = {BfModel::Channels, BfModel::Groups};
+
   SECTION("1F1B and GPipe run to the end") {
-    BfVerdict oneFOneB = verdictOf("let w = P - r - 1; for i in 0..w { F; } "
-                                   "for i in 0..M - w { F; B; } for i in 0..w { B; }",
-                                   4, 8);
-    CHECK_FALSE(oneFOneB.mismatch);
-    CHECK_FALSE(oneFOneB.deadlock);
-    BfVerdict gpipe = verdictOf("for i in 0..M { F; } for i in 0..M { B; }", 4, 8);
-    CHECK_FALSE(gpipe.mismatch);
-    CHECK_FALSE(gpipe.deadlock);
+    BfPlan oneFOneB = planOf(withBody("let w = P - r - 1; for i in 0..w { F; } "
+                                      "for i in 0..M - w { F; B; } for i in 0..w { B; }",
+                                      4, 8));
+    BfPlan gpipe = planOf(withBody("for i in 0..M { F; } for i in 0..M { B; }", 4, 8));
+    for (BfModel model : models) {
+      BfVerdict a = bruteForceCheck(oneFOneB, model), b = bruteForceCheck(gpipe, model);
+      CHECK_FALSE(a.mismatch);
+      CHECK_FALSE(a.deadlock);
+      CHECK_FALSE(b.mismatch);
+      CHECK_FALSE(b.deadlock);
+    }
   }
   SECTION("rank 0 waits for a gradient before sending the activation rank 1 waits for") {
-    // rank 0: group 1 = {send act mb0, recv grad mb0}; rank 1 wants act mb1 first.
-    BfVerdict v = verdictOf("if r == 0 { F(0, mb = 0); B(0, mb = 0); F(0, mb = 1); B(0, mb = 1); }"
-                            "else { F(0, mb = 0); F(0, mb = 1); B(0, mb = 0); B(0, mb = 1); }",
-                            2, 2);
-    CHECK_FALSE(v.mismatch);
-    CHECK(v.deadlock);
-    CHECK(v.stuckAt == std::vector<size_t>{1, 1});
+    BfPlan plan = planOf(body("F(0, mb = 0); B(0, mb = 0); F(0, mb = 1); B(0, mb = 1);",
+                              "F(0, mb = 0); F(0, mb = 1); B(0, mb = 0); B(0, mb = 1);"));
+    for (BfModel model : models) {
+      BfVerdict v = bruteForceCheck(plan, model);
+      CHECK_FALSE(v.mismatch);
+      CHECK(v.deadlock);
+      // Channels: each rank ran step 0. Groups: each waits in group 1.
+      CHECK(v.stuckAt == std::vector<size_t>{1, 1});
+    }
   }
-  SECTION("two ranks that both send first and receive later block in their sends") {
-    // Two flows from both ends. Group 1 of rank 0 holds only the send of F(0, mb 0)'s
-    // activation, group 1 of rank 1 only that of F(1, mb 2); each rank posts the
-    // receive of the other's message in group 2. No buffering: both wait forever.
-    auto c = compile(R"(
+  SECTION("receiving two activations in the other order is a mismatch") {
+    BfPlan plan = planOf(body("F(0, mb = 0); F(0, mb = 1); B(0, mb = 0); B(0, mb = 1);",
+                              "F(0, mb = 1); F(0, mb = 0); B(0, mb = 0); B(0, mb = 1);"));
+    for (BfModel model : models)
+      CHECK(bruteForceCheck(plan, model).mismatch);
+  }
+  SECTION("an overlap pair waits for both inputs") {
+    // Rank 1 pairs F(mb 1) with B(mb 0): 1F1B's steady state.
+    BfPlan ok = planOf(body("F(0, mb = 0); F(0, mb = 1); B(0, mb = 0); B(0, mb = 1);",
+                            "F(0, mb = 0); F(0, mb = 1) & B(0, mb = 0); B(0, mb = 1);"));
+    // Rank 0 pairs them too: B(mb 0) needs rank 1's gradient, which needs F(mb 1)'s
+    // activation first -- produced by the very same pair.
+    BfPlan stuck = planOf(body("F(0, mb = 0); F(0, mb = 1) & B(0, mb = 0); B(0, mb = 1);",
+                               "F(0, mb = 0); F(0, mb = 1) & B(0, mb = 0); B(0, mb = 1);"));
+    for (BfModel model : models) {
+      BfVerdict a = bruteForceCheck(ok, model), b = bruteForceCheck(stuck, model);
+      CHECK_FALSE(a.mismatch);
+      CHECK_FALSE(a.deadlock);
+      CHECK_FALSE(b.mismatch);
+      CHECK(b.deadlock);
+      CHECK(b.stuckAt == std::vector<size_t>{1, 1});
+    }
+  }
+  SECTION("two ranks that send before they receive: fine on channels, stuck in groups") {
+    // Two flows from both ends. Rank 0's step 0 sends F(0, mb 0)'s activation and
+    // rank 1's step 0 sends F(1, mb 2)'s; each receives the other's for step 2.
+    // Channels: sends do not hold up compute, so both run on. Groups: group 1 of
+    // each rank holds just that send, whose receive the peer posts in group 2.
+    BfPlan plan = planOf(R"(
 schedule twoflows() {
   ranks 2; stages 2; microbatches 4; copies 2;
   flow down: microbatches 0..2 { place stage s -> rank s chunk 0; }
@@ -151,50 +210,37 @@ schedule twoflows() {
   rank 1 { F(1, mb = 2); F(1, mb = 3); F(0, mb = 0); F(0, mb = 1);
            B(0, mb = 0); B(0, mb = 1); B(1, mb = 2); B(1, mb = 3); }
 })");
-    REQUIRE(c->ir);
-    REQUIRE_FALSE(c->diags.hasErrors());
-    BfPlan plan = bruteForcePlan(*c->ir);
-    REQUIRE(plan.ranks[0].groups.size() == 9);
-    REQUIRE(plan.ranks[0].groups[1].size() == 1);
-    CHECK(plan.ranks[0].groups[1][0].isSend);
-    CHECK(plan.ranks[0].groups[1][0].peer == 1);
-    CHECK(plan.ranks[0].groups[1][0].message == BfMessage{false, 0, 0});
-    REQUIRE(plan.ranks[0].groups[2].size() == 2);
-    CHECK(plan.ranks[0].groups[2][0].message == BfMessage{false, 0, 1});
-    CHECK_FALSE(plan.ranks[0].groups[2][1].isSend);
-    CHECK(plan.ranks[0].groups[2][1].message == BfMessage{false, 0, 2});
-    BfVerdict v = bruteForceCheck(plan);
-    CHECK_FALSE(v.mismatch);
-    CHECK(v.deadlock);
-    CHECK(v.stuckAt == std::vector<size_t>{1, 1});
-  }
-  SECTION("receiving two activations in the other order is a mismatch") {
-    BfVerdict v = verdictOf("if r == 0 { F(0, mb = 0); F(0, mb = 1); B(0, mb = 0); B(0, mb = 1); }"
-                            "else { F(0, mb = 1); F(0, mb = 0); B(0, mb = 0); B(0, mb = 1); }",
-                            2, 2);
-    CHECK(v.mismatch);
-  }
-  SECTION("an overlap pair waits for both inputs") {
-    // Rank 1 pairs F(mb 1) with B(mb 0); fine on its own (1F1B's steady state).
-    BfVerdict ok = verdictOf("if r == 0 { F(0, mb = 0); F(0, mb = 1); B(0, mb = 0); B(0, mb = 1); }"
-                             "else { F(0, mb = 0); F(0, mb = 1) & B(0, mb = 0); B(0, mb = 1); }",
-                             2, 2);
-    CHECK_FALSE(ok.mismatch);
-    CHECK_FALSE(ok.deadlock);
-    // Rank 0 pairs F(mb 1) with B(mb 0): B(mb 0) needs rank 1's gradient, which needs
-    // F(mb 1)'s activation first on rank 1 -- posted only after the pair.
-    BfVerdict stuck = verdictOf("if r == 0 { F(0, mb = 0); F(0, mb = 1) & B(0, mb = 0); B(0, mb = 1); }"
-                                "else { F(0, mb = 0); F(0, mb = 1) & B(0, mb = 0); B(0, mb = 1); }",
-                                2, 2);
-    CHECK_FALSE(stuck.mismatch);
-    CHECK(stuck.deadlock);
+    const BfRank &r0 = plan.ranks[0];
+    REQUIRE(r0.stepOp.size() == 8);
+    REQUIRE(r0.sends[0].size() == 1);
+    CHECK(r0.sends[0][0].peer == 1);
+    CHECK(r0.sends[0][0].message == BfMessage{false, 0, 0});
+    REQUIRE(r0.receives[2].size() == 1);
+    CHECK(r0.receives[2][0].peer == 1);
+    CHECK(r0.receives[2][0].message == BfMessage{false, 0, 2});
+    REQUIRE(r0.groups.size() == 9);
+    REQUIRE(r0.groups[1].size() == 1);
+    CHECK(r0.groups[1][0].isSend);
+    REQUIRE(r0.groups[2].size() == 2);
+    CHECK(r0.groups[2][0].isSend);
+    CHECK(r0.groups[2][0].message == BfMessage{false, 0, 1});
+    CHECK_FALSE(r0.groups[2][1].isSend);
+    CHECK(r0.groups[2][1].message == BfMessage{false, 0, 2});
+
+    BfVerdict channels = bruteForceCheck(plan, BfModel::Channels);
+    CHECK_FALSE(channels.mismatch);
+    CHECK_FALSE(channels.deadlock);
+    BfVerdict groups = bruteForceCheck(plan, BfModel::Groups);
+    CHECK_FALSE(groups.mismatch);
+    CHECK(groups.deadlock);
+    CHECK(groups.stuckAt == std::vector<size_t>{1, 1});
   }
 }
 
 TEST_CASE("message-order and deadlock verdicts agree with a brute-force model", "[property]") {
   const auto start = std::chrono::steady_clock::now();
   ScheduleGenerator gen(0x5eed1234u);
-  const int kCases = 4000;
+  const int kCases = 5000;
 
   int frontEndRejected = 0, checksRejected = 0, analysed = 0;
   int clean = 0, deadlocks = 0, mismatches = 0, mismatchAlsoStuck = 0;

@@ -136,8 +136,8 @@ GenSchedule ScheduleGenerator::valid() {
   };
   // With `fifo`, the order is also a sequential run over first-in-first-out
   // channels: an op that receives a message may run only once every message sent
-  // earlier on the same channel (pair of ranks) was received. Then every pair of
-  // ranks sends and receives in the same order, so no message-order mismatch.
+  // earlier on the same channel (sender, receiver, kind) was received. Then every
+  // channel's sends and receives come in the same order: no message-order mismatch.
   // That run can get stuck (the head messages' receivers all wait for something
   // else); then it starts over, and after a few tries the order is unconstrained.
   // The message an op receives or sends: (channel, id), or channel -1 for none.
@@ -146,14 +146,14 @@ GenSchedule ScheduleGenerator::valid() {
     if (other < 0 || other >= S)
       return {-1, 0};
     int from = g.slot(other, c.mb).first, to = g.slot(c.s, c.mb).first;
-    return {from == to ? -1 : from * g.P + to, (c.kind * S + other) * M + c.mb};
+    return {from == to ? -1 : (from * g.P + to) * 2 + c.kind, (c.kind * S + other) * M + c.mb};
   };
   auto messageOut = [&](const Node &c) -> std::pair<int, int> {
     int other = c.kind == 0 ? c.s + 1 : c.kind == 1 ? c.s - 1 : -1;
     if (other < 0 || other >= S)
       return {-1, 0};
     int from = g.slot(c.s, c.mb).first, to = g.slot(other, c.mb).first;
-    return {from == to ? -1 : from * g.P + to, (c.kind * S + c.s) * M + c.mb};
+    return {from == to ? -1 : (from * g.P + to) * 2 + c.kind, (c.kind * S + c.s) * M + c.mb};
   };
   bool fifo = chance(0.8);
   std::vector<std::vector<GenOp>> sequence;
@@ -162,7 +162,7 @@ GenSchedule ScheduleGenerator::valid() {
       fifo = false;
     std::fill(done.begin(), done.end(), 0);
     sequence.assign(static_cast<size_t>(g.P), {});
-    std::vector<std::vector<int>> channels(static_cast<size_t>(g.P * g.P)); // queues
+    std::vector<std::vector<int>> channels(static_cast<size_t>(g.P * g.P * 2)); // queues
     std::vector<size_t> channelHead(channels.size(), 0);
     bool stuck = false;
     for (int n = 0; n < total && !stuck; ++n) {
@@ -253,9 +253,9 @@ void ScheduleGenerator::mutate(GenSchedule &g) {
   int n = static_cast<int>(steps.size());
   std::string where = " rank " + std::to_string(r);
 
-  // The channels a step uses (peer * 2 + is-send). Swapping two adjacent steps
-  // that share none keeps every pair of ranks' message order, so it can make a
-  // deadlock but not a mismatch.
+  // The channels a step uses (peer * 4 + is-send * 2 + is-gradient). Swapping two
+  // adjacent steps that share none keeps every channel's message order, so it can
+  // make a deadlock but not a mismatch.
   auto channelsOf = [&](const GenStep &step) {
     std::vector<int> used;
     for (const GenOp &op : step.ops) {
@@ -263,10 +263,11 @@ void ScheduleGenerator::mutate(GenSchedule &g) {
       if (s < 0 || op.kind == 'W')
         continue;
       int in = op.kind == 'F' ? s - 1 : s + 1, out = op.kind == 'F' ? s + 1 : s - 1;
+      int gradient = op.kind == 'F' ? 0 : 1;
       if (in >= 0 && in < g.S && g.slot(in, op.mb).first != static_cast<int>(r))
-        used.push_back(g.slot(in, op.mb).first * 2);
+        used.push_back(g.slot(in, op.mb).first * 4 + gradient);
       if (out >= 0 && out < g.S && g.slot(out, op.mb).first != static_cast<int>(r))
-        used.push_back(g.slot(out, op.mb).first * 2 + 1);
+        used.push_back(g.slot(out, op.mb).first * 4 + 2 + gradient);
     }
     return used;
   };
@@ -280,24 +281,35 @@ void ScheduleGenerator::mutate(GenSchedule &g) {
     return true;
   };
   int what = pick(100);
-  if (what < 35) { // swap two adjacent steps
+  if (what < 40) { // swap two adjacent steps
+    // Prefer swaps that keep every channel's order and every dependency (the data
+    // dependencies all lie within one micro-batch): they make deadlocks.
+    auto independent = [](const GenStep &a, const GenStep &b) {
+      for (const GenOp &x : a.ops)
+        for (const GenOp &y : b.ops)
+          if (x.mb == y.mb)
+            return false;
+      return true;
+    };
     std::vector<int> orderKeeping;
-    for (int i = 0; i + 1 < n; ++i)
-      if (disjoint(steps[static_cast<size_t>(i)], steps[static_cast<size_t>(i + 1)]))
+    for (int i = 0; i + 1 < n; ++i) {
+      const GenStep &a = steps[static_cast<size_t>(i)], &b = steps[static_cast<size_t>(i + 1)];
+      if (disjoint(a, b) && independent(a, b))
         orderKeeping.push_back(i);
+    }
     int i = !orderKeeping.empty() && chance(0.75)
                 ? orderKeeping[static_cast<size_t>(pick(static_cast<int>(orderKeeping.size())))]
                 : pick(n - 1);
     std::swap(steps[static_cast<size_t>(i)], steps[static_cast<size_t>(i + 1)]);
     g.history += " swap" + where + " steps " + std::to_string(i) + "," + std::to_string(i + 1) + ";";
-  } else if (what < 50) { // move a step elsewhere
+  } else if (what < 55) { // move a step elsewhere
     int from = pick(n);
     GenStep step = steps[static_cast<size_t>(from)];
     steps.erase(steps.begin() + from);
     int to = pick(n); // 0..n-1 in the shortened list
     steps.insert(steps.begin() + to, step);
     g.history += " move" + where + " step " + std::to_string(from) + " to " + std::to_string(to) + ";";
-  } else if (what < 55) { // drop an op
+  } else if (what < 60) { // drop an op
     int i = pick(n);
     GenStep &step = steps[static_cast<size_t>(i)];
     int j = pick(static_cast<int>(step.ops.size()));
@@ -334,7 +346,9 @@ void ScheduleGenerator::mutate(GenSchedule &g) {
       g.history += " unpair" + where + " step " + std::to_string(i) + ";";
       return;
     }
-    // Join with the next step if that makes one forward and one backward.
+    // Join two adjacent single steps into a pair, if that makes one forward and one
+    // backward; mostly of different micro-batches (else the pair is dependent).
+    bool allowSameMicrobatch = chance(0.1);
     for (int k = 0; k < n - 1; ++k) {
       int j = (i + k) % (n - 1);
       GenStep &a = steps[static_cast<size_t>(j)], &b = steps[static_cast<size_t>(j + 1)];
@@ -342,7 +356,7 @@ void ScheduleGenerator::mutate(GenSchedule &g) {
         continue;
       char ka = a.ops[0].kind, kb = b.ops[0].kind;
       bool fb = (ka == 'F' && isBackward(kb)) || (isBackward(ka) && kb == 'F');
-      if (!fb)
+      if (!fb || (a.ops[0].mb == b.ops[0].mb && !allowSameMicrobatch))
         continue;
       GenStep pair;
       pair.writtenBackwardFirst = ka != 'F';
@@ -353,6 +367,7 @@ void ScheduleGenerator::mutate(GenSchedule &g) {
       g.history += " pair" + where + " steps " + std::to_string(j) + "," + std::to_string(j + 1) + ";";
       return;
     }
+    mutate(g); // nothing to join: mutate some other way
   }
 }
 
