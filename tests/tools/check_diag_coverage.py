@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Fails when a diagnostic kind in the registry has no golden test.
 
-A kind counts as tested when some lit test has a CHECK line containing
-"[Name]" (the stable name pipec prints after each message).
+A kind counts as tested when some lit test has a FileCheck line (any prefix:
+CHECK:, DEEP:, ...) that expects "error: ... [Name]" or "warning: ... [Name]".
 """
 import pathlib
 import re
@@ -15,7 +15,7 @@ def main(registry: str, lit_dir: str) -> int:
     for path in pathlib.Path(lit_dir).rglob("*"):
         if path.suffix in (".pipe", ".test") and path.is_file():
             for line in path.read_text(errors="replace").splitlines():
-                if "CHECK" in line:
+                if re.match(r"\s*//\s*[\w-]+:.*(error|warning):", line):
                     checked.update(re.findall(r"\[(\w+)\]", line))
     missing = [k for k in kinds if k not in checked]
     for kind in missing:
