@@ -31,12 +31,6 @@ std::string ordinal(size_t n) {
   return std::to_string(n) + suffix;
 }
 
-// A channel: (from, to, kind), each matched in its own order.
-uint64_t channelKey(const Message &m) {
-  return (uint64_t(uint32_t(m.from)) << 33) | (uint64_t(uint32_t(m.to)) << 1) |
-         uint64_t(m.kind == MessageKind::Gradient);
-}
-
 bool checkMessageOrder(const ScheduleIR &ir, const CommPlan &plan, DiagnosticEngine &diags) {
   llvm::DenseMap<uint64_t, std::vector<uint32_t>> sent, received;
   for (const RankComm &rank : plan.ranks) {

@@ -43,6 +43,12 @@ struct Message {
   uint32_t consumerStep; // step index on `to`
 };
 
+// The channel a message travels on: (from, to, kind), each with its own order.
+inline uint64_t channelKey(const Message &m) {
+  return (uint64_t(uint32_t(m.from)) << 33) | (uint64_t(uint32_t(m.to)) << 1) |
+         uint64_t(m.kind == MessageKind::Gradient);
+}
+
 struct RankComm {
   std::vector<uint32_t> stepOp;   // step k's first op index in the rank's op list
   std::vector<uint32_t> sends;    // message ids, in the order the rank posts them

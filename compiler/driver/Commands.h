@@ -4,6 +4,7 @@
 
 #include "check/Checks.h"
 #include "elab/Elaborator.h"
+#include "sim/CostModel.h"
 
 #include <string>
 #include <vector>
@@ -26,6 +27,16 @@ struct CommonArgs {
 
 enum class EmitTarget { IR, AST };
 
+struct SimArgs {
+  std::vector<CostOverride> costs; // --costs FILE then --cost NAME=V, in order
+  bool compare = false;
+  std::string sweepName;           // --sweep NAME=v1,v2,...
+  std::vector<int64_t> sweepValues;
+  bool timeline = false;
+  std::string svgPath, tracePath;
+};
+
+int runSim(const std::vector<std::string> &files, const SimArgs &sim, const CommonArgs &args);
 int runCheck(const std::vector<std::string> &files, const CommonArgs &args);
 int runEmit(const std::string &file, EmitTarget target, const std::string &output,
             const CommonArgs &args);

@@ -14,11 +14,29 @@ namespace {
 
 cl::SubCommand CheckCmd("check", "Check schedule files and report every problem");
 cl::SubCommand EmitCmd("emit", "Write an intermediate form of a schedule");
+cl::SubCommand SimCmd("sim", "Simulate schedules under a cost model");
 
 cl::OptionCategory Category("pipec options");
 
 cl::list<std::string> CheckFiles(cl::Positional, cl::OneOrMore, cl::desc("<file.pipe>..."),
                                  cl::sub(CheckCmd));
+cl::list<std::string> SimFiles(cl::Positional, cl::OneOrMore, cl::desc("<file.pipe>..."),
+                               cl::sub(SimCmd));
+cl::list<std::string> CostFlags("cost", cl::desc("Override a cost (repeatable)"),
+                                cl::value_desc("NAME=V or NAME[STAGE]=V"), cl::sub(SimCmd),
+                                cl::cat(Category));
+cl::opt<std::string> CostsFile("costs", cl::desc("Read costs from a JSON object"),
+                               cl::value_desc("file.json"), cl::sub(SimCmd), cl::cat(Category));
+cl::opt<bool> Compare("compare", cl::desc("One table row per schedule"), cl::sub(SimCmd),
+                      cl::cat(Category));
+cl::opt<std::string> Sweep("sweep", cl::desc("One row per value of a parameter"),
+                           cl::value_desc("NAME=v1,v2,..."), cl::sub(SimCmd), cl::cat(Category));
+cl::opt<bool> Timeline("timeline", cl::desc("Print an ASCII timeline"), cl::sub(SimCmd),
+                       cl::cat(Category));
+cl::opt<std::string> SvgPath("svg", cl::desc("Write the timeline as SVG"),
+                             cl::value_desc("out.svg"), cl::sub(SimCmd), cl::cat(Category));
+cl::opt<std::string> TracePath("trace", cl::desc("Write a Chrome/Perfetto trace"),
+                               cl::value_desc("out.json"), cl::sub(SimCmd), cl::cat(Category));
 cl::opt<std::string> EmitFile(cl::Positional, cl::Required, cl::desc("<file.pipe>"),
                               cl::sub(EmitCmd));
 cl::opt<pipec::EmitTarget> Target(
@@ -31,10 +49,10 @@ cl::opt<std::string> Output("o", cl::desc("Output file (default: standard output
 
 cl::list<std::string> Defines("D", cl::Prefix, cl::desc("Set a schedule parameter"),
                               cl::value_desc("NAME=VALUE"), cl::sub(CheckCmd), cl::sub(EmitCmd),
-                              cl::cat(Category));
+                              cl::sub(SimCmd), cl::cat(Category));
 cl::opt<pipec::DiagFormat> Format(
     "format", cl::desc("How to print diagnostics"), cl::init(pipec::DiagFormat::Text),
-    cl::sub(CheckCmd), cl::cat(Category),
+    cl::sub(CheckCmd), cl::sub(SimCmd), cl::cat(Category),
     cl::values(clEnumValN(pipec::DiagFormat::Text, "text", "clang-style text on stderr"),
                clEnumValN(pipec::DiagFormat::Json, "json", "one JSON document on stdout"),
                clEnumValN(pipec::DiagFormat::Sarif, "sarif", "SARIF 2.1.0 on stdout"),
@@ -47,18 +65,18 @@ cl::opt<int64_t> MaxActivations(
     "max-activations", cl::desc("Error when a rank holds more micro-batches' activations"),
     cl::init(-1), cl::sub(CheckCmd), cl::cat(Category));
 cl::opt<bool> Werror("werror", cl::desc("Treat warnings as errors"), cl::sub(CheckCmd),
-                     cl::sub(EmitCmd), cl::cat(Category));
+                     cl::sub(EmitCmd), cl::sub(SimCmd), cl::cat(Category));
 cl::opt<bool> TimePasses("time-passes", cl::desc("Print the time each phase takes"),
-                         cl::sub(CheckCmd), cl::sub(EmitCmd), cl::cat(Category));
+                         cl::sub(CheckCmd), cl::sub(EmitCmd), cl::sub(SimCmd), cl::cat(Category));
 cl::opt<bool> NoColor("no-color", cl::desc("Never color diagnostics"), cl::sub(CheckCmd),
-                      cl::sub(EmitCmd), cl::cat(Category));
+                      cl::sub(EmitCmd), cl::sub(SimCmd), cl::cat(Category));
 cl::opt<uint64_t> MaxOps("max-ops", cl::desc("Refuse schedules with more ops than this"),
                          cl::init(pipec::ElabLimits().maxOps), cl::sub(CheckCmd),
-                         cl::sub(EmitCmd), cl::cat(Category));
+                         cl::sub(EmitCmd), cl::sub(SimCmd), cl::cat(Category));
 cl::opt<uint64_t> MaxIterations("max-iterations",
                                 cl::desc("Refuse schedules whose loops run more iterations"),
                                 cl::init(pipec::ElabLimits().maxIterations), cl::sub(CheckCmd),
-                                cl::sub(EmitCmd), cl::cat(Category));
+                                cl::sub(EmitCmd), cl::sub(SimCmd), cl::cat(Category));
 
 // Parses -D NAME=VALUE; prints a usage error and returns false when malformed.
 bool parseDefines(pipec::ElabOptions &options) {
@@ -74,6 +92,55 @@ bool parseDefines(pipec::ElabOptions &options) {
     }
     options.defines.emplace_back(name.str(), number);
   }
+  return true;
+}
+
+// Reads --costs, --cost and --sweep; prints a usage error and returns false when malformed.
+bool parseSimArgs(pipec::SimArgs &sim, const pipec::CommonArgs &args) {
+  std::string error;
+  if (!CostsFile.empty()) {
+    auto costs = pipec::readCostsFile(CostsFile, error);
+    if (!costs) {
+      errs() << "pipec: error: --costs: " << error << "\n";
+      return false;
+    }
+    sim.costs = *costs;
+  }
+  for (const std::string &flag : CostFlags) {
+    auto cost = pipec::parseCostOverride(flag, error);
+    if (!cost) {
+      errs() << "pipec: error: --cost: " << error << "\n";
+      return false;
+    }
+    sim.costs.push_back(*cost);
+  }
+  if (!Sweep.empty()) {
+    auto [name, values] = StringRef(Sweep).split('=');
+    SmallVector<StringRef, 8> parts;
+    values.split(parts, ',', -1, /*KeepEmpty=*/false);
+    for (StringRef part : parts) {
+      long long value;
+      if (part.trim().getAsInteger(10, value)) {
+        errs() << "pipec: error: --sweep expects NAME=v1,v2,... with integers, got '" << Sweep
+               << "'\n";
+        return false;
+      }
+      sim.sweepValues.push_back(value);
+    }
+    if (name.empty() || sim.sweepValues.empty()) {
+      errs() << "pipec: error: --sweep expects NAME=v1,v2,..., got '" << Sweep << "'\n";
+      return false;
+    }
+    sim.sweepName = name.str();
+  }
+  if (args.format == pipec::DiagFormat::Sarif || args.format == pipec::DiagFormat::Github) {
+    errs() << "pipec: error: sim prints --format text or json\n";
+    return false;
+  }
+  sim.compare = Compare;
+  sim.timeline = Timeline;
+  sim.svgPath = SvgPath;
+  sim.tracePath = TracePath;
   return true;
 }
 
@@ -105,6 +172,12 @@ int main(int argc, char **argv) {
     return pipec::runCheck(CheckFiles, args);
   if (EmitCmd)
     return pipec::runEmit(EmitFile, Target, Output, args);
+  if (SimCmd) {
+    pipec::SimArgs sim;
+    if (!parseSimArgs(sim, args))
+      return pipec::kExitUsage;
+    return pipec::runSim(SimFiles, sim, args);
+  }
   errs() << "pipec: error: no subcommand given; run 'pipec --help'\n";
   return pipec::kExitUsage;
 }

@@ -1,5 +1,8 @@
 #include "syntax/AstBuilder.h"
 
+#include "syntax/CostNames.h"
+
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 
 #include <cerrno>
@@ -185,11 +188,6 @@ Placement AstBuilder::buildPlacement(P::PlacementContext *ctx) {
   return placement;
 }
 
-// The cost model's vocabulary. Sub-operation costs refine an overlap pair.
-static const llvm::StringRef kCostNames[] = {
-    "F", "B", "I", "W", "FB", "p2p", "bandwidth", "activation_bytes", "param_bytes",
-    "attn_f", "attn_b", "dispatch_f", "dispatch_b", "mlp_f", "mlp_b", "combine_f", "combine_b"};
-
 void AstBuilder::buildCosts(Schedule &schedule, P::CostsDeclContext *ctx) {
   for (P::CostEntryContext *e : ctx->costEntry()) {
     CostEntry entry;
@@ -205,9 +203,8 @@ void AstBuilder::buildCosts(Schedule &schedule, P::CostsDeclContext *ctx) {
                     "bandwidths and must be at least 0");
       continue;
     }
-    if (std::find(std::begin(kCostNames), std::end(kCostNames), entry.name) ==
-        std::end(kCostNames)) {
-      std::string suggestion = closestMatch(entry.name, kCostNames);
+    if (!llvm::is_contained(costNames(), entry.name)) {
+      std::string suggestion = closestMatch(entry.name, costNames());
       auto &d = diags_.report(DiagKind::UnknownCost, entry.nameRange,
                               "unknown cost '" + entry.name + "'" +
                                   (suggestion.empty() ? "" : "; did you mean '" + suggestion + "'?"));

@@ -332,6 +332,8 @@ TEST_CASE("message-order and deadlock verdicts agree with a brute-force model", 
       ++disagreements;
       if (disagreements <= kPrintLimit) {
         std::ostringstream why;
+        if (bf.mismatch && pipecDeadlock)
+          why << "(pipec should report the mismatch instead of simulating)\n";
         why << "pipec: " << (pipecMismatch ? "MessageOrderMismatch " : "")
             << (pipecDeadlock ? "Deadlock " : "")
             << (!pipecMismatch && !pipecDeadlock ? "clean " : "") << "\nbrute force: "

@@ -1,0 +1,60 @@
+// `pipec sim --timeline`: ranks x time as text. Each step is drawn over the
+// columns its time covers, labelled with its op when the label fits.
+#include "sim/SimOutputs.h"
+
+#include "check/OpText.h"
+
+#include "llvm/Support/Format.h"
+
+#include <cmath>
+
+namespace pipec {
+
+// Short labels: "F3" (chunk 0, micro-batch 3 of its flow); chunk 1 and above in
+// lower case ("f3"); an overlap pair as "F3+b1".
+static std::string shortLabel(const ScheduleIR &ir, const Op &op) {
+  char letter = ast::opKindName(op.kind)[0];
+  if (op.chunk > 0)
+    letter = static_cast<char>(letter - 'A' + 'a');
+  return std::string(1, letter) + std::to_string(ir.indexInFlow(op));
+}
+
+void printTimeline(const ScheduleIR &ir, const SimResult &sim, llvm::raw_ostream &out,
+                   unsigned width) {
+  if (sim.makespan <= 0) {
+    out << "(empty schedule)\n";
+    return;
+  }
+  // Whole columns per time unit when the schedule is short enough, so cells align.
+  double scale = sim.makespan * 3 <= width ? std::floor(width / sim.makespan)
+                                           : width / sim.makespan;
+  scale = std::min(scale, 6.0);
+  size_t columns = static_cast<size_t>(std::ceil(sim.makespan * scale));
+
+  out << "time 0 to " << formatNumber(sim.makespan) << ", one column = "
+      << formatNumber(1 / scale) << " time units\n";
+  for (size_t r = 0; r < sim.ranks.size(); ++r) {
+    std::string row(columns, '.');
+    const std::vector<Op> &ops = ir.ranks[r].ops;
+    for (const StepTiming &step : sim.ranks[r].steps) {
+      size_t from = static_cast<size_t>(std::lround(step.start * scale));
+      size_t to = std::max(from + 1, static_cast<size_t>(std::lround(step.end * scale)));
+      to = std::min(to, columns);
+      const Op &op = ops[step.op];
+      std::string label = shortLabel(ir, op);
+      if (op.pair == PairRole::First)
+        label += "+" + shortLabel(ir, ops[step.op + 1]);
+      std::string fill = label.size() <= to - from ? label
+                                                   : std::string(1, label[0]);
+      for (size_t c = from; c < to; ++c)
+        row[c] = c - from < fill.size() ? fill[c - from] : (fill.size() == 1 ? fill[0] : '-');
+      if (to - from > 1 && fill.size() < to - from)
+        row[to - 1] = '|';
+    }
+    out << llvm::format("rank %3zu |", r) << row << "|\n";
+  }
+  out << "F/B/I/W: chunk 0, f/b/i/w: chunk 1 and up, digits: micro-batch within its flow, "
+         "X+y: overlap pair, '.': idle\n";
+}
+
+} // namespace pipec

@@ -1,0 +1,18 @@
+// The names a `costs { }` block, `--cost` and `--costs` accept. Sub-operation
+// costs (`attn_f` ... `combine_b`) decide how long an overlap pair takes.
+#pragma once
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+
+namespace pipec {
+
+inline llvm::ArrayRef<llvm::StringRef> costNames() {
+  static const llvm::StringRef kNames[] = {
+      "F",          "B",          "I",     "W",     "FB",        "p2p",       "bandwidth",
+      "activation_bytes", "param_bytes", "attn_f", "attn_b", "dispatch_f", "dispatch_b",
+      "mlp_f",      "mlp_b",      "combine_f", "combine_b"};
+  return kNames;
+}
+
+} // namespace pipec
