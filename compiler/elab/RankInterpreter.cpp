@@ -216,7 +216,7 @@ bool RankInterpreter::resolve(const OpCall &call, Op &op) {
     }
     position = *next;
   }
-  int64_t mb;
+  int64_t mb = 0;
   const SlotUse &use = slot->useAt(position, mb);
   op.chunk = static_cast<int32_t>(chunk);
   op.stage = use.stage;

@@ -1,0 +1,44 @@
+// ModelSpec and makeStage: one description of the whole model, from which the
+// reference and every rank of an emitted program build their stage objects.
+// Building stage s twice (two parameter copies of a DualPipe stage, or the
+// reference's copy) gives identical weights: both use StageInit{seed, s}.
+#pragma once
+
+#include "pipert/AllToAll.h"
+#include "pipert/DenseStage.h"
+#include "pipert/MoeStage.h"
+
+#include <memory>
+#include <vector>
+
+namespace pipert {
+
+enum class StageKind { Dense, Moe };
+
+struct StageSpec {
+  StageKind kind = StageKind::Dense;
+  DenseConfig dense; // used when kind == Dense
+  MoeConfig moe;     // used when kind == Moe
+  int hidden() const { return kind == StageKind::Dense ? dense.hidden : moe.hidden; }
+};
+
+struct ModelSpec {
+  uint64_t seed = 0;
+  std::vector<StageSpec> stages; // stage s is stages[s]
+};
+
+// Stage `stageIndex` of `model`; comm is used by MoE stages (null: local).
+// Throws std::invalid_argument for an index outside the model or a bad config.
+template <typename T>
+std::unique_ptr<Stage<T>> makeStage(const ModelSpec &model, int stageIndex,
+                                    std::shared_ptr<AllToAll<T>> comm = nullptr);
+
+// Every stage, each with a single-participant all-to-all (the reference's view).
+template <typename T>
+std::vector<std::unique_ptr<Stage<T>>> makeAllStages(const ModelSpec &model);
+
+// Non-owning view, as Reference takes it.
+template <typename T>
+std::vector<Stage<T> *> stagePointers(const std::vector<std::unique_ptr<Stage<T>>> &stages);
+
+} // namespace pipert

@@ -1,0 +1,42 @@
+// makeStage and friends (see Model.h).
+#include "pipert/Model.h"
+
+#include <stdexcept>
+
+namespace pipert {
+
+template <typename T>
+std::unique_ptr<Stage<T>> makeStage(const ModelSpec &model, int stageIndex, std::shared_ptr<AllToAll<T>> comm) {
+  if (stageIndex < 0 || static_cast<size_t>(stageIndex) >= model.stages.size())
+    throw std::invalid_argument("stage index " + std::to_string(stageIndex) + " outside a model of " +
+                                std::to_string(model.stages.size()) + " stages");
+  const StageSpec &spec = model.stages[static_cast<size_t>(stageIndex)];
+  const StageInit init{model.seed, stageIndex};
+  if (spec.kind == StageKind::Dense)
+    return std::make_unique<DenseStage<T>>(spec.dense, init);
+  return std::make_unique<MoeStage<T>>(spec.moe, init, std::move(comm));
+}
+
+template <typename T> std::vector<std::unique_ptr<Stage<T>>> makeAllStages(const ModelSpec &model) {
+  std::vector<std::unique_ptr<Stage<T>>> stages;
+  for (size_t s = 0; s < model.stages.size(); ++s)
+    stages.push_back(makeStage<T>(model, static_cast<int>(s)));
+  return stages;
+}
+
+template <typename T> std::vector<Stage<T> *> stagePointers(const std::vector<std::unique_ptr<Stage<T>>> &stages) {
+  std::vector<Stage<T> *> out;
+  for (const auto &s : stages)
+    out.push_back(s.get());
+  return out;
+}
+
+#define PIPERT_INSTANTIATE_MODEL(T)                                                                \
+  template std::unique_ptr<Stage<T>> makeStage<T>(const ModelSpec &, int, std::shared_ptr<AllToAll<T>>); \
+  template std::vector<std::unique_ptr<Stage<T>>> makeAllStages<T>(const ModelSpec &);            \
+  template std::vector<Stage<T> *> stagePointers<T>(const std::vector<std::unique_ptr<Stage<T>>> &);
+
+PIPERT_INSTANTIATE_MODEL(float)
+PIPERT_INSTANTIATE_MODEL(double)
+
+} // namespace pipert

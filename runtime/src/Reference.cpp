@@ -1,0 +1,82 @@
+// Reference<T> (see Reference.h).
+#include "pipert/Reference.h"
+
+#include "pipert/Loss.h"
+
+#include <stdexcept>
+
+namespace pipert {
+
+template <typename T> Reference<T>::Reference(std::vector<Stage<T> *> stages) : stages_(std::move(stages)) {
+  if (stages_.empty())
+    throw std::invalid_argument("reference: no stages");
+  for (size_t s = 0; s < stages_.size(); ++s) {
+    if (!stages_[s])
+      throw std::invalid_argument("reference: stage " + std::to_string(s) + " is null");
+    if (stages_[s]->stageIndex() != static_cast<int>(s))
+      throw std::invalid_argument("reference: position " + std::to_string(s) + " holds stage " +
+                                  std::to_string(stages_[s]->stageIndex()));
+    if (stages_[s]->hidden() != stages_[0]->hidden())
+      throw std::invalid_argument("reference: stage " + std::to_string(s) + " has hidden size " +
+                                  std::to_string(stages_[s]->hidden()) + ", stage 0 has " +
+                                  std::to_string(stages_[0]->hidden()));
+  }
+}
+
+template <typename T> void Reference<T>::checkBatch(const BatchSpec &batch) const {
+  validateBatch(batch);
+  if (batch.hidden != stages_[0]->hidden())
+    throw std::invalid_argument("reference: batch hidden size " + std::to_string(batch.hidden) +
+                                " differs from the model's " + std::to_string(stages_[0]->hidden()));
+}
+
+template <typename T> Tensor<T> Reference<T>::forwardAll(int mb, const Tensor<T> &input) {
+  Tensor<T> x = input, y;
+  for (Stage<T> *stage : stages_) {
+    stage->forward(mb, x, y);
+    std::swap(x, y);
+  }
+  return x;
+}
+
+template <typename T> ReferenceResult<T> Reference<T>::run(const BatchSpec &batch, int first, int count) {
+  checkBatch(batch);
+  if (first < 0 || count < 0 || first + count > batch.microBatches)
+    throw std::invalid_argument("reference: micro-batches [" + std::to_string(first) + ", " +
+                                std::to_string(first + count) + ") outside [0, " +
+                                std::to_string(batch.microBatches) + ")");
+  for (Stage<T> *stage : stages_)
+    stage->zeroGradients();
+  ReferenceResult<T> result;
+  for (int mb = first; mb < first + count; ++mb) {
+    const Tensor<T> output = forwardAll(mb, microBatchInput<T>(batch, mb));
+    const Tensor<T> target = microBatchTarget<T>(batch, mb);
+    result.microBatchLosses.push_back(mseLoss(output, target));
+    result.loss += result.microBatchLosses.back();
+    Tensor<T> grad, gradIn;
+    mseLossGrad(output, target, grad);
+    for (size_t s = stages_.size(); s-- > 0;) {
+      stages_[s]->backward(mb, grad, gradIn);
+      std::swap(grad, gradIn);
+    }
+  }
+  for (Stage<T> *stage : stages_)
+    result.gradients.push_back(snapshotGradients(*stage));
+  return result;
+}
+
+template <typename T> double Reference<T>::loss(const BatchSpec &batch) {
+  checkBatch(batch);
+  double total = 0;
+  for (int mb = 0; mb < batch.microBatches; ++mb) {
+    total += mseLoss(forwardAll(mb, microBatchInput<T>(batch, mb)), microBatchTarget<T>(batch, mb));
+    for (Stage<T> *stage : stages_)
+      stage->discard(mb);
+  }
+  return total;
+}
+
+template class Reference<float>;
+template class Reference<double>;
+
+} // namespace pipert

@@ -1,0 +1,82 @@
+// The shared part of every stage: shape validation, the protocol checks of
+// MicroBatchTracker, and the monolithic calls expressed as their sub-operation
+// parts (which is what makes parts-in-order bit-identical to the whole).
+#include "pipert/Stage.h"
+
+#include <stdexcept>
+
+namespace pipert {
+
+template <typename T>
+Stage<T>::Stage(const char *kind, int hidden, StageInit init)
+    : hidden_(hidden), init_(init),
+      tracker_("stage " + std::to_string(init.stageIndex) + " (" + kind + ")") {
+  if (hidden <= 0)
+    throw std::invalid_argument(tracker_.owner() + ": hidden size must be positive, got " + std::to_string(hidden));
+  if (init.stageIndex < 0)
+    throw std::invalid_argument(tracker_.owner() + ": stage index must be non-negative");
+}
+
+template <typename T>
+void Stage<T>::forwardPart(int mb, SubOp part, const Tensor<T> &input, Tensor<T> &output) {
+  if (part == SubOp::Attention && (input.rows() == 0 || input.cols() != static_cast<size_t>(hidden_)))
+    throw std::invalid_argument(tracker_.owner() + ", micro-batch " + std::to_string(mb) + ": input is " +
+                                input.shapeString() + ", expected tokens x " + std::to_string(hidden_) +
+                                " with at least one token");
+  tracker_.forwardPart(mb, part, input.rows());
+  runForwardPart(mb, part, input, output);
+}
+
+template <typename T>
+void Stage<T>::backwardPart(int mb, SubOp part, const Tensor<T> &gradOutput, Tensor<T> &gradInput,
+                            WeightGrad when) {
+  if (part == SubOp::Combine && tracker_.forwardDone(mb) &&
+      (gradOutput.rows() != tracker_.tokens(mb) || gradOutput.cols() != static_cast<size_t>(hidden_)))
+    throw std::invalid_argument(tracker_.owner() + ", micro-batch " + std::to_string(mb) +
+                                ": output gradient is " + gradOutput.shapeString() + ", expected " +
+                                std::to_string(tracker_.tokens(mb)) + "x" + std::to_string(hidden_));
+  const bool last = tracker_.backwardPart(mb, part, when);
+  runBackwardPart(mb, part, gradOutput, gradInput, when);
+  if (last && when == WeightGrad::Now) {
+    releaseMicroBatch(mb);
+    tracker_.finish(mb);
+  }
+}
+
+template <typename T> void Stage<T>::forward(int mb, const Tensor<T> &input, Tensor<T> &output) {
+  for (SubOp part : kForwardParts)
+    forwardPart(mb, part, input, output);
+}
+
+template <typename T> void Stage<T>::backward(int mb, const Tensor<T> &gradOutput, Tensor<T> &gradInput) {
+  for (SubOp part : kBackwardParts)
+    backwardPart(mb, part, gradOutput, gradInput, WeightGrad::Now);
+}
+
+template <typename T>
+void Stage<T>::backwardInput(int mb, const Tensor<T> &gradOutput, Tensor<T> &gradInput) {
+  for (SubOp part : kBackwardParts)
+    backwardPart(mb, part, gradOutput, gradInput, WeightGrad::Deferred);
+}
+
+template <typename T> void Stage<T>::backwardWeight(int mb) {
+  tracker_.backwardWeight(mb);
+  runBackwardWeight(mb);
+  releaseMicroBatch(mb);
+  tracker_.finish(mb);
+}
+
+template <typename T> void Stage<T>::zeroGradients() {
+  for (Parameter<T> &p : parameters())
+    p.grad->fill(T(0));
+}
+
+template <typename T> void Stage<T>::discard(int mb) {
+  releaseMicroBatch(mb);
+  tracker_.finish(mb);
+}
+
+template class Stage<float>;
+template class Stage<double>;
+
+} // namespace pipert
