@@ -1,0 +1,64 @@
+// The interface emitted programs target: a schedule as compact tables, exactly as
+// the compiler elaborated and proved it (ops per rank; every point-to-point
+// message; each rank's send and receive posting order, from the compiler's one
+// communication model; the gradient-sync groups of replicated stages; the peak
+// activations the checker predicts). `pipec emit --target cpu` writes these
+// tables and a main() that calls runProgram.
+#pragma once
+
+#include <cstdint>
+
+namespace pipert {
+
+enum class OpCode : uint8_t { F = 0, B = 1, I = 2, W = 3 };
+
+struct ProgramOp {
+  OpCode kind;
+  uint8_t pairedWithNext; // 1: this op and the next form an overlap pair (forward first)
+  int16_t chunk;
+  int32_t stage;
+  int32_t microbatch;     // global id
+};
+
+struct ProgramMessage {
+  uint8_t gradient;       // 0: activation (stage -> stage+1), 1: gradient (stage -> stage-1)
+  int32_t from, to;       // ranks
+  int32_t stage;          // producing stage
+  int32_t microbatch;
+  uint32_t producerOp;    // op index on `from`
+  uint32_t consumerOp;    // op index on `to`
+};
+
+struct RankTable {
+  const ProgramOp *ops;
+  uint32_t numOps;
+  const uint32_t *sends;    // message ids in the order the rank posts them
+  uint32_t numSends;
+  const uint32_t *receives; // message ids in the order the rank posts them
+  uint32_t numReceives;
+};
+
+struct SyncGroupTable {
+  int32_t stage;
+  const int32_t *ranks;     // the slots holding a copy of `stage`
+  const int32_t *chunks;
+  uint32_t size;
+};
+
+struct Program {
+  const char *name;          // schedule name
+  const char *parameters;    // "P = 4, M = 8"
+  int32_t numRanks, numStages, numMicrobatches;
+  const RankTable *ranks;    // numRanks entries
+  const ProgramMessage *messages;
+  uint32_t numMessages;
+  const SyncGroupTable *syncGroups;
+  uint32_t numSyncGroups;
+  const int64_t *predictedPeakActivations; // per rank, from the checker
+};
+
+// Parses the command line (--steps, --hidden, --seq, --model, --dtype, --check,
+// --trace, --seed, --timeout, ...), runs the program and returns the exit status.
+int runProgram(const Program &program, int argc, char **argv);
+
+} // namespace pipert

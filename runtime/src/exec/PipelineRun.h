@@ -1,0 +1,306 @@
+// Runs one training step of an emitted program: every rank is a thread that
+// executes its ops in the order the compiler proved, exchanging activations and
+// gradients through per-channel mailboxes (Mailbox.h). The two halves of an
+// overlap pair run at the same time on two threads (when they use different
+// chunks; two ops of one chunk share its state and run one after the other).
+// Afterwards, replicated stages sum their gradients over their sync group, and
+// the live activations each rank held are compared with the compiler's count.
+#pragma once
+
+#include "exec/Mailbox.h"
+#include "exec/RunOptions.h"
+#include "exec/Watchdog.h"
+
+#include "pipert/Batch.h"
+#include "pipert/Gradients.h"
+#include "pipert/Loss.h"
+#include "pipert/Model.h"
+#include "pipert/Program.h"
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+namespace pipert {
+
+struct OpTiming {
+  int rank;
+  uint32_t op;
+  double startMicros, endMicros;
+};
+
+struct StepResult {
+  double loss = 0;
+  double milliseconds = 0;
+  std::vector<int64_t> peakActivations; // measured, per rank
+  std::vector<OpTiming> timings;
+};
+
+template <typename T>
+class PipelineRun {
+public:
+  PipelineRun(const Program &program, const RunOptions &options, const ModelSpec &model,
+              const BatchSpec &batch)
+      : program_(program), options_(options), batch_(batch), watchdog_(options.timeoutSeconds) {
+    constexpr uint32_t kNone = ~0u;
+    for (int r = 0; r < program.numRanks; ++r)
+      ranks_.push_back(std::make_unique<RankState>());
+    for (int r = 0; r < program.numRanks; ++r) {
+      RankState &rank = *ranks_[r];
+      const RankTable &table = program.ranks[r];
+      rank.incoming.assign(table.numOps, kNone);
+      rank.outgoing.assign(table.numOps, kNone);
+      for (uint32_t i = 0; i < table.numOps; ++i) {
+        const ProgramOp &op = table.ops[i];
+        if (!rank.stages.count(op.chunk)) // same seed and stage index: copies start identical
+          rank.stages[op.chunk] = makeStage<T>(model, op.stage);
+      }
+    }
+    for (uint32_t id = 0; id < program.numMessages; ++id) {
+      const ProgramMessage &m = program.messages[id];
+      ranks_[m.from]->outgoing[m.producerOp] = id;
+      ranks_[m.to]->incoming[m.consumerOp] = id;
+      mailboxes_[channelOf(m)]; // create every channel before the threads start
+    }
+  }
+
+  StepResult runStep() {
+    for (auto &rank : ranks_)
+      for (auto &[chunk, stage] : rank->stages)
+        stage->zeroGradients();
+    StepResult result;
+    result.peakActivations.assign(ranks_.size(), 0);
+    start_ = std::chrono::steady_clock::now();
+    std::vector<std::thread> threads;
+    for (int r = 0; r < program_.numRanks; ++r)
+      threads.emplace_back([this, r, &result] { runRank(r, result); });
+    for (std::thread &t : threads)
+      t.join();
+    result.milliseconds =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
+    syncReplicatedGradients();
+    for (auto &rank : ranks_) {
+      result.loss += rank->loss;
+      result.timings.insert(result.timings.end(), rank->timings.begin(), rank->timings.end());
+      rank->timings.clear();
+      rank->loss = 0;
+    }
+    return result;
+  }
+
+  // Gradients per stage, read from the first slot that holds each stage.
+  GradientSet<T> gradients() {
+    GradientSet<T> set(program_.numStages);
+    std::vector<bool> seen(program_.numStages, false);
+    for (int r = 0; r < program_.numRanks; ++r)
+      for (auto &[chunk, stage] : ranks_[r]->stages)
+        if (!seen[stage->stageIndex()]) {
+          seen[stage->stageIndex()] = true;
+          set[stage->stageIndex()] = snapshotGradients(*stage);
+        }
+    return set;
+  }
+
+private:
+  using ChannelKey = std::tuple<int, int, int>; // from, to, gradient?
+
+  struct RankState {
+    std::map<int, std::unique_ptr<Stage<T>>> stages; // by chunk
+    std::vector<uint32_t> incoming, outgoing;         // per op: message id or ~0
+    std::mutex localMutex;                            // pairs touch these from two threads
+    std::map<std::tuple<int, int, int>, Tensor<T>> local; // (gradient?, stage, mb) same-rank handoffs
+    std::map<int, Tensor<T>> lastOutputs;             // last stage: output per micro-batch
+    double loss = 0;
+    std::vector<OpTiming> timings;
+  };
+
+  static ChannelKey channelOf(const ProgramMessage &m) { return {m.from, m.to, m.gradient}; }
+
+  std::string describe(int rank, uint32_t i) const {
+    const ProgramOp &op = program_.ranks[rank].ops[i];
+    static const char *kNames[] = {"F", "B", "I", "W"};
+    return std::string(kNames[static_cast<int>(op.kind)]) + " of stage " +
+           std::to_string(op.stage) + ", micro-batch " + std::to_string(op.microbatch) +
+           " (op " + std::to_string(i) + ")";
+  }
+
+  // The input an op needs: from its channel, or from this rank's own earlier op.
+  Tensor<T> take(int r, uint32_t i, bool gradient, int producerStage, int mb) {
+    RankState &rank = *ranks_[r];
+    uint32_t id = rank.incoming[i];
+    if (id == ~0u) {
+      std::lock_guard<std::mutex> lock(rank.localMutex);
+      auto it = rank.local.find({gradient, producerStage, mb});
+      if (it == rank.local.end())
+        rankFailed(r, "no local input for " + describe(r, i));
+      Tensor<T> value = std::move(it->second);
+      rank.local.erase(it);
+      return value;
+    }
+    const ProgramMessage &m = program_.messages[id];
+    uint32_t got = id;
+    auto payload = mailboxes_.at(channelOf(m)).receive(id, watchdog_.deadline(), got);
+    std::string what = std::string(m.gradient ? "the gradient" : "the activation") + " of stage " +
+                       std::to_string(m.stage) + ", micro-batch " + std::to_string(m.microbatch) +
+                       " from rank " + std::to_string(m.from);
+    if (payload)
+      return std::move(*payload);
+    if (got != id)
+      rankFailed(r, "expected " + what + " (message " + std::to_string(id) +
+                        ") but the channel delivered message " + std::to_string(got) +
+                        ": sends and receives are out of order");
+    watchdog_.fire("rank " + std::to_string(r) + " is waiting for " + what + ", needed by " +
+                   describe(r, i));
+  }
+
+  void deliver(int r, uint32_t i, bool gradient, int stage, int mb, Tensor<T> value) {
+    RankState &rank = *ranks_[r];
+    uint32_t id = rank.outgoing[i];
+    if (id == ~0u) {
+      std::lock_guard<std::mutex> lock(rank.localMutex);
+      rank.local[{gradient, stage, mb}] = std::move(value);
+      return;
+    }
+    if (static_cast<int64_t>(id) == options_.dropMessage)
+      return; // testing: a lost message must trip the watchdog, not hang
+    mailboxes_.at(channelOf(program_.messages[id])).send(id, std::move(value));
+  }
+
+  void runOp(int r, uint32_t i) {
+    RankState &rank = *ranks_[r];
+    const ProgramOp &op = program_.ranks[r].ops[i];
+    Stage<T> &stage = *rank.stages.at(op.chunk);
+    int last = program_.numStages - 1;
+    switch (op.kind) {
+    case OpCode::F: {
+      Tensor<T> input = op.stage == 0 ? microBatchInput<T>(batch_, op.microbatch)
+                                      : take(r, i, false, op.stage - 1, op.microbatch);
+      Tensor<T> output;
+      stage.forward(op.microbatch, input, output);
+      if (op.stage == last) {
+        std::lock_guard<std::mutex> lock(rank.localMutex);
+        rank.lastOutputs[op.microbatch] = std::move(output);
+      } else {
+        deliver(r, i, false, op.stage, op.microbatch, std::move(output));
+      }
+      break;
+    }
+    case OpCode::B:
+    case OpCode::I: {
+      Tensor<T> gradOutput;
+      if (op.stage == last) {
+        Tensor<T> output;
+        {
+          std::lock_guard<std::mutex> lock(rank.localMutex);
+          output = std::move(rank.lastOutputs.at(op.microbatch));
+          rank.lastOutputs.erase(op.microbatch);
+        }
+        Tensor<T> target = microBatchTarget<T>(batch_, op.microbatch);
+        double loss = mseLoss(output, target);
+        mseLossGrad(output, target, gradOutput);
+        std::lock_guard<std::mutex> lock(rank.localMutex);
+        rank.loss += loss;
+      } else {
+        gradOutput = take(r, i, true, op.stage + 1, op.microbatch);
+      }
+      Tensor<T> gradInput;
+      if (op.kind == OpCode::B)
+        stage.backward(op.microbatch, gradOutput, gradInput);
+      else
+        stage.backwardInput(op.microbatch, gradOutput, gradInput);
+      if (op.stage > 0)
+        deliver(r, i, true, op.stage, op.microbatch, std::move(gradInput));
+      break;
+    }
+    case OpCode::W:
+      stage.backwardWeight(op.microbatch);
+      break;
+    }
+  }
+
+  int64_t liveActivations(RankState &rank) {
+    int64_t live = 0;
+    for (auto &[chunk, stage] : rank.stages)
+      live += static_cast<int64_t>(stage->storedMicroBatches());
+    return live;
+  }
+
+  double micros() const {
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start_)
+        .count();
+  }
+
+  void runRank(int r, StepResult &result) {
+    RankState &rank = *ranks_[r];
+    const RankTable &table = program_.ranks[r];
+    int64_t peak = 0;
+    try {
+      for (uint32_t i = 0; i < table.numOps; ++i) {
+        const ProgramOp &op = table.ops[i];
+        bool pair = op.pairedWithNext && i + 1 < table.numOps;
+        // A forward stores its activations when it starts: count them before the
+        // pair's backward can free its own (the compiler counts the same way).
+        int64_t forwards = op.kind == OpCode::F || (pair && table.ops[i + 1].kind == OpCode::F);
+        peak = std::max(peak, liveActivations(rank) + forwards);
+        double start = micros();
+        if (pair && op.chunk != table.ops[i + 1].chunk) {
+          std::exception_ptr error;
+          std::thread forward([&] {
+            try {
+              runOp(r, i);
+            } catch (...) {
+              error = std::current_exception();
+            }
+          });
+          runOp(r, i + 1);
+          forward.join();
+          if (error)
+            std::rethrow_exception(error);
+        } else {
+          runOp(r, i);
+          if (pair)
+            runOp(r, i + 1);
+        }
+        double end = micros();
+        rank.timings.push_back({r, i, start, end});
+        if (pair)
+          ++i;
+        peak = std::max(peak, liveActivations(rank));
+      }
+    } catch (const std::exception &e) {
+      rankFailed(r, e.what());
+    }
+    result.peakActivations[r] = peak;
+  }
+
+  void syncReplicatedGradients() {
+    for (uint32_t g = 0; g < program_.numSyncGroups; ++g) {
+      const SyncGroupTable &group = program_.syncGroups[g];
+      std::vector<std::vector<Parameter<T>>> copies;
+      for (uint32_t k = 0; k < group.size; ++k)
+        copies.push_back(ranks_[group.ranks[k]]->stages.at(group.chunks[k])->parameters());
+      for (size_t p = 0; p < copies.front().size(); ++p) {
+        Tensor<T> sum = *copies.front()[p].grad;
+        for (size_t k = 1; k < copies.size(); ++k)
+          for (size_t e = 0; e < sum.size(); ++e)
+            sum[e] += (*copies[k][p].grad)[e];
+        for (auto &copy : copies)
+          *copy[p].grad = sum;
+      }
+    }
+  }
+
+  const Program &program_;
+  const RunOptions &options_;
+  BatchSpec batch_;
+  Watchdog watchdog_;
+  std::vector<std::unique_ptr<RankState>> ranks_; // RankState holds a mutex: not movable
+  std::map<ChannelKey, Mailbox<T>> mailboxes_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+} // namespace pipert

@@ -1,0 +1,27 @@
+// The command line of an emitted program.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace pipert {
+
+struct RunOptions {
+  int steps = 1;
+  int hidden = 16;        // h
+  int seq = 8;            // tokens per sequence
+  int microBatchSize = 1; // sequences per micro-batch: tokens = seq * microBatchSize
+  bool moe = false;       // --model mlp|moe
+  bool fp64 = false;      // --dtype fp32|fp64
+  bool check = false;     // compare with the single-device reference
+  std::string tracePath;
+  uint64_t seed = 1;
+  double timeoutSeconds = 30; // watchdog: longest wait without progress
+  int64_t dropMessage = -1;   // testing: never send this message id
+  double tolerance = -1;      // --tolerance; default per dtype
+};
+
+// Parses argv; on error or --help prints to stderr and returns false with `status` set.
+bool parseRunOptions(int argc, char **argv, RunOptions &options, int &status);
+
+} // namespace pipert
