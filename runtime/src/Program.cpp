@@ -7,6 +7,7 @@
 #include "pipert/Program.h"
 
 #include "exec/PipelineRun.h"
+#include "exec/Replay.h"
 #include "exec/TraceWriter.h"
 
 #include "pipert/Reference.h"
@@ -54,6 +55,9 @@ int run(const Program &program, const RunOptions &options) {
   }
   if (!options.tracePath.empty() && !writeTrace(options.tracePath, program, last.timings))
     return 2;
+  double replayed = replayedMillis(program, last.timings);
+  std::printf("step time %.3f ms, schedule with the measured op times %.3f ms: efficiency %.1f%%\n",
+              last.milliseconds, replayed, last.milliseconds > 0 ? 100 * replayed / last.milliseconds : 100.0);
 
   bool passed = true;
   std::printf("peak activations per rank (measured / predicted):");
