@@ -51,7 +51,8 @@ int run(const Program &program, const RunOptions &options) {
   StepResult last;
   for (int step = 1; step <= options.steps; ++step) {
     last = pipeline.runStep();
-    std::printf("step %d: loss %.9g, %.3f ms\n", step, last.loss, last.milliseconds);
+    if (!options.empty || step == options.steps)
+      std::printf("step %d: loss %.9g, %.3f ms\n", step, last.loss, last.milliseconds);
   }
   if (!options.tracePath.empty() && !writeTrace(options.tracePath, program, last.timings))
     return 2;
@@ -59,6 +60,15 @@ int run(const Program &program, const RunOptions &options) {
   std::printf("step time %.3f ms, schedule with the measured op times %.3f ms: efficiency %.1f%%\n",
               last.milliseconds, replayed, last.milliseconds > 0 ? 100 * replayed / last.milliseconds : 100.0);
 
+  if (options.empty) {
+    int64_t ops = 0;
+    for (int r = 0; r < program.numRanks; ++r)
+      ops += program.ranks[r].numOps;
+    std::printf("runtime overhead: %.3f us per op (%lld ops, longest rank %.3f ms)\n",
+                1000.0 * last.milliseconds * program.numRanks / std::max<int64_t>(ops, 1),
+                (long long)ops, last.milliseconds);
+    return 0;
+  }
   bool passed = true;
   std::printf("peak activations per rank (measured / predicted):");
   for (int r = 0; r < program.numRanks; ++r) {

@@ -65,6 +65,11 @@ TEST_CASE("a wrong peak prediction fails the run", "[runtime][program]") {
   CHECK(runWith(wrong, {"--dtype", "fp64"}) == 1);
 }
 
+TEST_CASE("empty ops time the runtime alone", "[runtime][program]") {
+  CHECK(runWith(kOneFOneB, {"--model", "empty", "--steps", "3"}) == 0);
+  CHECK(runWith(kOneFOneB, {"--model", "empty", "--check"}) == 2);
+}
+
 TEST_CASE("bad options are usage errors", "[runtime][program]") {
   CHECK(runWith(kV, {"--model", "cnn"}) == 2);
   CHECK(runWith(kV, {"--steps", "0"}) == 2);

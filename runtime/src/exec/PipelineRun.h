@@ -170,7 +170,23 @@ private:
     mailboxes_.at(channelOf(program_.messages[id])).send(id, std::move(value));
   }
 
+  // --model empty: the same transport and bookkeeping, a 1x1 tensor, no math.
+  void runEmptyOp(int r, uint32_t i) {
+    const ProgramOp &op = program_.ranks[r].ops[i];
+    bool gradient = op.kind != OpCode::F;
+    if (op.kind == OpCode::W)
+      return;
+    int from = gradient ? op.stage + 1 : op.stage - 1;
+    if (from >= 0 && from < program_.numStages)
+      take(r, i, gradient, from, op.microbatch);
+    int to = gradient ? op.stage - 1 : op.stage + 1;
+    if (to >= 0 && to < program_.numStages)
+      deliver(r, i, gradient, op.stage, op.microbatch, Tensor<T>(1, 1));
+  }
+
   void runOp(int r, uint32_t i) {
+    if (options_.empty)
+      return runEmptyOp(r, i);
     RankState &rank = *ranks_[r];
     const ProgramOp &op = program_.ranks[r].ops[i];
     Stage<T> &stage = *rank.stages.at(op.chunk);

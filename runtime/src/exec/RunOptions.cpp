@@ -13,7 +13,7 @@ static const char *kUsage =
     "  --hidden H              hidden size (default 16)\n"
     "  --seq S                 tokens per sequence (default 8)\n"
     "  --micro-batch-size N    sequences per micro-batch (default 1)\n"
-    "  --model mlp|moe         stage type (default mlp)\n"
+    "  --model mlp|moe|empty   stage type (default mlp); empty: no work, to time the runtime\n"
     "  --dtype fp32|fp64       precision (default fp32)\n"
     "  --check                 compare loss and every gradient with a single-device run\n"
     "  --tolerance X           relative error allowed by --check (default 1e-4 fp32, 1e-10 fp64)\n"
@@ -67,8 +67,10 @@ bool parseRunOptions(int argc, char **argv, RunOptions &o, int &status) {
       if (!integer(0, (1LL << 40), n)) return fail("--drop-message expects a message id");
       o.dropMessage = n;
     } else if (arg == "--model") {
-      if (value != "mlp" && value != "moe") return fail("--model expects mlp or moe");
+      if (value != "mlp" && value != "moe" && value != "empty")
+        return fail("--model expects mlp, moe or empty");
       o.moe = value == "moe";
+      o.empty = value == "empty";
     } else if (arg == "--dtype") {
       if (value != "fp32" && value != "fp64") return fail("--dtype expects fp32 or fp64");
       o.fp64 = value == "fp64";
@@ -84,6 +86,8 @@ bool parseRunOptions(int argc, char **argv, RunOptions &o, int &status) {
   }
   if (static_cast<long long>(o.seq) * o.microBatchSize > (1 << 24))
     return fail("--seq times --micro-batch-size is too large");
+  if (o.empty && o.check)
+    return fail("--model empty does no work: there is nothing to --check");
   return true;
 }
 

@@ -11,7 +11,8 @@ struct RunOptions {
   int hidden = 16;        // h
   int seq = 8;            // tokens per sequence
   int microBatchSize = 1; // sequences per micro-batch: tokens = seq * microBatchSize
-  bool moe = false;       // --model mlp|moe
+  bool moe = false;       // --model mlp|moe|empty
+  bool empty = false;     // --model empty: ops do no work (measures the runtime's own cost)
   bool fp64 = false;      // --dtype fp32|fp64
   bool check = false;     // compare with the single-device reference
   std::string tracePath;
