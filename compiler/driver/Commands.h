@@ -25,7 +25,7 @@ struct CommonArgs {
   bool color = false;
 };
 
-enum class EmitTarget { IR, AST };
+enum class EmitTarget { IR, AST, TorchCsv };
 
 struct SimArgs {
   std::vector<CostOverride> costs; // --costs FILE then --cost NAME=V, in order
@@ -40,5 +40,6 @@ int runSim(const std::vector<std::string> &files, const SimArgs &sim, const Comm
 int runCheck(const std::vector<std::string> &files, const CommonArgs &args);
 int runEmit(const std::string &file, EmitTarget target, const std::string &output,
             const CommonArgs &args);
+int runImport(const std::string &file, const std::string &output, const CommonArgs &args);
 
 } // namespace pipec

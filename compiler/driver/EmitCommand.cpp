@@ -4,6 +4,7 @@
 #include "driver/Reporting.h"
 
 #include "emit/IRPrinter.h"
+#include "emit/TorchCsvWriter.h"
 #include "syntax/AstDumper.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -30,6 +31,8 @@ int runEmit(const std::string &file, EmitTarget target, const std::string &outpu
   }
   if (target == EmitTarget::AST)
     dumpAST(*compilation.ast(), compilation.sources(), out.os());
+  else if (target == EmitTarget::TorchCsv)
+    writeTorchCsv(*compilation.ir(), out.os());
   else
     printIR(*compilation.ir(), out.os());
   out.keep();

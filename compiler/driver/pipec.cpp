@@ -15,6 +15,7 @@ namespace {
 cl::SubCommand CheckCmd("check", "Check schedule files and report every problem");
 cl::SubCommand EmitCmd("emit", "Write an intermediate form of a schedule");
 cl::SubCommand SimCmd("sim", "Simulate schedules under a cost model");
+cl::SubCommand ImportCmd("import", "Turn a schedule written by another tool into a .pipe file");
 
 cl::OptionCategory Category("pipec options");
 
@@ -42,10 +43,31 @@ cl::opt<std::string> EmitFile(cl::Positional, cl::Required, cl::desc("<file.pipe
 cl::opt<pipec::EmitTarget> Target(
     "target", cl::desc("What to write"), cl::Required, cl::sub(EmitCmd), cl::cat(Category),
     cl::values(clEnumValN(pipec::EmitTarget::IR, "ir", "elaborated ops, one line per rank"),
-               clEnumValN(pipec::EmitTarget::AST, "ast", "the syntax tree with source locations")));
+               clEnumValN(pipec::EmitTarget::AST, "ast", "the syntax tree with source locations"),
+               clEnumValN(pipec::EmitTarget::TorchCsv, "torch-csv",
+                          "PyTorch's compute-only schedule CSV, one row per rank")));
 cl::opt<std::string> Output("o", cl::desc("Output file (default: standard output)"),
                             cl::value_desc("file"), cl::init("-"), cl::sub(EmitCmd),
                             cl::cat(Category));
+
+enum class ImportSource { TorchCsv };
+cl::opt<std::string> ImportFile(cl::Positional, cl::Required, cl::desc("<file.csv>"),
+                                cl::sub(ImportCmd));
+cl::opt<ImportSource> From("from", cl::desc("The format of the input"), cl::Required,
+                           cl::sub(ImportCmd), cl::cat(Category),
+                           cl::values(clEnumValN(ImportSource::TorchCsv, "torch-csv",
+                                                 "PyTorch's compute-only schedule CSV")));
+cl::opt<std::string> ImportOutput("o", cl::desc("Output file (default: standard output)"),
+                                  cl::value_desc("file.pipe"), cl::init("-"),
+                                  cl::sub(ImportCmd), cl::cat(Category));
+cl::opt<pipec::DiagFormat> ImportFormat(
+    "format", cl::desc("How to print diagnostics"), cl::init(pipec::DiagFormat::Text),
+    cl::sub(ImportCmd), cl::cat(Category),
+    cl::values(clEnumValN(pipec::DiagFormat::Text, "text", "clang-style text on stderr"),
+               clEnumValN(pipec::DiagFormat::Json, "json", "one JSON document on stdout"),
+               clEnumValN(pipec::DiagFormat::Sarif, "sarif", "SARIF 2.1.0 on stdout"),
+               clEnumValN(pipec::DiagFormat::Github, "github",
+                          "GitHub workflow annotations on stdout")));
 
 cl::list<std::string> Defines("D", cl::Prefix, cl::desc("Set a schedule parameter"),
                               cl::value_desc("NAME=VALUE"), cl::sub(CheckCmd), cl::sub(EmitCmd),
@@ -177,6 +199,10 @@ int main(int argc, char **argv) {
     if (!parseSimArgs(sim, args))
       return pipec::kExitUsage;
     return pipec::runSim(SimFiles, sim, args);
+  }
+  if (ImportCmd) {
+    args.format = ImportFormat;
+    return pipec::runImport(ImportFile, ImportOutput, args);
   }
   errs() << "pipec: error: no subcommand given; run 'pipec --help'\n";
   return pipec::kExitUsage;

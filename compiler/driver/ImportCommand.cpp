@@ -1,0 +1,77 @@
+// `pipec import --from torch-csv FILE.csv [-o OUT.pipe]`: reads PyTorch's
+// compute-only schedule CSV strictly and writes it as an explicit .pipe file.
+// Nothing is written when the CSV has errors.
+#include "driver/Commands.h"
+
+#include "diag/DiagnosticRenderer.h"
+#include "diag/LintRenderers.h"
+#include "interop/PipeWriter.h"
+#include "interop/TorchCsvReader.h"
+#include "interop/TorchImport.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace pipec {
+
+namespace {
+
+// Prints the diagnostics in the requested format; returns the exit status.
+int report(const std::string &file, const DiagnosticEngine &diags, const CommonArgs &args) {
+  if (args.format == DiagFormat::Text) {
+    renderText(diags, llvm::errs(), args.color);
+  } else {
+    FileDiagnostics all[] = {{file, &diags}};
+    if (args.format == DiagFormat::Json)
+      renderJson(all, llvm::outs());
+    else if (args.format == DiagFormat::Sarif)
+      renderSarif(all, llvm::outs());
+    else
+      renderGithub(all, llvm::outs());
+  }
+  for (const Diagnostic &d : diags.diagnostics())
+    if (d.kind == DiagKind::FileNotReadable)
+      return kExitUsage;
+  return diags.hasErrors() ? kExitErrors : kExitClean;
+}
+
+} // namespace
+
+int runImport(const std::string &file, const std::string &output, const CommonArgs &args) {
+  if (args.format != DiagFormat::Text && output == "-") {
+    llvm::errs() << "pipec: error: --format other than text prints diagnostics on standard "
+                    "output; write the schedule elsewhere with -o FILE.pipe\n";
+    return kExitUsage;
+  }
+  llvm::SourceMgr sources;
+  DiagnosticEngine diags(sources);
+  std::optional<ImportedSchedule> schedule;
+  if (auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(file, /*IsText=*/true)) {
+    unsigned id = sources.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
+    if (std::optional<TorchCsv> csv = readTorchCsv(id, diags))
+      schedule = inferSchedule(*csv, diags);
+  } else {
+    diags.report(DiagKind::FileNotReadable,
+                 "cannot read '" + file + "': " + buffer.getError().message());
+  }
+  int status = report(file, diags, args);
+  if (!schedule || status != kExitClean)
+    return status;
+
+  std::error_code error;
+  llvm::ToolOutputFile out(output, error, llvm::sys::fs::OF_Text);
+  if (error) {
+    llvm::errs() << "pipec: error: cannot write '" << output << "': " << error.message() << "\n";
+    return kExitUsage;
+  }
+  writePipe(*schedule, scheduleNameFor(file == "-" ? "stdin" : file),
+            file == "-" ? "<stdin>" : llvm::sys::path::filename(file), out.os());
+  out.keep();
+  return kExitClean;
+}
+
+} // namespace pipec

@@ -1,0 +1,212 @@
+#include "interop/TorchImport.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+
+namespace pipec {
+
+namespace {
+
+// pipec refuses, by default, schedules above 20 000 000 ops; a schedule with
+// S stages and M micro-batches has at least 2*S*M.
+constexpr int64_t kMaxStageMicrobatchPairs = 10'000'000;
+
+// Where a (stage, micro-batch) runs: the rank of its first op.
+struct Home {
+  int32_t rank = -1;
+  const TorchAction *first = nullptr;
+};
+
+template <typename Fn> void forEachAction(const TorchCsv &csv, Fn fn) {
+  for (size_t r = 0; r < csv.rows.size(); ++r)
+    for (const TorchCell &cell : csv.rows[r]) {
+      fn(static_cast<int32_t>(r), cell.first);
+      if (cell.second)
+        fn(static_cast<int32_t>(r), *cell.second);
+    }
+}
+
+std::string stageAndMicrobatch(int64_t stage, int64_t mb) {
+  return "stage " + std::to_string(stage) + ", micro-batch " + std::to_string(mb);
+}
+
+class Inference {
+public:
+  Inference(const TorchCsv &csv, DiagnosticEngine &diags) : csv_(csv), diags_(diags) {}
+
+  std::optional<ImportedSchedule> run() {
+    if (!measure() || !findHomes() || !formFlows())
+      return std::nullopt;
+    numberChunks();
+    writeOps();
+    return std::move(out_);
+  }
+
+private:
+  // Topology from the largest ids.
+  bool measure() {
+    out_.numRanks = static_cast<int64_t>(csv_.rows.size());
+    const TorchAction *largest = nullptr;
+    forEachAction(csv_, [&](int32_t, const TorchAction &a) {
+      if (a.stage >= out_.numStages || a.microbatch >= out_.numMicrobatches)
+        largest = &a; // the action that raised the size last
+      out_.numStages = std::max(out_.numStages, a.stage + 1);
+      out_.numMicrobatches = std::max(out_.numMicrobatches, a.microbatch + 1);
+    });
+    if (!largest) {
+      diags_.report(DiagKind::EmptyCsvSchedule,
+                    "'" + csv_.path + "' holds no action, so there is no schedule to import")
+          .note("pipec reads PyTorch's compute-only CSV: one row per rank, cells such as 0F0, "
+                "3I1 or (0F7;7B3)OVERLAP_F_B");
+      return false;
+    }
+    if (out_.numStages * out_.numMicrobatches > kMaxStageMicrobatchPairs) {
+      diags_.report(DiagKind::OpLimitExceeded, largest->range,
+                    "ids up to stage " + std::to_string(out_.numStages - 1) +
+                        " and micro-batch " + std::to_string(out_.numMicrobatches - 1) +
+                        " make a schedule of at least " +
+                        std::to_string(2 * out_.numStages * out_.numMicrobatches) +
+                        " ops, above pipec's limit of " +
+                        std::to_string(2 * kMaxStageMicrobatchPairs));
+      return false;
+    }
+    return true;
+  }
+
+  size_t key(int64_t stage, int64_t mb) const {
+    return static_cast<size_t>(stage * out_.numMicrobatches + mb);
+  }
+
+  // The rank of every (stage, micro-batch), and the ranks of every stage.
+  bool findHomes() {
+    homes_.assign(static_cast<size_t>(out_.numStages * out_.numMicrobatches), {});
+    stageRanks_.assign(out_.numStages, {});
+    bool ok = true;
+    forEachAction(csv_, [&](int32_t rank, const TorchAction &a) {
+      Home &home = homes_[key(a.stage, a.microbatch)];
+      if (home.rank < 0) {
+        home = {rank, &a};
+        std::vector<int32_t> &ranks = stageRanks_[a.stage];
+        if (std::find(ranks.begin(), ranks.end(), rank) == ranks.end())
+          ranks.push_back(rank);
+        return;
+      }
+      if (home.rank == rank)
+        return;
+      diags_
+          .report(DiagKind::CsvPlacementConflict, a.range,
+                  stageAndMicrobatch(a.stage, a.microbatch) + " runs on rank " +
+                      std::to_string(rank) + " here and on rank " + std::to_string(home.rank) +
+                      " too; all ops of one stage and micro-batch must run on one rank")
+          .note(home.first->range, "on rank " + std::to_string(home.rank) + " here");
+      ok = false;
+    });
+    for (int64_t s = 0; s < out_.numStages; ++s) {
+      if (stageRanks_[s].empty()) {
+        diags_.report(DiagKind::CsvPlacementConflict,
+                      "stage " + std::to_string(s) + " has no op in '" + csv_.path +
+                          "' (its largest stage id is " + std::to_string(out_.numStages - 1) +
+                          "), so pipec cannot tell which rank holds it");
+        ok = false;
+      }
+    }
+    return ok;
+  }
+
+  // The rank of (stage, mb): where its ops run, or the stage's only rank.
+  int32_t rankOf(int64_t stage, int64_t mb) const {
+    const Home &home = homes_[key(stage, mb)];
+    if (home.rank >= 0)
+      return home.rank;
+    return stageRanks_[stage].size() == 1 ? stageRanks_[stage][0] : -1;
+  }
+
+  // Maximal runs of micro-batches with one placement.
+  bool formFlows() {
+    std::vector<int32_t> previous, current(out_.numStages);
+    for (int64_t mb = 0; mb < out_.numMicrobatches; ++mb) {
+      for (int64_t s = 0; s < out_.numStages; ++s) {
+        current[s] = rankOf(s, mb);
+        if (current[s] < 0) {
+          std::string ranks;
+          for (int32_t r : stageRanks_[s])
+            ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+          diags_.report(DiagKind::CsvPlacementConflict,
+                        "stage " + std::to_string(s) + " runs on ranks " + ranks +
+                            ", and micro-batch " + std::to_string(mb) +
+                            " has no op of it, so its rank for that micro-batch is unknown");
+          return false;
+        }
+      }
+      if (current != previous) {
+        out_.flows.push_back({mb, mb + 1, {}});
+        previous = current;
+      } else {
+        out_.flows.back().end = mb + 1;
+      }
+    }
+    return true;
+  }
+
+  // Chunk numbers per rank: by first flow, then by first appearance in the row.
+  void numberChunks() {
+    std::vector<std::map<int64_t, std::pair<size_t, size_t>>> order(out_.numRanks);
+    for (size_t f = 0; f < out_.flows.size(); ++f)
+      for (int64_t s = 0; s < out_.numStages; ++s)
+        order[rankOf(s, out_.flows[f].begin)].emplace(s, std::make_pair(f, SIZE_MAX));
+    for (size_t r = 0; r < csv_.rows.size(); ++r) {
+      size_t position = 0;
+      for (const TorchCell &cell : csv_.rows[r])
+        for (const TorchAction *a : {&cell.first, cell.second ? &*cell.second : nullptr})
+          if (a) {
+            auto &first = order[r][a->stage].second;
+            first = std::min(first, position++);
+          }
+    }
+    chunkOf_.assign(out_.numRanks, {});
+    for (int64_t r = 0; r < out_.numRanks; ++r) {
+      std::vector<std::pair<std::pair<size_t, size_t>, int64_t>> slots;
+      for (const auto &[stage, rank] : order[r])
+        slots.push_back({rank, stage});
+      std::sort(slots.begin(), slots.end());
+      for (size_t c = 0; c < slots.size(); ++c)
+        chunkOf_[r][slots[c].second] = static_cast<int32_t>(c);
+    }
+    for (ImportedFlow &flow : out_.flows)
+      for (int64_t s = 0; s < out_.numStages; ++s) {
+        int32_t rank = rankOf(s, flow.begin);
+        flow.stageSlots.push_back({rank, chunkOf_[rank][s]});
+      }
+    for (const std::vector<int32_t> &ranks : stageRanks_)
+      out_.copies = std::max<int64_t>(out_.copies, static_cast<int64_t>(ranks.size()));
+  }
+
+  void writeOps() {
+    out_.ranks.resize(csv_.rows.size());
+    for (size_t r = 0; r < csv_.rows.size(); ++r)
+      for (const TorchCell &cell : csv_.rows[r]) {
+        auto op = [&](const TorchAction &a, PairRole pair) {
+          return ImportedOp{a.kind, pair, chunkOf_[r].at(a.stage), a.microbatch};
+        };
+        out_.ranks[r].push_back(op(cell.first, cell.second ? PairRole::First : PairRole::None));
+        if (cell.second)
+          out_.ranks[r].push_back(op(*cell.second, PairRole::Second));
+      }
+  }
+
+  const TorchCsv &csv_;
+  DiagnosticEngine &diags_;
+  ImportedSchedule out_;
+  std::vector<Home> homes_;
+  std::vector<std::vector<int32_t>> stageRanks_;
+  std::vector<std::map<int64_t, int32_t>> chunkOf_; // rank -> stage -> chunk
+};
+
+} // namespace
+
+std::optional<ImportedSchedule> inferSchedule(const TorchCsv &csv, DiagnosticEngine &diags) {
+  return Inference(csv, diags).run();
+}
+
+} // namespace pipec

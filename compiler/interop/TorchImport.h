@@ -1,0 +1,49 @@
+// `pipec import --from torch-csv`: turns the actions read from a PyTorch CSV
+// into an explicit schedule: topology, a placement derived from where each
+// stage's ops run, and one op list per rank.
+//
+// Placement. Every (stage, micro-batch) must run all its ops on one rank.
+// When every stage lives on exactly one rank there is one placement. When a
+// stage lives on several ranks (bidirectional schedules such as DualPipe or
+// Chimera, one copy per direction), micro-batches are grouped into flows:
+// maximal runs of consecutive micro-batches that place every stage on the
+// same ranks. A rank's chunks are numbered by the first flow that uses them,
+// then by first appearance in the rank's row, so the shipped schedules import
+// with the chunk numbers they were written with. PyTorch's notation names
+// stages, not chunks: a rank that held one stage in two chunks (two copies on
+// one rank) imports with one chunk for it.
+#pragma once
+
+#include "diag/Diagnostics.h"
+#include "elab/ScheduleIR.h"
+#include "interop/TorchCsvReader.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pipec {
+
+struct ImportedOp {
+  ast::OpKind kind;
+  PairRole pair;
+  int32_t chunk;
+  int64_t microbatch; // global id
+};
+
+struct ImportedFlow {
+  int64_t begin, end;           // micro-batches [begin, end)
+  std::vector<Slot> stageSlots; // stage -> slot
+};
+
+struct ImportedSchedule {
+  int64_t numRanks = 0, numStages = 0, numMicrobatches = 0, copies = 1;
+  std::vector<ImportedFlow> flows;
+  std::vector<std::vector<ImportedOp>> ranks;
+};
+
+// Reports CsvPlacementConflict, EmptyCsvSchedule or OpLimitExceeded and
+// returns nullopt when the CSV has no schedule pipec can express.
+std::optional<ImportedSchedule> inferSchedule(const TorchCsv &csv, DiagnosticEngine &diags);
+
+} // namespace pipec
