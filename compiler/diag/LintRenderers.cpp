@@ -263,12 +263,10 @@ std::string escapeGithubData(llvm::StringRef text) {
 }
 
 std::string escapeGithubProperty(llvm::StringRef text) {
+  // Properties escape what data does, plus the separators of the property list.
   std::string out;
-  for (char c : text) {
+  for (char c : escapeGithubData(text)) {
     switch (c) {
-    case '%': out += "%25"; break;
-    case '\r': out += "%0D"; break;
-    case '\n': out += "%0A"; break;
     case ':': out += "%3A"; break;
     case ',': out += "%2C"; break;
     default: out += c;
