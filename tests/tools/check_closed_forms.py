@@ -3,10 +3,12 @@
 
 With F=1, B=2, W=1, FB=3 and p2p=0 (the costs the formulas assume):
   1F1B       (P-1)(F+B) on every rank
+  ZB-H1      (P-1)(F+I-W) on every rank, I = B-W (valid for W <= F)
   DualPipe   (PP/2-1)(F&B+B-3W) on every rank, PP = P
   DualPipeV  the same with PP = its number of stages (2P)
 (Latency breaks these forms; tests/lit/sim/hand-computed.test covers it.)
-Also: peak activations P-r for 1F1B and P+1 (DualPipe) / 2P+1 (DualPipeV).
+Also: peak activations P-r for 1F1B, P for ZB-H1 (its W's keep activations
+alive), P+1 for DualPipe and 2P+1 for DualPipeV.
 
 usage: check_closed_forms.py PIPEC EXAMPLES_DIR
 """
@@ -37,6 +39,11 @@ def main(pipec, examples):
         for m in (p, 2 * p, 4 * p + 1):
             out = simulate(pipec, f"{examples}/1f1b.pipe", p, m)
             expect(f"1F1B P={p} M={m}", out["ranks"], (p - 1) * (F + B), lambda r: p - r)
+            cases += 1
+    for p in (2, 4, 8, 16):
+        for m in (p, 2 * p, 4 * p + 1):
+            out = simulate(pipec, f"{examples}/zb_h1.pipe", p, m)
+            expect(f"ZB-H1 P={p} M={m}", out["ranks"], (p - 1) * (F + (B - W) - W), lambda r: p)
             cases += 1
     for p in (2, 4, 6, 8, 16):
         for m in (2 * p, 2 * p + 2, 4 * p, 64 if 64 >= 2 * p else 2 * p):
