@@ -25,7 +25,7 @@ struct CommonArgs {
   bool color = false;
 };
 
-enum class EmitTarget { IR, AST, TorchCsv };
+enum class EmitTarget { IR, AST, TorchCsv, Cpu };
 
 struct SimArgs {
   std::vector<CostOverride> costs; // --costs FILE then --cost NAME=V, in order
@@ -41,5 +41,15 @@ int runCheck(const std::vector<std::string> &files, const CommonArgs &args);
 int runEmit(const std::string &file, EmitTarget target, const std::string &output,
             const CommonArgs &args);
 int runImport(const std::string &file, const std::string &output, const CommonArgs &args);
+
+enum class BuildTarget { Cpu, Cuda };
+
+struct BuildArgs {
+  BuildTarget target = BuildTarget::Cpu;
+  std::string output;     // -o EXE
+  std::string keepSource; // --keep-source DIR: write the generated C++ there and keep it
+};
+
+int runBuild(const std::string &file, const BuildArgs &build, const CommonArgs &args);
 
 } // namespace pipec

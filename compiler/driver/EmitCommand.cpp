@@ -1,8 +1,10 @@
 // `pipec emit FILE --target ...`: runs the front end and writes one of the
 // intermediate forms. Nothing is written when there are errors.
+// `--target cpu` writes a program, so it runs the checks too: nothing unproved is emitted.
 #include "driver/Commands.h"
 #include "driver/Reporting.h"
 
+#include "codegen/CpuEmitter.h"
 #include "emit/IRPrinter.h"
 #include "emit/TorchCsvWriter.h"
 #include "syntax/AstDumper.h"
@@ -19,6 +21,8 @@ int runEmit(const std::string &file, EmitTarget target, const std::string &outpu
   bool ok = target == EmitTarget::AST
                 ? compilation.load() && compilation.parse() && compilation.resolve()
                 : compilation.runFrontEnd(args.elab);
+  if (ok && target == EmitTarget::Cpu)
+    ok = compilation.check(args.checks);
   int status = finish(compilation, args);
   if (!ok || status != kExitClean)
     return status;
@@ -33,6 +37,8 @@ int runEmit(const std::string &file, EmitTarget target, const std::string &outpu
     dumpAST(*compilation.ast(), compilation.sources(), out.os());
   else if (target == EmitTarget::TorchCsv)
     writeTorchCsv(*compilation.ir(), out.os());
+  else if (target == EmitTarget::Cpu)
+    emitCpuProgram(*compilation.ir(), *compilation.report(), file, out.os());
   else
     printIR(*compilation.ir(), out.os());
   out.keep();

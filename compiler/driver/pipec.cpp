@@ -16,6 +16,7 @@ cl::SubCommand CheckCmd("check", "Check schedule files and report every problem"
 cl::SubCommand EmitCmd("emit", "Write an intermediate form of a schedule");
 cl::SubCommand SimCmd("sim", "Simulate schedules under a cost model");
 cl::SubCommand ImportCmd("import", "Turn a schedule written by another tool into a .pipe file");
+cl::SubCommand BuildCmd("build", "Compile a checked schedule into an executable");
 
 cl::OptionCategory Category("pipec options");
 
@@ -45,10 +46,24 @@ cl::opt<pipec::EmitTarget> Target(
     cl::values(clEnumValN(pipec::EmitTarget::IR, "ir", "elaborated ops, one line per rank"),
                clEnumValN(pipec::EmitTarget::AST, "ast", "the syntax tree with source locations"),
                clEnumValN(pipec::EmitTarget::TorchCsv, "torch-csv",
-                          "PyTorch's compute-only schedule CSV, one row per rank")));
+                          "PyTorch's compute-only schedule CSV, one row per rank"),
+               clEnumValN(pipec::EmitTarget::Cpu, "cpu",
+                          "a C++ program for the CPU runtime (runs the checks first)")));
 cl::opt<std::string> Output("o", cl::desc("Output file (default: standard output)"),
                             cl::value_desc("file"), cl::init("-"), cl::sub(EmitCmd),
                             cl::cat(Category));
+
+cl::opt<std::string> BuildFile(cl::Positional, cl::Required, cl::desc("<file.pipe>"),
+                               cl::sub(BuildCmd));
+cl::opt<pipec::BuildTarget> BuildBackend(
+    "target", cl::desc("The backend"), cl::Required, cl::sub(BuildCmd), cl::cat(Category),
+    cl::values(clEnumValN(pipec::BuildTarget::Cpu, "cpu", "ranks are threads of one process"),
+               clEnumValN(pipec::BuildTarget::Cuda, "cuda", "one GPU per rank (not built yet)")));
+cl::opt<std::string> BuildOutput("o", cl::desc("The executable to write"), cl::Required,
+                                 cl::value_desc("exe"), cl::sub(BuildCmd), cl::cat(Category));
+cl::opt<std::string> KeepSource("keep-source",
+                                cl::desc("Write the generated C++ into DIR and keep it"),
+                                cl::value_desc("dir"), cl::sub(BuildCmd), cl::cat(Category));
 
 enum class ImportSource { TorchCsv };
 cl::opt<std::string> ImportFile(cl::Positional, cl::Required, cl::desc("<file.csv>"),
@@ -71,7 +86,7 @@ cl::opt<pipec::DiagFormat> ImportFormat(
 
 cl::list<std::string> Defines("D", cl::Prefix, cl::desc("Set a schedule parameter"),
                               cl::value_desc("NAME=VALUE"), cl::sub(CheckCmd), cl::sub(EmitCmd),
-                              cl::sub(SimCmd), cl::cat(Category));
+                              cl::sub(SimCmd), cl::sub(BuildCmd), cl::cat(Category));
 cl::opt<pipec::DiagFormat> Format(
     "format", cl::desc("How to print diagnostics"), cl::init(pipec::DiagFormat::Text),
     cl::sub(CheckCmd), cl::sub(SimCmd), cl::cat(Category),
@@ -200,6 +215,8 @@ int main(int argc, char **argv) {
       return pipec::kExitUsage;
     return pipec::runSim(SimFiles, sim, args);
   }
+  if (BuildCmd)
+    return pipec::runBuild(BuildFile, {BuildBackend, BuildOutput, KeepSource}, args);
   if (ImportCmd) {
     args.format = ImportFormat;
     return pipec::runImport(ImportFile, ImportOutput, args);

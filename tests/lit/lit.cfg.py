@@ -16,3 +16,4 @@ config.environment["PATH"] = os.pathsep.join(
 config.substitutions.append(("%pipec", os.path.join(config.pipec_bin_dir, "pipec")))
 config.substitutions.append(("%examples", os.path.join(config.source_root, "examples")))
 config.substitutions.append(("%reference", os.path.join(config.source_root, "..", "shared", "reference")))
+config.substitutions.append(("%runtime_include", os.path.join(config.source_root, "runtime", "include")))
