@@ -1,13 +1,19 @@
-// Runs one training step of an emitted program: every rank is a thread that
-// executes its ops in the order the compiler proved, exchanging activations and
-// gradients through per-channel mailboxes (Mailbox.h). The two halves of an
-// overlap pair run at the same time on two threads (when they use different
-// chunks; two ops of one chunk share its state and run one after the other).
+// Runs one training step of an emitted program with the structure of the CUDA
+// backend, streams being threads:
+//  - each rank's compute stream runs its ops in the order the compiler proved;
+//    the two halves of an overlap pair run at once on two threads (when they use
+//    different chunks: two ops of one chunk share its state and run in turn);
+//  - each rank has a send stream per outgoing channel and a receive stream per
+//    incoming channel (Channel.h: rendezvous, NCCL's matching order). A send is
+//    handed to its stream when its op ends; each receive records an Event the
+//    consuming op waits on. So communication runs under compute, and a send
+//    never blocks compute.
 // Afterwards, replicated stages sum their gradients over their sync group, and
 // the live activations each rank held are compared with the compiler's count.
 #pragma once
 
-#include "exec/Mailbox.h"
+#include "exec/Channel.h"
+#include "exec/Event.h"
 #include "exec/RunOptions.h"
 #include "exec/Watchdog.h"
 
@@ -18,6 +24,7 @@
 #include "pipert/Program.h"
 
 #include <chrono>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -64,8 +71,14 @@ public:
       const ProgramMessage &m = program.messages[id];
       ranks_[m.from]->outgoing[m.producerOp] = id;
       ranks_[m.to]->incoming[m.consumerOp] = id;
-      mailboxes_[channelOf(m)]; // create every channel before the threads start
+      channels_[channelOf(m)]; // create every channel before the threads start
+      arrivals_.push_back(std::make_unique<Event<T>>());
     }
+    for (int r = 0; r < program.numRanks; ++r)
+      for (uint32_t k = 0; k < program.ranks[r].numReceives; ++k) {
+        uint32_t id = program.ranks[r].receives[k];
+        receiveOrder_[channelOf(program.messages[id])].push_back(id);
+      }
   }
 
   StepResult runStep() {
@@ -75,10 +88,22 @@ public:
     StepResult result;
     result.peakActivations.assign(ranks_.size(), 0);
     start_ = std::chrono::steady_clock::now();
-    std::vector<std::thread> threads;
+    sendQueues_.clear();
+    std::vector<std::thread> streams;
+    for (uint32_t id = 0; id < program_.numMessages; ++id)
+      sendQueues_[channelOf(program_.messages[id])]; // one send stream per channel
+    for (auto &[key, queue] : sendQueues_)
+      streams.emplace_back([this, key = key, &queue = queue] { runSendStream(key, queue); });
+    for (auto &[key, ids] : receiveOrder_)
+      streams.emplace_back([this, key = key, &ids = ids] { runReceiveStream(key, ids); });
+    std::vector<std::thread> computes;
     for (int r = 0; r < program_.numRanks; ++r)
-      threads.emplace_back([this, r, &result] { runRank(r, result); });
-    for (std::thread &t : threads)
+      computes.emplace_back([this, r, &result] { runRank(r, result); });
+    for (std::thread &t : computes)
+      t.join();
+    for (auto &[key, queue] : sendQueues_)
+      queue.close();
+    for (std::thread &t : streams)
       t.join();
     result.milliseconds =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
@@ -120,6 +145,41 @@ private:
 
   static ChannelKey channelOf(const ProgramMessage &m) { return {m.from, m.to, m.gradient}; }
 
+  // The hand-off from a compute stream to a send stream.
+  class SendQueue {
+  public:
+    void push(uint32_t id, Tensor<T> value) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        tasks_.emplace_back(id, std::move(value));
+      }
+      changed_.notify_one();
+    }
+    void close() {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        closed_ = true;
+      }
+      changed_.notify_one();
+    }
+    // The next message to send; false once closed and drained.
+    bool pop(std::pair<uint32_t, Tensor<T>> &task) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      changed_.wait(lock, [&] { return !tasks_.empty() || closed_; });
+      if (tasks_.empty())
+        return false;
+      task = std::move(tasks_.front());
+      tasks_.pop_front();
+      return true;
+    }
+
+  private:
+    std::mutex mutex_;
+    std::condition_variable changed_;
+    std::deque<std::pair<uint32_t, Tensor<T>>> tasks_;
+    bool closed_ = false;
+  };
+
   std::string describe(int rank, uint32_t i) const {
     const ProgramOp &op = program_.ranks[rank].ops[i];
     static const char *kNames[] = {"F", "B", "I", "W"};
@@ -142,19 +202,52 @@ private:
       return value;
     }
     const ProgramMessage &m = program_.messages[id];
-    uint32_t got = id;
-    auto payload = mailboxes_.at(channelOf(m)).receive(id, watchdog_.deadline(), got);
-    std::string what = std::string(m.gradient ? "the gradient" : "the activation") + " of stage " +
-                       std::to_string(m.stage) + ", micro-batch " + std::to_string(m.microbatch) +
-                       " from rank " + std::to_string(m.from);
-    if (payload)
+    if (auto payload = arrivals_[id]->wait(watchdog_.deadline()))
       return std::move(*payload);
-    if (got != id)
-      rankFailed(r, "expected " + what + " (message " + std::to_string(id) +
-                        ") but the channel delivered message " + std::to_string(got) +
-                        ": sends and receives are out of order");
-    watchdog_.fire("rank " + std::to_string(r) + " is waiting for " + what + ", needed by " +
-                   describe(r, i));
+    watchdog_.fire("rank " + std::to_string(r) + " is waiting for " + describeMessage(m) +
+                   ", needed by " + describe(r, i));
+  }
+
+  std::string describeMessage(const ProgramMessage &m) const {
+    return std::string(m.gradient ? "the gradient" : "the activation") + " of stage " +
+           std::to_string(m.stage) + ", micro-batch " + std::to_string(m.microbatch) +
+           " from rank " + std::to_string(m.from);
+  }
+
+  // A send stream: hands each message to its channel, in the order the compute
+  // stream produced them, each waiting for its receive (rendezvous).
+  void runSendStream(const ChannelKey &key, SendQueue &queue) {
+    Channel<T> &channel = channels_.at(key);
+    for (;;) {
+      std::pair<uint32_t, Tensor<T>> task;
+      if (!queue.pop(task))
+        return;
+      const ProgramMessage &m = program_.messages[task.first];
+      if (!channel.send(task.first, std::move(task.second), watchdog_.deadline()))
+        watchdog_.fire("rank " + std::to_string(m.from) + "'s send stream is waiting for rank " +
+                       std::to_string(m.to) + " to receive " + describeMessage(m));
+    }
+  }
+
+  // A receive stream: posts the channel's receives in the order the receiving
+  // rank consumes them and records each message's event for its op.
+  void runReceiveStream(const ChannelKey &key, const std::vector<uint32_t> &ids) {
+    Channel<T> &channel = channels_.at(key);
+    for (uint32_t id : ids) {
+      const ProgramMessage &m = program_.messages[id];
+      uint32_t got = id;
+      auto payload = channel.receive(id, watchdog_.deadline(), got);
+      if (payload) {
+        arrivals_[id]->record(std::move(*payload));
+        continue;
+      }
+      if (got != id)
+        rankFailed(m.to, "expected " + describeMessage(m) + " (message " + std::to_string(id) +
+                             ") but the channel delivered message " + std::to_string(got) +
+                             ": sends and receives are out of order");
+      watchdog_.fire("rank " + std::to_string(m.to) + " is waiting for " + describeMessage(m) +
+                     ", needed by " + describe(m.to, m.consumerOp));
+    }
   }
 
   void deliver(int r, uint32_t i, bool gradient, int stage, int mb, Tensor<T> value) {
@@ -167,7 +260,7 @@ private:
     }
     if (static_cast<int64_t>(id) == options_.dropMessage)
       return; // testing: a lost message must trip the watchdog, not hang
-    mailboxes_.at(channelOf(program_.messages[id])).send(id, std::move(value));
+    sendQueues_.at(channelOf(program_.messages[id])).push(id, std::move(value));
   }
 
   // --model empty: the same transport and bookkeeping, a 1x1 tensor, no math.
@@ -315,7 +408,10 @@ private:
   BatchSpec batch_;
   Watchdog watchdog_;
   std::vector<std::unique_ptr<RankState>> ranks_; // RankState holds a mutex: not movable
-  std::map<ChannelKey, Mailbox<T>> mailboxes_;
+  std::map<ChannelKey, Channel<T>> channels_;
+  std::map<ChannelKey, std::vector<uint32_t>> receiveOrder_; // per channel, in consumption order
+  std::map<ChannelKey, SendQueue> sendQueues_;               // rebuilt every step
+  std::vector<std::unique_ptr<Event<T>>> arrivals_;          // per message
   std::chrono::steady_clock::time_point start_;
 };
 
