@@ -36,12 +36,7 @@ int runCheck(const std::vector<std::string> &files, const CommonArgs &args) {
     std::vector<FileDiagnostics> all;
     for (const auto &c : compilations)
       all.push_back({c->path(), &c->diags()});
-    if (args.format == DiagFormat::Json)
-      renderJson(all, llvm::outs());
-    else if (args.format == DiagFormat::Sarif)
-      renderSarif(all, llvm::outs());
-    else
-      renderGithub(all, llvm::outs());
+    renderLint(all, args);
   } else if (files.size() > 1) {
     llvm::errs() << files.size() << " files checked: " << failed << " with problems, " << errors
                  << " error(s), " << warnings << " warning(s)\n";

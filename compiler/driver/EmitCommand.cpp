@@ -9,8 +9,6 @@
 #include "emit/TorchCsvWriter.h"
 #include "syntax/AstDumper.h"
 
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace pipec {
@@ -27,22 +25,17 @@ int runEmit(const std::string &file, EmitTarget target, const std::string &outpu
   if (!ok || status != kExitClean)
     return status;
 
-  std::error_code error;
-  llvm::ToolOutputFile out(output, error, llvm::sys::fs::OF_Text);
-  if (error) {
-    llvm::errs() << "pipec: error: cannot write '" << output << "': " << error.message() << "\n";
-    return kExitUsage;
-  }
-  if (target == EmitTarget::AST)
-    dumpAST(*compilation.ast(), compilation.sources(), out.os());
-  else if (target == EmitTarget::TorchCsv)
-    writeTorchCsv(*compilation.ir(), out.os());
-  else if (target == EmitTarget::Cpu)
-    emitCpuProgram(*compilation.ir(), *compilation.report(), file, out.os());
-  else
-    printIR(*compilation.ir(), out.os());
-  out.keep();
-  return kExitClean;
+  bool written = writeOutputFile(output, [&](llvm::raw_ostream &out) {
+    if (target == EmitTarget::AST)
+      dumpAST(*compilation.ast(), compilation.sources(), out);
+    else if (target == EmitTarget::TorchCsv)
+      writeTorchCsv(*compilation.ir(), out);
+    else if (target == EmitTarget::Cpu)
+      emitCpuProgram(*compilation.ir(), *compilation.report(), file, out);
+    else
+      printIR(*compilation.ir(), out);
+  });
+  return written ? kExitClean : kExitUsage;
 }
 
 } // namespace pipec

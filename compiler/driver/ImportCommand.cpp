@@ -2,18 +2,16 @@
 // compute-only schedule CSV strictly and writes it as an explicit .pipe file.
 // Nothing is written when the CSV has errors.
 #include "driver/Commands.h"
+#include "driver/Reporting.h"
 
 #include "diag/DiagnosticRenderer.h"
-#include "diag/LintRenderers.h"
 #include "interop/PipeWriter.h"
 #include "interop/TorchCsvReader.h"
 #include "interop/TorchImport.h"
 
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace pipec {
@@ -26,17 +24,9 @@ int report(const std::string &file, const DiagnosticEngine &diags, const CommonA
     renderText(diags, llvm::errs(), args.color);
   } else {
     FileDiagnostics all[] = {{file, &diags}};
-    if (args.format == DiagFormat::Json)
-      renderJson(all, llvm::outs());
-    else if (args.format == DiagFormat::Sarif)
-      renderSarif(all, llvm::outs());
-    else
-      renderGithub(all, llvm::outs());
+    renderLint(all, args);
   }
-  for (const Diagnostic &d : diags.diagnostics())
-    if (d.kind == DiagKind::FileNotReadable)
-      return kExitUsage;
-  return diags.hasErrors() ? kExitErrors : kExitClean;
+  return exitStatus(diags, args);
 }
 
 } // namespace
@@ -62,15 +52,12 @@ int runImport(const std::string &file, const std::string &output, const CommonAr
   if (!schedule || status != kExitClean)
     return status;
 
-  std::error_code error;
-  llvm::ToolOutputFile out(output, error, llvm::sys::fs::OF_Text);
-  if (error) {
-    llvm::errs() << "pipec: error: cannot write '" << output << "': " << error.message() << "\n";
+  bool written = writeOutputFile(output, [&](llvm::raw_ostream &out) {
+    writePipe(*schedule, scheduleNameFor(file == "-" ? "stdin" : file),
+              file == "-" ? "<stdin>" : llvm::sys::path::filename(file), out);
+  });
+  if (!written)
     return kExitUsage;
-  }
-  writePipe(*schedule, scheduleNameFor(file == "-" ? "stdin" : file),
-            file == "-" ? "<stdin>" : llvm::sys::path::filename(file), out.os());
-  out.keep();
   return kExitClean;
 }
 

@@ -2,13 +2,14 @@
 
 #include "diag/DiagnosticRenderer.h"
 
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace pipec {
 
-int exitStatus(Compilation &compilation, const CommonArgs &args) {
-  const DiagnosticEngine &diags = compilation.diags();
+int exitStatus(const DiagnosticEngine &diags, const CommonArgs &args) {
   for (const Diagnostic &d : diags.diagnostics())
     if (d.kind == DiagKind::FileNotReadable)
       return kExitUsage;
@@ -25,6 +26,27 @@ int finish(Compilation &compilation, const CommonArgs &args) {
       llvm::errs() << llvm::format("  %-10s %10.3f ms\n", t.pass.c_str(), t.milliseconds);
   }
   return exitStatus(compilation, args);
+}
+
+void renderLint(llvm::ArrayRef<FileDiagnostics> files, const CommonArgs &args) {
+  if (args.format == DiagFormat::Json)
+    renderJson(files, llvm::outs());
+  else if (args.format == DiagFormat::Sarif)
+    renderSarif(files, llvm::outs());
+  else
+    renderGithub(files, llvm::outs());
+}
+
+bool writeOutputFile(const std::string &path, const std::function<void(llvm::raw_ostream &)> &write) {
+  std::error_code error;
+  llvm::ToolOutputFile out(path, error, llvm::sys::fs::OF_Text);
+  if (error) {
+    llvm::errs() << "pipec: error: cannot write '" << path << "': " << error.message() << "\n";
+    return false;
+  }
+  write(out.os());
+  out.keep();
+  return true;
 }
 
 } // namespace pipec

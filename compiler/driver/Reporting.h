@@ -5,12 +5,30 @@
 #include "driver/Commands.h"
 #include "driver/Compilation.h"
 
+#include "diag/LintRenderers.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <functional>
+
 namespace pipec {
 
-// The exit status a compilation's diagnostics imply.
-int exitStatus(Compilation &compilation, const CommonArgs &args);
+// The exit status diagnostics imply: 2 for an unreadable file, 1 for errors (or
+// warnings under --werror), else 0.
+int exitStatus(const DiagnosticEngine &diags, const CommonArgs &args);
+inline int exitStatus(Compilation &compilation, const CommonArgs &args) {
+  return exitStatus(compilation.diags(), args);
+}
 
 // Prints diagnostics as text (and pass times if asked); returns exitStatus().
 int finish(Compilation &compilation, const CommonArgs &args);
+
+// Prints the diagnostics of every file as one JSON / SARIF / GitHub document on
+// stdout (args.format must not be Text).
+void renderLint(llvm::ArrayRef<FileDiagnostics> files, const CommonArgs &args);
+
+// Writes `path` ("-": stdout) through `write`; a file is kept only when complete.
+// Prints an error and returns false when it cannot be opened.
+bool writeOutputFile(const std::string &path, const std::function<void(llvm::raw_ostream &)> &write);
 
 } // namespace pipec

@@ -6,8 +6,6 @@
 
 #include "sim/SimOutputs.h"
 
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <fmt/format.h>
@@ -18,18 +16,6 @@
 namespace pipec {
 
 namespace {
-
-bool writeFile(const std::string &path, const std::function<void(llvm::raw_ostream &)> &write) {
-  std::error_code error;
-  llvm::ToolOutputFile out(path, error, llvm::sys::fs::OF_Text);
-  if (error) {
-    llvm::errs() << "pipec: error: cannot write '" << path << "': " << error.message() << "\n";
-    return false;
-  }
-  write(out.os());
-  out.keep();
-  return true;
-}
 
 struct Row {
   std::string schedule, setting;
@@ -104,10 +90,10 @@ int runSim(const std::vector<std::string> &files, const SimArgs &sim, const Comm
       if (sim.timeline)
         printTimeline(ir, result, llvm::outs());
       if (!sim.svgPath.empty() &&
-          !writeFile(sim.svgPath, [&](llvm::raw_ostream &o) { writeSvg(ir, result, o); }))
+          !writeOutputFile(sim.svgPath, [&](llvm::raw_ostream &o) { writeSvg(ir, result, o); }))
         status = std::max(status, int(kExitUsage));
       if (!sim.tracePath.empty() &&
-          !writeFile(sim.tracePath,
+          !writeOutputFile(sim.tracePath,
                      [&](llvm::raw_ostream &o) { writeChromeTrace(ir, report, result, o); }))
         status = std::max(status, int(kExitUsage));
     }
