@@ -14,6 +14,9 @@
 
 #include <cmath>
 #include <cstdio>
+#include <memory>
+#include <thread>
+#include <vector>
 
 namespace pipert {
 
@@ -35,46 +38,88 @@ ModelSpec modelFor(const Program &program, const RunOptions &options) {
   return model;
 }
 
+// Gradients of the replicas as one set, in the reference's layout: a parameter
+// every replica holds (replicated weights) is summed; one only its owner holds
+// (a sharded expert) is taken from it.
+template <typename T>
+GradientSet<T> mergeReplicas(const std::vector<GradientSet<T>> &replicas,
+                             const GradientSet<T> &layout) {
+  GradientSet<T> merged(layout.size());
+  for (size_t s = 0; s < layout.size(); ++s)
+    for (const NamedTensor<T> &want : layout[s]) {
+      NamedTensor<T> sum{want.name, Tensor<T>(want.value.rows(), want.value.cols())};
+      for (const GradientSet<T> &replica : replicas)
+        for (const NamedTensor<T> &have : replica[s])
+          if (have.name == want.name)
+            for (size_t e = 0; e < sum.value.size(); ++e)
+              sum.value[e] += have.value[e];
+      merged[s].push_back(std::move(sum));
+    }
+  return merged;
+}
+
 template <typename T>
 int run(const Program &program, const RunOptions &options) {
   ModelSpec model = modelFor(program, options);
-  BatchSpec batch{program.numMicrobatches, options.seq * options.microBatchSize, options.hidden,
-                  options.seed + 1};
+  // Each expert-parallel replica runs M micro-batches of its own.
+  BatchSpec batch{program.numMicrobatches * options.ep, options.seq * options.microBatchSize,
+                  options.hidden, options.seed + 1};
   validateBatch(batch);
   std::printf("pipert: schedule %s (%s): %d ranks, %d stages, %d micro-batches; model %s, %s, "
-              "hidden %d, %d tokens per micro-batch\n",
+              "hidden %d, %d tokens per micro-batch",
               program.name, program.parameters, program.numRanks, program.numStages,
-              program.numMicrobatches, options.moe ? "moe" : "mlp", options.fp64 ? "fp64" : "fp32",
-              options.hidden, batch.tokens);
+              program.numMicrobatches, options.empty ? "empty" : options.moe ? "moe" : "mlp",
+              options.fp64 ? "fp64" : "fp32", options.hidden, batch.tokens);
+  if (options.ep > 1)
+    std::printf("; %d expert-parallel replicas", options.ep);
+  std::printf("\n");
 
-  PipelineRun<T> pipeline(program, options, model, batch);
-  StepResult last;
+  ExpertGroups<T> experts(options.ep, options.timeoutSeconds);
+  std::vector<std::unique_ptr<PipelineRun<T>>> replicas;
+  for (int e = 0; e < options.ep; ++e)
+    replicas.push_back(std::make_unique<PipelineRun<T>>(program, options, model, batch, e,
+                                                        options.ep > 1 ? &experts : nullptr));
+  std::vector<StepResult> last(options.ep);
   for (int step = 1; step <= options.steps; ++step) {
-    last = pipeline.runStep();
+    std::vector<std::thread> threads;
+    for (int e = 0; e < options.ep; ++e)
+      threads.emplace_back([&, e] { last[e] = replicas[e]->runStep(); });
+    for (std::thread &t : threads)
+      t.join();
+    double loss = 0, millis = 0;
+    for (const StepResult &r : last) {
+      loss += r.loss;
+      millis = std::max(millis, r.milliseconds);
+    }
+    last[0].loss = loss;
+    last[0].milliseconds = millis;
     if (!options.empty || step == options.steps)
-      std::printf("step %d: loss %.9g, %.3f ms\n", step, last.loss, last.milliseconds);
+      std::printf("step %d: loss %.9g, %.3f ms\n", step, loss, millis);
   }
-  if (!options.tracePath.empty() && !writeTrace(options.tracePath, program, last.timings))
+  const StepResult &first = last[0];
+  if (!options.tracePath.empty() && !writeTrace(options.tracePath, program, first.timings))
     return 2;
-  double replayed = replayedMillis(program, last.timings);
+  double replayed = replayedMillis(program, first.timings);
   std::printf("step time %.3f ms, schedule with the measured op times %.3f ms: efficiency %.1f%%\n",
-              last.milliseconds, replayed, last.milliseconds > 0 ? 100 * replayed / last.milliseconds : 100.0);
-
+              first.milliseconds, replayed,
+              first.milliseconds > 0 ? 100 * replayed / first.milliseconds : 100.0);
   if (options.empty) {
     int64_t ops = 0;
     for (int r = 0; r < program.numRanks; ++r)
       ops += program.ranks[r].numOps;
     std::printf("runtime overhead: %.3f us per op (%lld ops, longest rank %.3f ms)\n",
-                1000.0 * last.milliseconds * program.numRanks / std::max<int64_t>(ops, 1),
-                (long long)ops, last.milliseconds);
+                1000.0 * first.milliseconds * program.numRanks / std::max<int64_t>(ops, 1),
+                (long long)ops, first.milliseconds);
     return 0;
   }
   bool passed = true;
   std::printf("peak activations per rank (measured / predicted):");
   for (int r = 0; r < program.numRanks; ++r) {
-    std::printf(" %lld/%lld", (long long)last.peakActivations[r],
-                (long long)program.predictedPeakActivations[r]);
-    passed &= last.peakActivations[r] == program.predictedPeakActivations[r];
+    int64_t measured = 0;
+    for (const StepResult &replica : last)
+      measured = std::max(measured, replica.peakActivations[r]);
+    std::printf(" %lld/%lld", (long long)measured, (long long)program.predictedPeakActivations[r]);
+    passed &= measured == program.predictedPeakActivations[r];
   }
   std::printf(passed ? ": match\n" : ": MISMATCH\n");
   if (!options.check)
@@ -82,10 +127,14 @@ int run(const Program &program, const RunOptions &options) {
 
   auto stages = makeAllStages<T>(model);
   ReferenceResult<T> reference = Reference<T>(stagePointers(stages)).run(batch);
+  std::vector<GradientSet<T>> gradients;
+  for (auto &replica : replicas)
+    gradients.push_back(replica->gradients());
+  GradientSet<T> pipelineGradients = mergeReplicas(gradients, reference.gradients);
   double tolerance = options.tolerance > 0 ? options.tolerance : (options.fp64 ? 1e-10 : 1e-4);
-  double lossError = std::abs(last.loss - reference.loss) / std::max(std::abs(reference.loss), 1e-300);
-  GradientComparison comparison = compareGradients(reference.gradients, pipeline.gradients(), tolerance);
-  std::printf("check: loss %.9g (reference %.9g, relative error %.3g)\n", last.loss, reference.loss,
+  double lossError = std::abs(first.loss - reference.loss) / std::max(std::abs(reference.loss), 1e-300);
+  GradientComparison comparison = compareGradients(reference.gradients, pipelineGradients, tolerance);
+  std::printf("check: loss %.9g (reference %.9g, relative error %.3g)\n", first.loss, reference.loss,
               lossError);
   std::printf("check: max relative gradient error per stage:");
   for (const StageError &e : comparison.stages)

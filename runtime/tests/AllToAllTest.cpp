@@ -2,7 +2,7 @@
 // the threaded test double delivers block (s -> d) to d, in source order,
 // across repeated rounds.
 #include "TestModels.h"
-#include "ThreadedAllToAll.h"
+#include "pipert/ThreadedAllToAll.h"
 
 #include <catch2/catch.hpp>
 

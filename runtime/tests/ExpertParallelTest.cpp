@@ -5,7 +5,7 @@
 // over the group are bit-identical; expert gradients, whose token sums are
 // grouped differently, agree to 1e-12.
 #include "TestModels.h"
-#include "ThreadedAllToAll.h"
+#include "pipert/ThreadedAllToAll.h"
 
 #include "pipert/Gradients.h"
 

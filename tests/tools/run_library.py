@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Builds every library schedule at small sizes with `pipec build --target cpu`
 and runs each program with --check in fp64 for both built-in models (dense MLP
-and MoE): loss and every gradient must match the single-device reference within
+and MoE), and at P = 2 also with the MoE experts sharded over 2 expert-parallel
+replicas: loss and every gradient must match the single-device reference within
 1e-10, and the measured peak activations must equal the compiler's prediction.
 
 usage: run_library.py PIPEC EXAMPLES_DIR WORK_DIR
@@ -26,7 +27,7 @@ SIZES = {
 def main(pipec, examples, work):
     work = pathlib.Path(work)
     work.mkdir(parents=True, exist_ok=True)
-    built = runs = 0
+    built = runs = expertParallel = 0
     for name, sizes in SIZES.items():
         for p in (2, 4):
             for m in sizes(p):
@@ -37,15 +38,20 @@ def main(pipec, examples, work):
                 if build.returncode != 0:
                     sys.exit(f"build of {name} P={p} M={m} failed:\n{build.stderr}")
                 built += 1
-                for model in ("mlp", "moe"):
-                    run = subprocess.run([str(exe), "--check", "--dtype", "fp64", "--model", model,
-                                          "--hidden", "8", "--seq", "4", "--timeout", "60"],
+                variants = [["--model", "mlp"], ["--model", "moe"]]
+                if p == 2:
+                    variants.append(["--model", "moe", "--ep", "2"])
+                for variant in variants:
+                    run = subprocess.run([str(exe), "--check", "--dtype", "fp64", "--hidden", "8",
+                                          "--seq", "4", "--timeout", "60"] + variant,
                                          capture_output=True, text=True)
                     if run.returncode != 0 or "PASS" not in run.stdout:
-                        sys.exit(f"{name} P={p} M={m} --model {model} failed "
+                        sys.exit(f"{name} P={p} M={m} {' '.join(variant)} failed "
                                  f"(exit {run.returncode}):\n{run.stdout}{run.stderr}")
                     runs += 1
-    print(f"{built} programs built, {runs} runs passed the fp64 check")
+                    expertParallel += "--ep" in variant
+    print(f"{built} programs built, {runs} runs passed the fp64 check "
+          f"({expertParallel} with 2 expert-parallel replicas)")
 
 
 if __name__ == "__main__":

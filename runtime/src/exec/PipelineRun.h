@@ -22,6 +22,7 @@
 #include "pipert/Loss.h"
 #include "pipert/Model.h"
 #include "pipert/Program.h"
+#include "pipert/ThreadedAllToAll.h"
 
 #include <chrono>
 #include <deque>
@@ -47,12 +48,36 @@ struct StepResult {
   std::vector<OpTiming> timings;
 };
 
+// The expert-parallel groups shared by the replicas of a pipeline: one group per
+// (rank, chunk) slot, whose members are that slot's stage in every replica.
+template <typename T>
+class ExpertGroups {
+public:
+  ExpertGroups(int size, double timeoutSeconds) : size_(size), timeout_(timeoutSeconds) {}
+  std::shared_ptr<AllToAll<T>> endpoint(int rank, int chunk, int replica) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto &group = groups_[{rank, chunk}];
+    if (!group)
+      group = std::make_unique<ThreadedAllToAllGroup<T>>(size_, timeout_);
+    return group->endpoint(replica);
+  }
+
+private:
+  int size_;
+  double timeout_;
+  std::mutex mutex_;
+  std::map<std::pair<int, int>, std::unique_ptr<ThreadedAllToAllGroup<T>>> groups_;
+};
+
 template <typename T>
 class PipelineRun {
 public:
+  // Replica `replica` of `replicas` runs micro-batches replica*M .. replica*M+M-1
+  // of `batch`; with expert groups, its MoE stages join them.
   PipelineRun(const Program &program, const RunOptions &options, const ModelSpec &model,
-              const BatchSpec &batch)
-      : program_(program), options_(options), batch_(batch), watchdog_(options.timeoutSeconds) {
+              const BatchSpec &batch, int replica = 0, ExpertGroups<T> *experts = nullptr)
+      : program_(program), options_(options), batch_(batch), watchdog_(options.timeoutSeconds),
+        dataOffset_(replica * program.numMicrobatches) {
     constexpr uint32_t kNone = ~0u;
     for (int r = 0; r < program.numRanks; ++r)
       ranks_.push_back(std::make_unique<RankState>());
@@ -64,7 +89,11 @@ public:
       for (uint32_t i = 0; i < table.numOps; ++i) {
         const ProgramOp &op = table.ops[i];
         if (!rank.stages.count(op.chunk)) // same seed and stage index: copies start identical
-          rank.stages[op.chunk] = makeStage<T>(model, op.stage);
+          rank.stages[op.chunk] = makeStage<T>(
+              model, op.stage,
+              experts && model.stages[op.stage].kind == StageKind::Moe
+                  ? experts->endpoint(r, op.chunk, replica)
+                  : nullptr);
       }
     }
     for (uint32_t id = 0; id < program.numMessages; ++id) {
@@ -286,7 +315,7 @@ private:
     int last = program_.numStages - 1;
     switch (op.kind) {
     case OpCode::F: {
-      Tensor<T> input = op.stage == 0 ? microBatchInput<T>(batch_, op.microbatch)
+      Tensor<T> input = op.stage == 0 ? microBatchInput<T>(batch_, dataOffset_ + op.microbatch)
                                       : take(r, i, false, op.stage - 1, op.microbatch);
       Tensor<T> output;
       stage.forward(op.microbatch, input, output);
@@ -308,7 +337,7 @@ private:
           output = std::move(rank.lastOutputs.at(op.microbatch));
           rank.lastOutputs.erase(op.microbatch);
         }
-        Tensor<T> target = microBatchTarget<T>(batch_, op.microbatch);
+        Tensor<T> target = microBatchTarget<T>(batch_, dataOffset_ + op.microbatch);
         double loss = mseLoss(output, target);
         mseLossGrad(output, target, gradOutput);
         std::lock_guard<std::mutex> lock(rank.localMutex);
@@ -407,6 +436,7 @@ private:
   const RunOptions &options_;
   BatchSpec batch_;
   Watchdog watchdog_;
+  int dataOffset_; // this replica's first micro-batch in `batch_`
   std::vector<std::unique_ptr<RankState>> ranks_; // RankState holds a mutex: not movable
   std::map<ChannelKey, Channel<T>> channels_;
   std::map<ChannelKey, std::vector<uint32_t>> receiveOrder_; // per channel, in consumption order

@@ -15,6 +15,8 @@ static const char *kUsage =
     "  --micro-batch-size N    sequences per micro-batch (default 1)\n"
     "  --model mlp|moe|empty   stage type (default mlp); empty: no work, to time the runtime\n"
     "  --dtype fp32|fp64       precision (default fp32)\n"
+    "  --ep N                  expert parallelism: N pipeline replicas (threads) with their\n"
+    "                          own data; MoE experts sharded over them (1, 2 or 4)\n"
     "  --check                 compare loss and every gradient with a single-device run\n"
     "  --tolerance X           relative error allowed by --check (default 1e-4 fp32, 1e-10 fp64)\n"
     "  --trace FILE            write a Chrome trace of every op\n"
@@ -60,6 +62,9 @@ bool parseRunOptions(int argc, char **argv, RunOptions &o, int &status) {
     } else if (arg == "--micro-batch-size") {
       if (!integer(1, 1 << 16, n)) return fail("--micro-batch-size expects 1 to 65536");
       o.microBatchSize = int(n);
+    } else if (arg == "--ep") {
+      if (!integer(1, 4, n) || 4 % n != 0) return fail("--ep expects 1, 2 or 4 (it must divide the 4 experts)");
+      o.ep = int(n);
     } else if (arg == "--seed") {
       if (!integer(0, (1LL << 62), n)) return fail("--seed expects a non-negative integer");
       o.seed = uint64_t(n);

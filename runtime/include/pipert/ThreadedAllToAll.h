@@ -1,5 +1,5 @@
-// A test double: an AllToAll group whose participants are threads of one
-// process, to run an MoE stage with expert parallelism > 1 in the tests.
+// An AllToAll group whose participants are threads of one process: the
+// expert-parallel group of an MoE stage in the CPU backend (and in the tests).
 // Each exchange is a two-phase rendezvous (deposit, then collect); a
 // participant that waits longer than the timeout throws instead of hanging.
 #pragma once
@@ -11,13 +11,16 @@
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
-namespace pipert::test {
+namespace pipert {
 
 template <typename T>
 class ThreadedAllToAllGroup {
 public:
-  explicit ThreadedAllToAllGroup(int size) : size_(size), mail_(size, std::vector<TokenBlock<T>>(size)) {}
+  explicit ThreadedAllToAllGroup(int size, double timeoutSeconds = 20)
+      : size_(size), timeoutSeconds_(timeoutSeconds), mail_(size, std::vector<TokenBlock<T>>(size)) {}
 
   // The endpoint of participant `rank`.
   std::shared_ptr<AllToAll<T>> endpoint(int rank);
@@ -45,11 +48,13 @@ public:
 
 private:
   template <typename Pred> void waitFor(std::unique_lock<std::mutex> &lock, Pred ready) {
-    if (!changed_.wait_for(lock, std::chrono::seconds(20), ready))
-      throw std::runtime_error("all-to-all: a participant waited 20 s for the others");
+    if (!changed_.wait_for(lock, std::chrono::duration<double>(timeoutSeconds_), ready))
+      throw std::runtime_error("all-to-all: a participant waited " + std::to_string(timeoutSeconds_) +
+                               " s for the others");
   }
 
   int size_;
+  double timeoutSeconds_;
   std::vector<std::vector<TokenBlock<T>>> mail_; // [source][destination]
   std::mutex mutex_;
   std::condition_variable changed_;
@@ -79,4 +84,4 @@ template <typename T> std::shared_ptr<AllToAll<T>> ThreadedAllToAllGroup<T>::end
   return std::make_shared<ThreadedAllToAll<T>>(*this, rank, size_);
 }
 
-} // namespace pipert::test
+} // namespace pipert
