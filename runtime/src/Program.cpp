@@ -112,6 +112,9 @@ int run(const Program &program, const RunOptions &options) {
                 (long long)ops, first.milliseconds);
     return 0;
   }
+  PoolStats pool = replicas[0]->poolStats();
+  std::printf("activation buffers: %lld allocated, %lld reused, at most %lld in use at once\n",
+              (long long)pool.allocations, (long long)pool.reuses, (long long)pool.peakLive);
   bool passed = true;
   std::printf("peak activations per rank (measured / predicted):");
   for (int r = 0; r < program.numRanks; ++r) {

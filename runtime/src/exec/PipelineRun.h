@@ -12,6 +12,7 @@
 // the live activations each rank held are compared with the compiler's count.
 #pragma once
 
+#include "exec/ActivationPool.h"
 #include "exec/Channel.h"
 #include "exec/Event.h"
 #include "exec/RunOptions.h"
@@ -145,6 +146,8 @@ public:
     }
     return result;
   }
+
+  PoolStats poolStats() const { return pool_.stats(); }
 
   // Gradients per stage, read from the first slot that holds each stage.
   GradientSet<T> gradients() {
@@ -313,12 +316,15 @@ private:
     const ProgramOp &op = program_.ranks[r].ops[i];
     Stage<T> &stage = *rank.stages.at(op.chunk);
     int last = program_.numStages - 1;
+    size_t rows = static_cast<size_t>(batch_.tokens), cols = static_cast<size_t>(batch_.hidden);
     switch (op.kind) {
     case OpCode::F: {
-      Tensor<T> input = op.stage == 0 ? microBatchInput<T>(batch_, dataOffset_ + op.microbatch)
-                                      : take(r, i, false, op.stage - 1, op.microbatch);
-      Tensor<T> output;
+      Tensor<T> input =
+          op.stage == 0 ? pool_.adopt(microBatchInput<T>(batch_, dataOffset_ + op.microbatch))
+                        : take(r, i, false, op.stage - 1, op.microbatch);
+      Tensor<T> output = pool_.acquire(rows, cols);
       stage.forward(op.microbatch, input, output);
+      pool_.release(std::move(input)); // the stage keeps what its backward needs
       if (op.stage == last) {
         std::lock_guard<std::mutex> lock(rank.localMutex);
         rank.lastOutputs[op.microbatch] = std::move(output);
@@ -338,20 +344,25 @@ private:
           rank.lastOutputs.erase(op.microbatch);
         }
         Tensor<T> target = microBatchTarget<T>(batch_, dataOffset_ + op.microbatch);
+        gradOutput = pool_.acquire(rows, cols);
         double loss = mseLoss(output, target);
         mseLossGrad(output, target, gradOutput);
+        pool_.release(std::move(output));
         std::lock_guard<std::mutex> lock(rank.localMutex);
         rank.loss += loss;
       } else {
         gradOutput = take(r, i, true, op.stage + 1, op.microbatch);
       }
-      Tensor<T> gradInput;
+      Tensor<T> gradInput = pool_.acquire(rows, cols);
       if (op.kind == OpCode::B)
         stage.backward(op.microbatch, gradOutput, gradInput);
       else
         stage.backwardInput(op.microbatch, gradOutput, gradInput);
+      pool_.release(std::move(gradOutput));
       if (op.stage > 0)
         deliver(r, i, true, op.stage, op.microbatch, std::move(gradInput));
+      else
+        pool_.release(std::move(gradInput));
       break;
     }
     case OpCode::W:
@@ -437,6 +448,7 @@ private:
   BatchSpec batch_;
   Watchdog watchdog_;
   int dataOffset_; // this replica's first micro-batch in `batch_`
+  ActivationPool<T> pool_; // the buffers that flow between stages, shared by the ranks
   std::vector<std::unique_ptr<RankState>> ranks_; // RankState holds a mutex: not movable
   std::map<ChannelKey, Channel<T>> channels_;
   std::map<ChannelKey, std::vector<uint32_t>> receiveOrder_; // per channel, in consumption order
