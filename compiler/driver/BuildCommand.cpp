@@ -106,19 +106,6 @@ bool findRuntime(std::string &include, std::string &library) {
   return ok;
 }
 
-bool writeProgram(const std::string &path, const Compilation &compilation) {
-  std::error_code ec;
-  llvm::raw_fd_ostream out(path, ec, llvm::sys::fs::OF_Text);
-  if (!ec) {
-    emitCpuProgram(*compilation.ir(), *compilation.report(), compilation.path(), out);
-    out.close();
-    ec = out.error();
-  }
-  if (ec)
-    error() << "cannot write '" << path << "': " << ec.message() << "\n";
-  return !ec;
-}
-
 // Removes the temporary directory however the build ends.
 struct TemporaryDirectory {
   llvm::SmallString<128> path;
@@ -172,7 +159,9 @@ int runBuild(const std::string &file, const BuildArgs &build, const CommonArgs &
   llvm::StringRef stem = llvm::sys::path::stem(file);
   llvm::SmallString<256> source(sourceDir);
   llvm::sys::path::append(source, (stem.empty() || stem == "-" ? "program" : stem) + ".cpp");
-  if (!writeProgram(std::string(source), compilation))
+  if (!writeOutputFile(std::string(source), [&](llvm::raw_ostream &out) {
+        emitCpuProgram(*compilation.ir(), *compilation.report(), compilation.path(), out);
+      }))
     return kExitUsage;
 
   for (const char *flag : {"-std=c++17", "-O2"})

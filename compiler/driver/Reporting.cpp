@@ -45,6 +45,13 @@ bool writeOutputFile(const std::string &path, const std::function<void(llvm::raw
     return false;
   }
   write(out.os());
+  out.os().close();
+  if (out.os().has_error()) { // e.g. the disk filled up: report it, keep nothing
+    llvm::errs() << "pipec: error: cannot write '" << path << "': " << out.os().error().message()
+                 << "\n";
+    out.os().clear_error();
+    return false;
+  }
   out.keep();
   return true;
 }
