@@ -1,20 +1,16 @@
-// `pipec build FILE --target cpu -o EXE`: checks the schedule, writes the CPU
-// program (codegen/CpuEmitter) into a fresh temporary directory, and compiles
-// and links it against the runtime with the system's C++ compiler, run directly
-// (no shell, so no quoting problems with paths).
-//
-// Where things come from, each overridable so that a build tree, an install and
-// CI all work:
-//   - the C++ compiler: $CXX (a name or a path, optionally followed by
-//     arguments, as in "ccache g++"), else c++, g++ or clang++ on PATH;
-//   - the runtime: $PIPEC_RUNTIME_DIR (holding include/pipert/Program.h and
-//     lib/libpipert.a), else the build tree pipec was configured in.
+// `pipec build FILE --target cpu|cuda -o EXE`: checks the schedule, writes the
+// program (codegen/CpuEmitter or codegen/CudaEmitter) into a fresh temporary
+// directory, and compiles and links it against the runtime with the toolchain
+// driver/BuildTools finds (the system's C++ compiler, or nvcc for sm_90), run
+// directly (no shell, so no quoting problems with paths).
 // Missing tools are usage errors (exit 2); a compiler that fails is an error
 // (exit 1) and its output is printed.
 #include "driver/Commands.h"
 #include "driver/Reporting.h"
 
 #include "codegen/CpuEmitter.h"
+#include "codegen/CudaEmitter.h"
+#include "driver/BuildTools.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringRef.h"
@@ -28,83 +24,11 @@
 #include <string>
 #include <vector>
 
-#ifndef PIPEC_RUNTIME_INCLUDE_DIR
-#error "compiler/CMakeLists.txt defines PIPEC_RUNTIME_INCLUDE_DIR for this file"
-#endif
-#ifndef PIPEC_RUNTIME_LIBRARY
-#error "compiler/CMakeLists.txt defines PIPEC_RUNTIME_LIBRARY for this file"
-#endif
-
 namespace pipec {
 
 namespace {
 
 llvm::raw_ostream &error() { return llvm::errs() << "pipec: error: "; }
-
-// Resolves a program named by $CXX or a default: a path must be executable; a
-// bare name is looked up on PATH. Empty when not found.
-std::string findProgram(llvm::StringRef name) {
-  if (name.contains('/'))
-    return llvm::sys::fs::can_execute(name) ? name.str() : std::string();
-  llvm::ErrorOr<std::string> path = llvm::sys::findProgramByName(name);
-  return path ? *path : std::string();
-}
-
-// The compiler command's first words: the program, then any arguments $CXX gave.
-bool findCompiler(std::vector<std::string> &command) {
-  if (llvm::Optional<std::string> cxx = llvm::sys::Process::GetEnv("CXX")) {
-    llvm::SmallVector<llvm::StringRef, 4> words;
-    llvm::StringRef(*cxx).split(words, ' ', -1, /*KeepEmpty=*/false);
-    std::string program = words.empty() ? std::string() : findProgram(words[0]);
-    if (program.empty()) {
-      error() << "cannot find the C++ compiler '" << *cxx << "' that $CXX names\n";
-      return false;
-    }
-    command.push_back(program);
-    for (size_t i = 1; i < words.size(); ++i)
-      command.push_back(words[i].str());
-    return true;
-  }
-  for (const char *name : {"c++", "g++", "clang++"}) {
-    std::string program = findProgram(name);
-    if (!program.empty()) {
-      command.push_back(program);
-      return true;
-    }
-  }
-  error() << "cannot find a C++ compiler: set $CXX, or put c++, g++ or clang++ on PATH\n";
-  return false;
-}
-
-// The runtime's include directory and static library.
-bool findRuntime(std::string &include, std::string &library) {
-  llvm::Optional<std::string> root = llvm::sys::Process::GetEnv("PIPEC_RUNTIME_DIR");
-  const char *origin = root ? "$PIPEC_RUNTIME_DIR" : "the build tree pipec was configured in";
-  if (root) {
-    llvm::SmallString<256> path(*root);
-    llvm::sys::path::append(path, "include");
-    include = std::string(path);
-    path = *root;
-    llvm::sys::path::append(path, "lib", "libpipert.a");
-    library = std::string(path);
-  } else {
-    include = PIPEC_RUNTIME_INCLUDE_DIR;
-    library = PIPEC_RUNTIME_LIBRARY;
-  }
-  llvm::SmallString<256> header(include);
-  llvm::sys::path::append(header, "pipert", "Program.h");
-  bool ok = true;
-  for (const std::string &path : {std::string(header), library}) {
-    if (llvm::sys::fs::exists(path))
-      continue;
-    error() << "the runtime file '" << path << "' (from " << origin << ") does not exist\n";
-    ok = false;
-  }
-  if (!ok)
-    llvm::errs() << "pipec: note: build the runtime (ninja pipert), or set $PIPEC_RUNTIME_DIR "
-                    "to a directory holding include/pipert/Program.h and lib/libpipert.a\n";
-  return ok;
-}
 
 // Removes the temporary directory however the build ends.
 struct TemporaryDirectory {
@@ -118,11 +42,6 @@ struct TemporaryDirectory {
 } // namespace
 
 int runBuild(const std::string &file, const BuildArgs &build, const CommonArgs &args) {
-  if (build.target == BuildTarget::Cuda) {
-    error() << "the CUDA backend is not built yet; use --target cpu\n";
-    return kExitUsage;
-  }
-
   // A program runs only what the checks proved.
   Compilation compilation(file);
   bool ok = compilation.runAll(args.elab, args.checks);
@@ -137,10 +56,8 @@ int runBuild(const std::string &file, const BuildArgs &build, const CommonArgs &
     return kExitUsage;
   }
 
-  std::vector<std::string> command;
-  std::string include, library;
-  bool haveCompiler = findCompiler(command);
-  if (!findRuntime(include, library) || !haveCompiler)
+  Toolchain toolchain;
+  if (!findToolchain(build.target, toolchain))
     return kExitUsage;
 
   TemporaryDirectory scratch;
@@ -158,19 +75,23 @@ int runBuild(const std::string &file, const BuildArgs &build, const CommonArgs &
   }
   llvm::StringRef stem = llvm::sys::path::stem(file);
   llvm::SmallString<256> source(sourceDir);
-  llvm::sys::path::append(source, (stem.empty() || stem == "-" ? "program" : stem) + ".cpp");
+  llvm::sys::path::append(source, (stem.empty() || stem == "-" ? "program" : stem) +
+                                       toolchain.sourceExtension);
   if (!writeOutputFile(std::string(source), [&](llvm::raw_ostream &out) {
-        emitCpuProgram(*compilation.ir(), *compilation.report(), compilation.path(), out);
+        const ScheduleIR &ir = *compilation.ir();
+        if (build.target == BuildTarget::Cuda)
+          emitCudaProgram(ir, *compilation.report(), CostModel::build(ir, {}), compilation.path(),
+                          out);
+        else
+          emitCpuProgram(ir, *compilation.report(), compilation.path(), out);
       }))
     return kExitUsage;
 
-  for (const char *flag : {"-std=c++17", "-O2"})
-    command.push_back(flag);
-  command.push_back("-I" + include);
+  std::vector<std::string> command = toolchain.compiler;
+  command.insert(command.end(), toolchain.flags.begin(), toolchain.flags.end());
   command.push_back(std::string(source));
-  command.push_back(library);
-  for (const char *flag : {"-pthread", "-o"})
-    command.push_back(flag);
+  command.insert(command.end(), toolchain.libraries.begin(), toolchain.libraries.end());
+  command.push_back("-o");
   command.push_back(build.output);
 
   llvm::SmallString<128> log(scratch.path);

@@ -25,7 +25,7 @@ struct CommonArgs {
   bool color = false;
 };
 
-enum class EmitTarget { IR, AST, TorchCsv, Cpu };
+enum class EmitTarget { IR, AST, TorchCsv, Cpu, Cuda };
 
 struct SimArgs {
   std::vector<CostOverride> costs; // --costs FILE then --cost NAME=V, in order

@@ -1,10 +1,13 @@
 // `pipec emit FILE --target ...`: runs the front end and writes one of the
 // intermediate forms. Nothing is written when there are errors.
-// `--target cpu` writes a program, so it runs the checks too: nothing unproved is emitted.
+// `--target cpu|cuda` writes a program, so it runs the checks too: nothing
+// unproved is emitted. The CUDA program's overlap plans use the schedule's own
+// `costs { }` block.
 #include "driver/Commands.h"
 #include "driver/Reporting.h"
 
 #include "codegen/CpuEmitter.h"
+#include "codegen/CudaEmitter.h"
 #include "emit/IRPrinter.h"
 #include "emit/TorchCsvWriter.h"
 #include "syntax/AstDumper.h"
@@ -19,7 +22,7 @@ int runEmit(const std::string &file, EmitTarget target, const std::string &outpu
   bool ok = target == EmitTarget::AST
                 ? compilation.load() && compilation.parse() && compilation.resolve()
                 : compilation.runFrontEnd(args.elab);
-  if (ok && target == EmitTarget::Cpu)
+  if (ok && (target == EmitTarget::Cpu || target == EmitTarget::Cuda))
     ok = compilation.check(args.checks);
   int status = finish(compilation, args);
   if (!ok || status != kExitClean)
@@ -32,6 +35,9 @@ int runEmit(const std::string &file, EmitTarget target, const std::string &outpu
       writeTorchCsv(*compilation.ir(), out);
     else if (target == EmitTarget::Cpu)
       emitCpuProgram(*compilation.ir(), *compilation.report(), file, out);
+    else if (target == EmitTarget::Cuda)
+      emitCudaProgram(*compilation.ir(), *compilation.report(),
+                      CostModel::build(*compilation.ir(), {}), file, out);
     else
       printIR(*compilation.ir(), out);
   });

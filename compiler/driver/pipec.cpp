@@ -48,7 +48,9 @@ cl::opt<pipec::EmitTarget> Target(
                clEnumValN(pipec::EmitTarget::TorchCsv, "torch-csv",
                           "PyTorch's compute-only schedule CSV, one row per rank"),
                clEnumValN(pipec::EmitTarget::Cpu, "cpu",
-                          "a C++ program for the CPU runtime (runs the checks first)")));
+                          "a C++ program for the CPU runtime (runs the checks first)"),
+               clEnumValN(pipec::EmitTarget::Cuda, "cuda",
+                          "a CUDA stream program over NCCL (runs the checks first)")));
 cl::opt<std::string> Output("o", cl::desc("Output file (default: standard output)"),
                             cl::value_desc("file"), cl::init("-"), cl::sub(EmitCmd),
                             cl::cat(Category));
@@ -58,7 +60,7 @@ cl::opt<std::string> BuildFile(cl::Positional, cl::Required, cl::desc("<file.pip
 cl::opt<pipec::BuildTarget> BuildBackend(
     "target", cl::desc("The backend"), cl::Required, cl::sub(BuildCmd), cl::cat(Category),
     cl::values(clEnumValN(pipec::BuildTarget::Cpu, "cpu", "ranks are threads of one process"),
-               clEnumValN(pipec::BuildTarget::Cuda, "cuda", "one GPU per rank (not built yet)")));
+               clEnumValN(pipec::BuildTarget::Cuda, "cuda", "CUDA streams over NCCL, one GPU per rank, or all ranks on one GPU")));
 cl::opt<std::string> BuildOutput("o", cl::desc("The executable to write"), cl::Required,
                                  cl::value_desc("exe"), cl::sub(BuildCmd), cl::cat(Category));
 cl::opt<std::string> KeepSource("keep-source",

@@ -1,0 +1,204 @@
+#include "codegen/StreamLowering.h"
+
+#include "sim/OverlapPlan.h"
+
+#include <algorithm>
+#include <cassert>
+#include <map>
+
+namespace pipec {
+
+namespace {
+
+RunPart partOf(SubOp op) {
+  switch (op) {
+  case SubOp::Attention: return RunPart::Attention;
+  case SubOp::Dispatch: return RunPart::Dispatch;
+  case SubOp::Mlp: return RunPart::Mlp;
+  case SubOp::Combine: return RunPart::Combine;
+  }
+  return RunPart::Whole;
+}
+
+// Builds one rank's command list.
+class RankLowering {
+public:
+  RankLowering(const ScheduleIR &ir, const CommPlan &comm, const CostModel &costs, size_t rank)
+      : comm_(comm), costs_(costs), rank_(rank), ops_(ir.ranks[rank].ops),
+        inputs_(ops_.size()), outputs_(ops_.size()), produced_(comm.messages.size(), kNoEvent),
+        arrived_(comm.messages.size(), kNoEvent),
+        receivePosition_(comm.messages.size(), 0) {
+    const RankComm &mine = comm.ranks[rank];
+    for (size_t k = 0; k < mine.receives.size(); ++k) {
+      uint32_t id = mine.receives[k];
+      inputs_[comm.messages[id].consumer].push_back(id);
+      receivePosition_[id] = k;
+    }
+    for (uint32_t id : mine.sends) {
+      outputs_[comm.messages[id].producer].push_back(id);
+      channelStream(comm.messages[id]);
+    }
+    for (uint32_t id : mine.receives)
+      channelStream(comm.messages[id]);
+  }
+
+  RankStreamProgram run() {
+    for (uint32_t i = 0; i < ops_.size(); ++i) {
+      bool pair = ops_[i].pair == PairRole::First && i + 1 < ops_.size();
+      uint32_t last = pair ? i + 1 : i;
+      postReceivesFor(i, last);
+      if (pair)
+        lowerPair(i, i + 1);
+      else
+        lowerSingle(i);
+      doneUpTo_ = last + 1;
+      postSends();
+      i = last;
+    }
+    assert(nextSend_ == comm_.ranks[rank_].sends.size() &&
+           nextReceive_ == comm_.ranks[rank_].receives.size());
+    return std::move(program_);
+  }
+
+private:
+  static constexpr uint32_t kNoEvent = ~0u;
+
+  void emit(StreamCmd cmd, uint16_t stream, uint32_t arg, RunPart part = RunPart::Whole) {
+    program_.commands.push_back({cmd, part, stream, arg});
+  }
+  uint32_t record(uint16_t stream) {
+    uint32_t event = program_.numEvents++;
+    emit(StreamCmd::Record, stream, event);
+    return event;
+  }
+  void wait(uint16_t stream, uint32_t event) {
+    assert(event != kNoEvent);
+    emit(StreamCmd::Wait, stream, event);
+  }
+
+  uint16_t channelStream(const Message &m) {
+    auto [it, inserted] = channels_.try_emplace(channelKey(m), program_.numStreams);
+    if (inserted)
+      ++program_.numStreams;
+    return it->second;
+  }
+
+  // Receives in proved order, up to the last one that op `first`..`last` consume.
+  void postReceivesFor(uint32_t first, uint32_t last) {
+    size_t until = nextReceive_;
+    for (uint32_t op = first; op <= last; ++op)
+      for (uint32_t id : inputs_[op])
+        until = std::max(until, receivePosition_[id] + 1);
+    const std::vector<uint32_t> &order = comm_.ranks[rank_].receives;
+    for (; nextReceive_ < until; ++nextReceive_) {
+      uint32_t id = order[nextReceive_];
+      uint16_t stream = channelStream(comm_.messages[id]);
+      emit(StreamCmd::Recv, stream, id);
+      arrived_[id] = record(stream);
+    }
+  }
+
+  // Sends in proved order, while the op producing the next one is done.
+  void postSends() {
+    const std::vector<uint32_t> &order = comm_.ranks[rank_].sends;
+    for (; nextSend_ < order.size(); ++nextSend_) {
+      uint32_t id = order[nextSend_];
+      const Message &m = comm_.messages[id];
+      if (m.producer >= doneUpTo_)
+        return;
+      uint16_t stream = channelStream(m);
+      wait(stream, produced_[id]);
+      emit(StreamCmd::Send, stream, id);
+    }
+  }
+
+  void waitInputs(uint32_t op, uint16_t stream) {
+    for (uint32_t id : inputs_[op])
+      wait(stream, arrived_[id]);
+  }
+
+  // The event after op `op`'s work on `stream`, for each message it produces
+  // (`event` when one was just recorded there).
+  void markProduced(uint32_t op, uint16_t stream, uint32_t event = kNoEvent) {
+    if (outputs_[op].empty())
+      return;
+    if (event == kNoEvent)
+      event = record(stream);
+    for (uint32_t id : outputs_[op])
+      produced_[id] = event;
+  }
+
+  void lowerSingle(uint32_t op) {
+    waitInputs(op, kComputeStream);
+    emit(StreamCmd::Run, kComputeStream, op);
+    markProduced(op, kComputeStream);
+  }
+
+  void lowerPair(uint32_t forward, uint32_t backward) {
+    ++program_.numPairs;
+    // Fork: the communication stream sees everything the compute stream did.
+    wait(kExpertStream, record(kComputeStream));
+    OverlapPlan plan = planOverlap(costs_, ops_[forward].stage, ops_[backward].stage);
+    uint32_t op[2] = {backward, forward};      // indexed by `isForward`
+    int done[2] = {0, 0};                      // sub-operations run per half
+    uint32_t handoff[2] = {kNoEvent, kNoEvent}; // event after a half's last sub-op
+    uint16_t lastStream[2] = {0, 0};
+    for (const PlannedSubOp &sub : plan.subOps) {
+      int half = sub.forward;
+      uint16_t stream = sub.onCommStream ? kExpertStream : kComputeStream;
+      if (done[half] == 0)
+        waitInputs(op[half], stream);
+      else if (lastStream[half] != stream)
+        wait(stream, handoff[half]);
+      emit(StreamCmd::Run, stream, op[half], partOf(sub.op));
+      lastStream[half] = stream;
+      // The next sub-op of this half, or the sends after it, may run elsewhere.
+      if (++done[half] < kSubOps)
+        handoff[half] = record(stream);
+    }
+    // Join: the compute stream continues after both halves, and the sends of
+    // each half wait for its last sub-operation.
+    for (int half : {1, 0}) {
+      uint16_t stream = lastStream[half];
+      uint32_t event = kNoEvent;
+      if (stream != kComputeStream)
+        wait(kComputeStream, event = record(stream));
+      markProduced(op[half], stream, event);
+    }
+  }
+
+  const CommPlan &comm_;
+  const CostModel &costs_;
+  size_t rank_;
+  const std::vector<Op> &ops_;
+  std::vector<std::vector<uint32_t>> inputs_, outputs_; // per op: message ids consumed, produced
+  std::vector<uint32_t> produced_, arrived_;  // per message: event ids
+  std::vector<size_t> receivePosition_;       // per message: index in the receive order
+  std::map<uint64_t, uint16_t> channels_;     // channel key -> stream
+  size_t nextSend_ = 0, nextReceive_ = 0;
+  uint32_t doneUpTo_ = 0;                     // ops [0, doneUpTo_) are lowered
+  RankStreamProgram program_;
+};
+
+} // namespace
+
+std::vector<RankStreamProgram> lowerToStreams(const ScheduleIR &ir, const CheckReport &report,
+                                              const CostModel &costs) {
+  assert(report.ok && report.comm);
+  std::vector<RankStreamProgram> programs;
+  for (size_t r = 0; r < ir.ranks.size(); ++r)
+    programs.push_back(RankLowering(ir, *report.comm, costs, r).run());
+  return programs;
+}
+
+const char *streamCmdName(StreamCmd cmd) {
+  static const char *kNames[] = {"Run", "Send", "Recv", "Record", "Wait"};
+  return kNames[static_cast<int>(cmd)];
+}
+
+const char *runPartName(RunPart part) {
+  static const char *kNames[] = {"Whole", "Attention", "Dispatch", "Mlp", "Combine"};
+  return kNames[static_cast<int>(part)];
+}
+
+} // namespace pipec
