@@ -17,3 +17,8 @@ config.substitutions.append(("%pipec", os.path.join(config.pipec_bin_dir, "pipec
 config.substitutions.append(("%examples", os.path.join(config.source_root, "examples")))
 config.substitutions.append(("%reference", os.path.join(config.source_root, "..", "shared", "reference")))
 config.substitutions.append(("%runtime_include", os.path.join(config.source_root, "runtime", "include")))
+
+# CUDA: emitted CUDA programs are host C++ (syntax-checked everywhere); building
+# them needs nvcc and a pipec configured with the CUDA runtime.
+if getattr(config, "have_cuda_runtime", "OFF") == "ON":
+    config.available_features.add("cuda-runtime")
