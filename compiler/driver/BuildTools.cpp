@@ -18,8 +18,8 @@
 #ifndef PIPEC_RUNTIME_CUDA_LIBRARY
 #define PIPEC_RUNTIME_CUDA_LIBRARY ""
 #endif
-#ifndef PIPEC_NCCL_LIBRARY_DIR
-#define PIPEC_NCCL_LIBRARY_DIR ""
+#ifndef PIPEC_NCCL_LIBRARY
+#define PIPEC_NCCL_LIBRARY ""
 #endif
 
 namespace pipec {
@@ -48,13 +48,13 @@ std::string findProgram(llvm::StringRef name) {
 }
 
 // `value` as a program followed by arguments ("ccache g++ -m64").
-bool programFromVariable(const char *variable, const std::string &value,
+bool programFromVariable(const char *what, const char *variable, const std::string &value,
                          std::vector<std::string> &command) {
   llvm::SmallVector<llvm::StringRef, 4> words;
   llvm::StringRef(value).split(words, ' ', -1, /*KeepEmpty=*/false);
   std::string program = words.empty() ? std::string() : findProgram(words[0]);
   if (program.empty()) {
-    error() << "cannot find the compiler '" << value << "' that $" << variable << " names\n";
+    error() << "cannot find the " << what << " '" << value << "' that $" << variable << " names\n";
     return false;
   }
   command.push_back(program);
@@ -65,7 +65,7 @@ bool programFromVariable(const char *variable, const std::string &value,
 
 bool findCxx(std::vector<std::string> &command) {
   if (llvm::Optional<std::string> cxx = env("CXX"))
-    return programFromVariable("CXX", *cxx, command);
+    return programFromVariable("C++ compiler", "CXX", *cxx, command);
   for (const char *name : {"c++", "g++", "clang++"}) {
     std::string program = findProgram(name);
     if (!program.empty()) {
@@ -79,7 +79,7 @@ bool findCxx(std::vector<std::string> &command) {
 
 bool findNvcc(std::vector<std::string> &command) {
   if (llvm::Optional<std::string> nvcc = env("NVCC"))
-    return programFromVariable("NVCC", *nvcc, command);
+    return programFromVariable("CUDA compiler", "NVCC", *nvcc, command);
   std::vector<std::string> candidates;
   if (llvm::Optional<std::string> home = env("CUDA_HOME"))
     candidates.push_back(join(*home, "bin", "nvcc"));
@@ -131,7 +131,8 @@ bool findRuntime(bool cuda, std::string &include, std::vector<std::string> &libr
     required.insert(required.begin() + 1, gpu);
   if (!requireFiles(required, origin)) {
     llvm::errs() << "pipec: note: build the runtime (ninja pipert" << (cuda ? " pipert_cuda" : "")
-                 << "), or set $PIPEC_RUNTIME_DIR to a directory holding include/ and lib/\n";
+                 << "), or set $PIPEC_RUNTIME_DIR to a directory holding include/pipert/Program.h"
+                 << (cuda ? ", lib/libpipert_cuda.a" : "") << " and lib/libpipert.a\n";
     return false;
   }
   if (cuda)
@@ -140,19 +141,29 @@ bool findRuntime(bool cuda, std::string &include, std::vector<std::string> &libr
   return true;
 }
 
-// -L and rpath for NCCL, which may live outside the CUDA toolkit (a Python wheel).
-void addNccl(std::vector<std::string> &libraries) {
-  std::string dir;
-  if (llvm::Optional<std::string> home = env("NCCL_HOME"))
-    dir = join(*home, "lib");
-  else
-    dir = PIPEC_NCCL_LIBRARY_DIR;
-  if (!dir.empty()) {
-    libraries.push_back("-L" + dir);
-    libraries.push_back("-Xlinker");
-    libraries.push_back("-rpath=" + dir);
+// NCCL by full path (a Python wheel has libnccl.so.2 but no libnccl.so), with
+// an rpath to its directory: it may live outside the CUDA toolkit.
+bool addNccl(std::vector<std::string> &libraries) {
+  std::string library;
+  if (llvm::Optional<std::string> home = env("NCCL_HOME")) {
+    for (const char *name : {"libnccl.so", "libnccl.so.2"})
+      if (library.empty() && llvm::sys::fs::exists(join(*home, "lib", name)))
+        library = join(*home, "lib", name);
+    if (library.empty()) {
+      error() << "no lib/libnccl.so or lib/libnccl.so.2 in $NCCL_HOME '" << *home << "'\n";
+      return false;
+    }
+  } else {
+    library = PIPEC_NCCL_LIBRARY;
   }
-  libraries.push_back("-lnccl");
+  if (library.empty()) {
+    libraries.push_back("-lnccl");
+    return true;
+  }
+  libraries.push_back(library);
+  libraries.push_back("-Xlinker");
+  libraries.push_back("-rpath=" + std::string(llvm::sys::path::parent_path(library)));
+  return true;
 }
 
 } // namespace
@@ -169,7 +180,8 @@ bool findToolchain(BuildTarget target, Toolchain &toolchain) {
     toolchain.flags.push_back("-arch=sm_90");
     for (const char *library : {"-lcublas", "-lcudart"})
       toolchain.libraries.push_back(library);
-    addNccl(toolchain.libraries);
+    if (!addNccl(toolchain.libraries))
+      return false;
     toolchain.libraries.push_back("-Xcompiler");
     toolchain.libraries.push_back("-pthread");
   } else {
