@@ -22,3 +22,8 @@ config.substitutions.append(("%runtime_include", os.path.join(config.source_root
 # them needs nvcc and a pipec configured with the CUDA runtime.
 if getattr(config, "have_cuda_runtime", "OFF") == "ON":
     config.available_features.add("cuda-runtime")
+# The CUDA executor over a host simulation of CUDA (tests/cuda_host): emitted
+# CUDA programs run, with --check, without a GPU.
+if getattr(config, "cuda_hostsim_library", ""):
+    config.available_features.add("cuda-hostsim")
+    config.substitutions.append(("%cuda_hostsim", "%s %s" % (config.cuda_hostsim_library, config.pipert_library)))

@@ -1,0 +1,97 @@
+// GpuStage: one pipeline stage on the GPU, the device twin of pipert::Stage.
+// Same protocol (forward parts, backward parts with the weight half now or
+// deferred, backwardWeight), same math as the CPU stage it is built from, so
+// the single-device CPU reference checks it. Every call only enqueues work on
+// the stream it is given (with that stream's cuBLAS handle): the executor
+// decides which stream runs which sub-operation and orders streams by events.
+//
+// Element type of activations and activation gradients: DType (fp32, or bf16
+// storage with fp32 accumulation in every GEMM and reduction). Parameters are
+// kept in fp32 (with a bf16 copy for bf16 GEMMs); weight gradients accumulate
+// in fp32.
+//
+// Per-micro-batch state is allocated stream-ordered (cudaMallocAsync) on the
+// stream of the part that creates it and freed on the stream of the part that
+// ends it, so a step can be captured into a CUDA graph. Host-side bookkeeping
+// (which micro-batches are stored) is touched only by the enqueuing thread.
+#pragma once
+
+#include "pipert/Model.h"
+#include "pipert/SubOp.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace pipert::cuda {
+
+enum class DType { F32, BF16 };
+const char *dtypeName(DType dtype); // "fp32", "bf16"
+size_t dtypeBytes(DType dtype);
+
+// Where a part runs: a stream and a cuBLAS handle already bound to it (with its
+// own workspace, so capture never allocates).
+struct Launch {
+  cudaStream_t stream;
+  cublasHandle_t blas;
+};
+
+// A parameter's fp32 gradient on the device, named as the CPU stage names it.
+struct DeviceGradient {
+  std::string name;
+  float *data;
+  size_t rows, cols;
+};
+
+class GpuStage {
+public:
+  virtual ~GpuStage() = default;
+  int stageIndex() const { return stageIndex_; }
+  int hidden() const { return hidden_; }
+  DType dtype() const { return dtype_; }
+
+  // Activations are tokens x hidden, row-major, of dtype(). For a dense stage,
+  // Dispatch is the identity and Combine the residual add; for an MoE stage
+  // they move tokens to and from the experts (see GpuMoeStage).
+  virtual void forwardPart(int mb, SubOp part, const void *input, void *output, const Launch &at) = 0;
+  virtual void backwardPart(int mb, SubOp part, const void *gradOutput, void *gradInput,
+                            WeightGrad when, const Launch &at) = 0;
+  virtual void backwardWeight(int mb, const Launch &at) = 0;
+
+  // Micro-batches with stored state (host bookkeeping, like Stage).
+  virtual size_t storedMicroBatches() const = 0;
+  virtual void zeroGradients(const Launch &at) = 0;
+  // In the CPU stage's parameters() order; the device buffers stay valid for the
+  // stage's life (an all-reduce sums them in place).
+  virtual std::vector<DeviceGradient> gradients() = 0;
+
+protected:
+  GpuStage(int stageIndex, int hidden, DType dtype)
+      : stageIndex_(stageIndex), hidden_(hidden), dtype_(dtype) {}
+
+private:
+  int stageIndex_, hidden_;
+  DType dtype_;
+};
+
+// The device twin of `cpu` (a DenseStage without attention, or an MoeStage
+// without attention and a single-participant all-to-all): same parameters,
+// copied from it. `tokens` is the rows of every activation. Throws
+// std::invalid_argument for a stage kind or option the GPU does not support
+// (attention).
+std::unique_ptr<GpuStage> makeGpuStage(Stage<double> &cpu, const StageSpec &spec, int tokens,
+                                       DType dtype);
+
+// The loss of the last stage: loss += sum((y - t)^2) / (tokens * hidden) in
+// fp64 on the device, and dy = 2 (y - t) / (tokens * hidden), as pipert's
+// mseLoss and mseLossGrad. y, dy: dtype; target: dtype.
+void mseLossAndGrad(const void *output, const void *target, void *gradOutput, double *loss,
+                    size_t tokens, size_t hidden, DType dtype, cudaStream_t stream);
+
+// dst[i] = src[i] converted to dtype (upload of inputs and targets).
+void uploadActivation(const std::vector<double> &host, void *device, DType dtype, cudaStream_t stream);
+
+} // namespace pipert::cuda

@@ -1,0 +1,202 @@
+#include "Bootstrap.h"
+
+#include "pipert/cuda/CudaCheck.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+#include <thread>
+
+namespace pipert::cuda {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int integerVariable(const char *name, int fallback, bool required) {
+  const char *text = std::getenv(name);
+  if (!text || !*text) {
+    if (required)
+      throw std::runtime_error(std::string("the NCCL transport needs $") + name +
+                               " (set by torchrun, srun or mpirun wrappers)");
+    return fallback;
+  }
+  char *end = nullptr;
+  long value = std::strtol(text, &end, 10);
+  if (*end != '\0' || value < 0 || value > (1 << 20))
+    throw std::runtime_error(std::string("$") + name + " is '" + text +
+                             "', not a non-negative integer");
+  return int(value);
+}
+
+std::string systemError(const std::string &what) { return what + ": " + std::strerror(errno); }
+
+// Closes a socket however the exchange ends.
+struct Socket {
+  int fd = -1;
+  ~Socket() {
+    if (fd >= 0)
+      close(fd);
+  }
+};
+
+double secondsLeft(Clock::time_point deadline) {
+  return std::chrono::duration<double>(deadline - Clock::now()).count();
+}
+
+bool writeAll(int fd, const void *data, size_t size) {
+  const char *p = static_cast<const char *>(data);
+  while (size > 0) {
+    ssize_t n = ::send(fd, p, size, MSG_NOSIGNAL);
+    if (n <= 0)
+      return false;
+    p += n;
+    size -= size_t(n);
+  }
+  return true;
+}
+
+bool readAll(int fd, void *data, size_t size, Clock::time_point deadline) {
+  char *p = static_cast<char *>(data);
+  while (size > 0) {
+    pollfd ready{fd, POLLIN, 0};
+    int waitMs = int(std::max(0.0, secondsLeft(deadline)) * 1000);
+    if (poll(&ready, 1, waitMs) <= 0)
+      return false;
+    ssize_t n = ::recv(fd, p, size, 0);
+    if (n <= 0)
+      return false;
+    p += n;
+    size -= size_t(n);
+  }
+  return true;
+}
+
+void serveId(const ncclUniqueId &id, int peers, int port, Clock::time_point deadline) {
+  Socket listener;
+  listener.fd = socket(AF_INET6, SOCK_STREAM, 0);
+  if (listener.fd < 0)
+    throw std::runtime_error(systemError("rank 0 cannot open a socket"));
+  int yes = 1, no = 0;
+  setsockopt(listener.fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  setsockopt(listener.fd, IPPROTO_IPV6, IPV6_V6ONLY, &no, sizeof no); // IPv4 peers too
+  sockaddr_in6 address{};
+  address.sin6_family = AF_INET6;
+  address.sin6_addr = in6addr_any;
+  address.sin6_port = htons(uint16_t(port));
+  if (bind(listener.fd, reinterpret_cast<sockaddr *>(&address), sizeof address) != 0 ||
+      listen(listener.fd, peers) != 0)
+    throw std::runtime_error(systemError("rank 0 cannot listen on MASTER_PORT " +
+                                         std::to_string(port)));
+  for (int served = 0; served < peers; ++served) {
+    pollfd ready{listener.fd, POLLIN, 0};
+    int waitMs = int(std::max(0.0, secondsLeft(deadline)) * 1000);
+    if (poll(&ready, 1, waitMs) <= 0)
+      throw std::runtime_error("rank 0: only " + std::to_string(served) + " of " +
+                               std::to_string(peers) + " ranks connected before the timeout");
+    Socket peer;
+    peer.fd = accept(listener.fd, nullptr, nullptr);
+    if (peer.fd < 0 || !writeAll(peer.fd, &id, sizeof id))
+      throw std::runtime_error(systemError("rank 0 cannot hand out the NCCL id"));
+  }
+}
+
+ncclUniqueId fetchId(const std::string &host, int port, Clock::time_point deadline) {
+  addrinfo hints{}, *found = nullptr;
+  hints.ai_socktype = SOCK_STREAM;
+  std::string service = std::to_string(port);
+  int status = getaddrinfo(host.c_str(), service.c_str(), &hints, &found);
+  if (status != 0)
+    throw std::runtime_error("cannot resolve MASTER_ADDR '" + host + "': " + gai_strerror(status));
+  ncclUniqueId id;
+  for (;;) { // rank 0 may not listen yet: retry until the deadline
+    for (addrinfo *a = found; a; a = a->ai_next) {
+      Socket s;
+      s.fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+      if (s.fd >= 0 && connect(s.fd, a->ai_addr, a->ai_addrlen) == 0 &&
+          readAll(s.fd, &id, sizeof id, deadline)) {
+        freeaddrinfo(found);
+        return id;
+      }
+    }
+    if (secondsLeft(deadline) <= 0) {
+      freeaddrinfo(found);
+      throw std::runtime_error("no NCCL id from rank 0 at " + host + ":" + service +
+                               " before the timeout");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+ncclUniqueId idFromFile(const ProcessGroup &group, const std::string &path,
+                        Clock::time_point deadline) {
+  ncclUniqueId id;
+  if (group.rank == 0) {
+    PIPERT_NCCL(ncclGetUniqueId(&id), nullptr);
+    std::string temporary = path + ".tmp";
+    {
+      std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+      out.write(reinterpret_cast<const char *>(&id), sizeof id);
+      if (!out)
+        throw std::runtime_error("cannot write PIPERT_NCCL_ID_FILE '" + temporary + "'");
+    }
+    if (std::rename(temporary.c_str(), path.c_str()) != 0) // readers never see half a file
+      throw std::runtime_error(systemError("cannot rename '" + temporary + "'"));
+    return id;
+  }
+  for (;;) {
+    std::ifstream in(path, std::ios::binary);
+    if (in.read(reinterpret_cast<char *>(&id), sizeof id))
+      return id;
+    if (secondsLeft(deadline) <= 0)
+      throw std::runtime_error("PIPERT_NCCL_ID_FILE '" + path +
+                               "' did not appear before the timeout");
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+} // namespace
+
+ProcessGroup processGroupFromEnvironment() {
+  ProcessGroup group;
+  group.worldSize = integerVariable("WORLD_SIZE", 1, true);
+  group.rank = integerVariable("RANK", 0, true);
+  group.localRank = integerVariable("LOCAL_RANK", group.rank, false);
+  if (group.worldSize < 1 || group.rank >= group.worldSize)
+    throw std::runtime_error("RANK " + std::to_string(group.rank) + " is not below WORLD_SIZE " +
+                             std::to_string(group.worldSize));
+  return group;
+}
+
+ncclUniqueId exchangeUniqueId(const ProcessGroup &group, double timeoutSeconds) {
+  Clock::time_point deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(timeoutSeconds));
+  if (const char *file = std::getenv("PIPERT_NCCL_ID_FILE"); file && *file)
+    return idFromFile(group, file, deadline);
+  const char *host = std::getenv("MASTER_ADDR");
+  if (!host || !*host)
+    throw std::runtime_error("the NCCL transport needs MASTER_ADDR and MASTER_PORT, or "
+                             "PIPERT_NCCL_ID_FILE, to share NCCL's unique id");
+  int port = integerVariable("MASTER_PORT", 0, true);
+  if (port < 1 || port > 65535)
+    throw std::runtime_error("MASTER_PORT " + std::to_string(port) + " is not a TCP port");
+  if (group.rank != 0)
+    return fetchId(host, port, deadline);
+  ncclUniqueId id;
+  PIPERT_NCCL(ncclGetUniqueId(&id), nullptr);
+  serveId(id, group.worldSize - 1, port, deadline);
+  return id;
+}
+
+} // namespace pipert::cuda

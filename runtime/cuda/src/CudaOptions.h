@@ -1,0 +1,34 @@
+// The command line of an emitted CUDA program.
+#pragma once
+
+#include "pipert/cuda/GpuStage.h"
+
+#include <cstdint>
+#include <string>
+
+namespace pipert::cuda {
+
+enum class TransportKind { InProcess, Nccl };
+enum class ModelKind { Mlp, Moe, Empty };
+
+struct CudaOptions {
+  int steps = 1;
+  int hidden = 64;
+  int seq = 64;            // tokens per micro-batch
+  ModelKind model = ModelKind::Mlp;
+  DType dtype = DType::F32;
+  TransportKind transport = TransportKind::InProcess; // nccl when WORLD_SIZE is set
+  bool transportGiven = false;
+  bool graphs = false;     // --cuda-graphs: capture the step once, replay it
+  bool serialPairs = false; // --serial-pairs: run overlap pairs' halves one after the other
+  bool check = false;
+  double tolerance = -1;
+  std::string tracePath;
+  uint64_t seed = 1;
+  double timeoutSeconds = 60;
+};
+
+// Parses argv; on error or --help prints and returns false with `status` set.
+bool parseCudaOptions(int argc, char **argv, CudaOptions &options, int &status);
+
+} // namespace pipert::cuda

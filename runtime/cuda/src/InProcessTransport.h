@@ -1,0 +1,35 @@
+// Every rank in this process on one GPU: a send records an event after its
+// data is ready; the receive waits for that event on the receiving channel
+// stream and copies device to device into a fresh buffer, then frees the
+// sender's buffer, all stream-ordered. The host must enqueue the send before
+// the receive (a CUDA wait on an event not yet recorded does not wait), which
+// canReceive tells the executor.
+#pragma once
+
+#include "Transport.h"
+
+#include <vector>
+
+namespace pipert::cuda {
+
+class InProcessTransport final : public Transport {
+public:
+  explicit InProcessTransport(uint32_t numMessages);
+  ~InProcessTransport() override;
+  const char *name() const override { return "in-process"; }
+  void send(uint32_t id, void *data, size_t bytes, cudaStream_t stream) override;
+  bool canReceive(uint32_t id) const override { return pending_[id].sent; }
+  void *receive(uint32_t id, size_t bytes, cudaStream_t stream) override;
+  void beginStep() override;
+
+private:
+  struct Pending {
+    void *data = nullptr; // the sender's buffer, until the receive frees it
+    size_t bytes = 0;
+    bool sent = false;
+  };
+  std::vector<cudaEvent_t> sent_;
+  std::vector<Pending> pending_;
+};
+
+} // namespace pipert::cuda

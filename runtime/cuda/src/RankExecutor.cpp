@@ -1,0 +1,330 @@
+#include "RankExecutor.h"
+
+#include "ExecKernels.cuh"
+
+#include "pipert/cuda/CudaCheck.h"
+
+#include <algorithm>
+
+namespace pipert::cuda {
+
+namespace {
+
+constexpr uint32_t kNone = ~0u;
+constexpr size_t kBlasWorkspaceBytes = 32u << 20; // cuBLAS must not allocate during capture
+
+SubOp subOpOf(RunPart part) {
+  switch (part) {
+  case RunPart::Attention: return SubOp::Attention;
+  case RunPart::Dispatch: return SubOp::Dispatch;
+  case RunPart::Mlp: return SubOp::Mlp;
+  default: return SubOp::Combine;
+  }
+}
+
+} // namespace
+
+RankExecutor::RankExecutor(int rank, const StepInputs &shared, Transport &transport,
+                           std::map<int, std::unique_ptr<GpuStage>> stages)
+    : rank_(rank), shared_(shared), transport_(transport), stages_(std::move(stages)) {
+  const Program &program = *shared.program;
+  const RankStreams &mine = shared.streams->ranks[rank];
+  streams_.resize(mine.numStreams);
+  for (cudaStream_t &s : streams_)
+    PIPERT_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  for (uint16_t s = 0; s < 2 && s < mine.numStreams; ++s) {
+    cublasHandle_t handle;
+    void *workspace;
+    PIPERT_CUBLAS(cublasCreate(&handle));
+    PIPERT_CUBLAS(cublasSetStream(handle, streams_[s]));
+    PIPERT_CUDA(cudaMalloc(&workspace, kBlasWorkspaceBytes));
+    PIPERT_CUBLAS(cublasSetWorkspace(handle, workspace, kBlasWorkspaceBytes));
+    blas_.push_back(handle);
+    blasWorkspaces_.push_back(workspace);
+  }
+  events_.resize(mine.numEvents);
+  for (cudaEvent_t &e : events_)
+    PIPERT_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  joins_.resize(mine.numStreams);
+  for (cudaEvent_t &e : joins_)
+    PIPERT_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  const RankTable &table = program.ranks[rank];
+  incoming_.assign(table.numOps, kNone);
+  outgoing_.assign(table.numOps, kNone);
+  for (uint32_t id = 0; id < program.numMessages; ++id) {
+    const ProgramMessage &m = program.messages[id];
+    if (m.from == rank)
+      outgoing_[m.producerOp] = id;
+    if (m.to == rank)
+      incoming_[m.consumerOp] = id;
+  }
+  PIPERT_CUDA(cudaMalloc(&loss_, sizeof(double)));
+  PIPERT_CUDA(cudaMalloc(&scratchWord_, sizeof(unsigned)));
+}
+
+RankExecutor::~RankExecutor() {
+  // No checks: destructors must not throw, and after an error the device may be gone.
+  stages_.clear();
+  for (cudaEvent_t e : timingEvents_)
+    cudaEventDestroy(e);
+  for (cudaEvent_t e : events_)
+    cudaEventDestroy(e);
+  for (cudaEvent_t e : joins_)
+    cudaEventDestroy(e);
+  for (cublasHandle_t h : blas_)
+    cublasDestroy(h);
+  for (void *w : blasWorkspaces_)
+    cudaFree(w);
+  for (cudaStream_t s : streams_)
+    cudaStreamDestroy(s);
+  cudaFree(loss_);
+  cudaFree(scratchWord_);
+}
+
+void RankExecutor::forkFrom(cudaEvent_t event) {
+  for (cudaStream_t s : streams_)
+    PIPERT_CUDA(cudaStreamWaitEvent(s, event, 0));
+}
+
+void RankExecutor::joinInto(cudaStream_t origin) {
+  for (size_t s = 0; s < streams_.size(); ++s) {
+    PIPERT_CUDA(cudaEventRecord(joins_[s], streams_[s]));
+    PIPERT_CUDA(cudaStreamWaitEvent(origin, joins_[s], 0));
+  }
+}
+
+void RankExecutor::beginStep(bool timing) {
+  pc_ = 0;
+  timing_ = timing;
+  intervals_.clear();
+  buffers_.assign(shared_.program->ranks[rank_].numOps, OpBuffers());
+  local_.clear();
+  lastOutputs_.clear();
+  received_.clear();
+  toSend_.clear();
+  peakStored_ = 0;
+  cudaStream_t compute = computeStream();
+  PIPERT_CUDA(cudaMemsetAsync(loss_, 0, sizeof(double), compute));
+  for (auto &[chunk, stage] : stages_)
+    stage->zeroGradients({compute, computeBlas()});
+}
+
+uint16_t RankExecutor::streamOf(const StreamCommand &c) const {
+  // --serial-pairs: the expert stream's work runs on the compute stream, in the
+  // plan's order but one sub-operation at a time.
+  if (shared_.options->serialPairs && c.stream == kExpertStream)
+    return kComputeStream;
+  return c.stream;
+}
+
+bool RankExecutor::advance() {
+  const RankStreams &mine = shared_.streams->ranks[rank_];
+  for (; pc_ < mine.numCommands; ++pc_) {
+    const StreamCommand &c = mine.commands[pc_];
+    uint16_t s = streamOf(c);
+    if (s >= streams_.size())
+      throw CudaError("rank " + std::to_string(rank_) + ": command " + std::to_string(pc_) +
+                      " names stream " + std::to_string(s) + " of " +
+                      std::to_string(streams_.size()));
+    cudaStream_t stream = streams_[s];
+    switch (c.cmd) {
+    case StreamCmd::Run:
+      run(c);
+      break;
+    case StreamCmd::Record:
+      PIPERT_CUDA(cudaEventRecord(events_.at(c.arg), stream));
+      break;
+    case StreamCmd::Wait:
+      PIPERT_CUDA(cudaStreamWaitEvent(stream, events_.at(c.arg), 0));
+      break;
+    case StreamCmd::Send: {
+      auto it = toSend_.find(c.arg);
+      if (it == toSend_.end())
+        throw CudaError("rank " + std::to_string(rank_) + " sends message " +
+                        std::to_string(c.arg) + " before an op produced it");
+      transport_.send(c.arg, it->second, shared_.activationBytes, stream);
+      toSend_.erase(it);
+      break;
+    }
+    case StreamCmd::Recv:
+      if (!transport_.canReceive(c.arg))
+        return false;
+      received_[c.arg] = transport_.receive(c.arg, shared_.activationBytes, stream);
+      break;
+    }
+  }
+  return true;
+}
+
+std::string RankExecutor::position() const {
+  const RankStreams &mine = shared_.streams->ranks[rank_];
+  if (pc_ >= mine.numCommands)
+    return "rank " + std::to_string(rank_) + " is done";
+  const StreamCommand &c = mine.commands[pc_];
+  std::string text = "rank " + std::to_string(rank_) + " at command " + std::to_string(pc_);
+  if (c.cmd == StreamCmd::Recv) {
+    const ProgramMessage &m = shared_.program->messages[c.arg];
+    text += ", receiving message " + std::to_string(c.arg) + " from rank " +
+            std::to_string(m.from);
+  }
+  return text;
+}
+
+void *RankExecutor::allocate(cudaStream_t stream) {
+  void *buffer = nullptr;
+  PIPERT_CUDA(cudaMallocAsync(&buffer, shared_.activationBytes, stream));
+  return buffer;
+}
+
+void *RankExecutor::take(uint32_t i, bool gradient, int producerStage, int mb) {
+  uint32_t id = incoming_[i];
+  if (id != kNone) {
+    auto it = received_.find(id);
+    if (it == received_.end())
+      throw CudaError("rank " + std::to_string(rank_) + " op " + std::to_string(i) +
+                      " runs before message " + std::to_string(id) + " was received");
+    void *buffer = it->second;
+    received_.erase(it);
+    return buffer;
+  }
+  auto it = local_.find({gradient, producerStage, mb});
+  if (it == local_.end())
+    throw CudaError("rank " + std::to_string(rank_) + " op " + std::to_string(i) +
+                    " has no local input (stage " + std::to_string(producerStage) +
+                    ", micro-batch " + std::to_string(mb) + ")");
+  void *buffer = it->second;
+  local_.erase(it);
+  return buffer;
+}
+
+void RankExecutor::deliver(uint32_t i, bool gradient, int stage, int mb, void *buffer) {
+  if (outgoing_[i] != kNone)
+    toSend_[outgoing_[i]] = buffer;
+  else
+    local_[{gradient, stage, mb}] = buffer;
+}
+
+// The first part of op i: its inputs and a fresh output buffer.
+void RankExecutor::startOp(uint32_t i, const ProgramOp &op, cudaStream_t stream) {
+  OpBuffers &b = buffers_[i];
+  if (timing_) {
+    size_t k = intervals_.size();
+    while (timingEvents_.size() < 2 * (k + 1)) {
+      cudaEvent_t e;
+      PIPERT_CUDA(cudaEventCreate(&e));
+      timingEvents_.push_back(e);
+    }
+    intervals_.push_back({i, timingEvents_[2 * k], timingEvents_[2 * k + 1]});
+    b.interval = k;
+    PIPERT_CUDA(cudaEventRecord(intervals_[k].start, stream));
+  }
+  int last = shared_.program->numStages - 1;
+  bool empty = shared_.options->model == ModelKind::Empty;
+  switch (op.kind) {
+  case OpCode::F:
+    if (op.stage == 0)
+      b.input = empty ? nullptr : shared_.inputs[size_t(op.microbatch)];
+    else
+      b.input = take(i, false, op.stage - 1, op.microbatch);
+    b.output = allocate(stream);
+    break;
+  case OpCode::B:
+  case OpCode::I:
+    if (op.stage == last) {
+      b.input = allocate(stream);
+      auto it = lastOutputs_.find(op.microbatch);
+      if (it == lastOutputs_.end())
+        throw CudaError("rank " + std::to_string(rank_) + ": backward of micro-batch " +
+                        std::to_string(op.microbatch) + " before its forward's output");
+      if (!empty)
+        mseLossAndGrad(it->second, shared_.targets[size_t(op.microbatch)], b.input, loss_,
+                       shared_.tokens, shared_.hidden, shared_.options->dtype, stream);
+      PIPERT_CUDA(cudaFreeAsync(it->second, stream));
+      lastOutputs_.erase(it);
+    } else {
+      b.input = take(i, true, op.stage + 1, op.microbatch);
+    }
+    b.output = allocate(stream);
+    break;
+  case OpCode::W:
+    break;
+  }
+}
+
+// The last part of op i: hands its output on and frees its input.
+void RankExecutor::finishOp(uint32_t i, const ProgramOp &op, cudaStream_t stream) {
+  OpBuffers &b = buffers_[i];
+  int last = shared_.program->numStages - 1;
+  bool persistentInput = op.kind == OpCode::F && op.stage == 0;
+  if (b.input && !persistentInput)
+    PIPERT_CUDA(cudaFreeAsync(b.input, stream));
+  if (op.kind == OpCode::F) {
+    if (op.stage == last)
+      lastOutputs_[op.microbatch] = b.output;
+    else
+      deliver(i, false, op.stage, op.microbatch, b.output);
+  } else if (op.kind != OpCode::W) {
+    if (op.stage > 0)
+      deliver(i, true, op.stage, op.microbatch, b.output);
+    else
+      PIPERT_CUDA(cudaFreeAsync(b.output, stream));
+  }
+  b = OpBuffers{nullptr, nullptr, b.partsDone, b.interval};
+  if (timing_ && b.interval != ~size_t(0))
+    PIPERT_CUDA(cudaEventRecord(intervals_[b.interval].end, stream));
+  size_t stored = 0;
+  for (auto &[chunk, stage] : stages_)
+    stored += stage->storedMicroBatches();
+  peakStored_ = std::max(peakStored_, stored);
+}
+
+void RankExecutor::run(const StreamCommand &c) {
+  const RankTable &table = shared_.program->ranks[rank_];
+  if (c.arg >= table.numOps)
+    throw CudaError("rank " + std::to_string(rank_) + ": command runs op " +
+                    std::to_string(c.arg) + " of " + std::to_string(table.numOps));
+  uint32_t i = c.arg;
+  const ProgramOp &op = table.ops[i];
+  uint16_t s = streamOf(c);
+  cudaStream_t stream = streams_[s];
+  Launch at{stream, blas_.at(std::min<uint16_t>(s, 1))};
+  OpBuffers &b = buffers_[i];
+  int parts = c.part == RunPart::Whole ? 4 : 1;
+  // A pair's half runs its sub-operations in its chain's order, each once.
+  bool expected = c.part == RunPart::Whole
+                      ? b.partsDone == 0
+                      : op.kind != OpCode::W &&
+                            (op.kind == OpCode::F ? forwardPosition(subOpOf(c.part))
+                                                  : backwardPosition(subOpOf(c.part))) ==
+                                b.partsDone;
+  if (!expected)
+    throw CudaError("rank " + std::to_string(rank_) + ": command " + std::to_string(pc_) +
+                    " runs a part of op " + std::to_string(i) + " out of its order");
+  if (b.partsDone == 0)
+    startOp(i, op, stream);
+  if (shared_.options->model == ModelKind::Empty) {
+    touch(scratchWord_, stream);
+  } else {
+    GpuStage &stage = *stages_.at(op.chunk);
+    WeightGrad when = op.kind == OpCode::I ? WeightGrad::Deferred : WeightGrad::Now;
+    for (int k = 0; k < parts; ++k) {
+      int position = b.partsDone + k;
+      if (op.kind == OpCode::W)
+        stage.backwardWeight(op.microbatch, at);
+      else if (op.kind == OpCode::F)
+        stage.forwardPart(op.microbatch, parts == 4 ? kForwardParts[position] : subOpOf(c.part),
+                          b.input, b.output, at);
+      else
+        stage.backwardPart(op.microbatch,
+                           parts == 4 ? kBackwardParts[position] : subOpOf(c.part), b.input,
+                           b.output, when, at);
+      if (op.kind == OpCode::W)
+        break;
+    }
+  }
+  b.partsDone += parts;
+  if (b.partsDone >= 4)
+    finishOp(i, op, stream);
+}
+
+} // namespace pipert::cuda

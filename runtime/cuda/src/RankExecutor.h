@@ -1,0 +1,110 @@
+// One rank of a CUDA stream program: its streams, events, stages and buffers,
+// and the interpreter of its command list (pipert/StreamProgram.h). advance()
+// enqueues commands in order until the list ends or a receive cannot be
+// enqueued yet (in-process: the sender has not enqueued its send), so one host
+// thread can drive every rank of the in-process transport and a proved
+// schedule never stalls it. Nothing here waits for the GPU.
+//
+// Buffers are allocated and freed stream-ordered (cudaMallocAsync): an op's
+// output on the stream of its first part, its inputs freed on the stream of
+// its last, so a whole step can be captured into a CUDA graph.
+#pragma once
+
+#include "CudaOptions.h"
+#include "Transport.h"
+
+#include "pipert/Program.h"
+#include "pipert/StreamProgram.h"
+#include "pipert/cuda/GpuStage.h"
+
+#include <map>
+#include <memory>
+#include <tuple>
+#include <vector>
+
+namespace pipert::cuda {
+
+// What every rank shares: the program, the options, the data on the device.
+struct StepInputs {
+  const Program *program;
+  const StreamProgram *streams;
+  const CudaOptions *options;
+  size_t tokens, hidden;
+  size_t activationBytes;            // one activation or gradient
+  std::vector<void *> inputs, targets; // per micro-batch, dtype; empty for --model empty
+};
+
+struct OpInterval {
+  uint32_t op;
+  cudaEvent_t start, end; // timing events (with --trace)
+};
+
+class RankExecutor {
+public:
+  RankExecutor(int rank, const StepInputs &shared, Transport &transport,
+               std::map<int, std::unique_ptr<GpuStage>> stages);
+  ~RankExecutor();
+  RankExecutor(const RankExecutor &) = delete;
+  RankExecutor &operator=(const RankExecutor &) = delete;
+
+  int rank() const { return rank_; }
+  // Every stream waits for `event` (recorded on the step's origin stream).
+  void forkFrom(cudaEvent_t event);
+  // Records the end of every stream; `origin` waits for all of them.
+  void joinInto(cudaStream_t origin);
+  void beginStep(bool timing);
+  // Enqueues commands until done (true) or blocked on a receive (false).
+  bool advance();
+  bool done() const { return pc_ == numCommands(); }
+  // Describes the command advance() stopped at (for errors).
+  std::string position() const;
+
+  cudaStream_t computeStream() const { return streams_[kComputeStream]; }
+  cublasHandle_t computeBlas() const { return blas_[kComputeStream]; }
+  std::map<int, std::unique_ptr<GpuStage>> &stages() { return stages_; }
+  double *deviceLoss() const { return loss_; }
+  const std::vector<OpInterval> &intervals() const { return intervals_; }
+  size_t peakStored() const { return peakStored_; }
+
+private:
+  struct OpBuffers {
+    void *input = nullptr;  // activation (F) or output gradient (B, I)
+    void *output = nullptr; // output (F) or input gradient (B, I)
+    int partsDone = 0;
+    size_t interval = ~size_t(0);
+  };
+  using LocalKey = std::tuple<int, int, int>; // gradient?, producing stage, micro-batch
+
+  uint32_t numCommands() const { return shared_.streams->ranks[rank_].numCommands; }
+  uint16_t streamOf(const StreamCommand &c) const;
+  void run(const StreamCommand &c);
+  void startOp(uint32_t i, const ProgramOp &op, cudaStream_t stream);
+  void finishOp(uint32_t i, const ProgramOp &op, cudaStream_t stream);
+  void *take(uint32_t i, bool gradient, int producerStage, int mb);
+  void deliver(uint32_t i, bool gradient, int stage, int mb, void *buffer);
+  void *allocate(cudaStream_t stream);
+
+  int rank_;
+  const StepInputs &shared_;
+  Transport &transport_;
+  std::map<int, std::unique_ptr<GpuStage>> stages_; // by chunk
+  std::vector<cudaStream_t> streams_;
+  std::vector<cublasHandle_t> blas_;     // compute and expert streams
+  std::vector<void *> blasWorkspaces_;
+  std::vector<cudaEvent_t> events_;
+  std::vector<cudaEvent_t> joins_;       // per stream, for joinInto
+  std::vector<uint32_t> incoming_, outgoing_; // per op: message id or ~0
+  std::vector<OpBuffers> buffers_;       // per op, this step
+  std::map<LocalKey, void *> local_;     // same-rank hand-offs
+  std::map<int, void *> lastOutputs_;    // last stage: output per micro-batch
+  std::map<uint32_t, void *> received_, toSend_;
+  void *scratchWord_ = nullptr;          // --model empty writes here
+  double *loss_ = nullptr;
+  bool timing_ = false;
+  std::vector<OpInterval> intervals_;
+  std::vector<cudaEvent_t> timingEvents_; // reused across steps
+  size_t peakStored_ = 0;
+  uint32_t pc_ = 0;
+};
+
+} // namespace pipert::cuda

@@ -1,0 +1,439 @@
+#include "StepRunner.h"
+
+#include "ExecKernels.cuh"
+#include "InProcessTransport.h"
+
+#include "pipert/Batch.h"
+#include "pipert/Reference.h"
+#include "pipert/cuda/CudaCheck.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+namespace pipert::cuda {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double microsSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+}
+
+const char *modelName(ModelKind kind) {
+  return kind == ModelKind::Mlp ? "mlp" : kind == ModelKind::Moe ? "moe" : "empty";
+}
+
+} // namespace
+
+StepRunner::StepRunner(const Program &program, const StreamProgram &streams,
+                       const CudaOptions &options, int devices)
+    : program_(program), streams_(streams), options_(options),
+      nccl_(options.transport == TransportKind::Nccl) {
+  if (nccl_) {
+    group_ = processGroupFromEnvironment();
+    if (group_.localRank >= devices)
+      throw std::runtime_error("LOCAL_RANK " + std::to_string(group_.localRank) + " but only " +
+                               std::to_string(devices) + " CUDA devices");
+  }
+  PIPERT_CUDA(cudaSetDevice(nccl_ ? group_.localRank : 0));
+  // Keep freed memory in the pool: steps reuse it instead of returning it to the driver.
+  cudaMemPool_t pool;
+  PIPERT_CUDA(cudaDeviceGetDefaultMemPool(&pool, nccl_ ? group_.localRank : 0));
+  uint64_t keep = UINT64_MAX;
+  PIPERT_CUDA(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+
+  shared_.program = &program;
+  shared_.streams = &streams;
+  shared_.options = &options;
+  shared_.tokens = size_t(options.seq);
+  shared_.hidden = size_t(options.hidden);
+  shared_.activationBytes = options.model == ModelKind::Empty
+                                ? sizeof(float)
+                                : shared_.tokens * shared_.hidden * dtypeBytes(options.dtype);
+  PIPERT_CUDA(cudaStreamCreateWithFlags(&origin_, cudaStreamNonBlocking));
+  PIPERT_CUDA(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
+  PIPERT_CUDA(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
+  PIPERT_CUDA(cudaEventCreate(&stepStart_));
+  if (nccl_) {
+    auto transport = std::make_unique<NcclTransport>(program, group_, options.timeoutSeconds);
+    ncclTransport_ = transport.get();
+    transport_ = std::move(transport);
+  } else {
+    transport_ = std::make_unique<InProcessTransport>(program.numMessages);
+  }
+  uploadData();
+  buildRanks();
+}
+
+StepRunner::~StepRunner() {
+  ranks_.clear();
+  if (graph_)
+    cudaGraphExecDestroy(graph_);
+  for (void *p : shared_.inputs)
+    cudaFree(p);
+  for (void *p : shared_.targets)
+    cudaFree(p);
+  cudaEventDestroy(fork_);
+  cudaEventDestroy(done_);
+  cudaEventDestroy(stepStart_);
+  cudaStreamDestroy(origin_);
+}
+
+ModelSpec StepRunner::modelSpec() const {
+  ModelSpec model;
+  model.seed = options_.seed;
+  for (int s = 0; s < program_.numStages; ++s) {
+    StageSpec spec;
+    if (options_.model == ModelKind::Moe) {
+      spec.kind = StageKind::Moe;
+      spec.moe = MoeConfig{options_.hidden, 2 * options_.hidden, 4, 2, false};
+    } else {
+      spec.dense = DenseConfig{options_.hidden, 4 * options_.hidden, false};
+    }
+    model.stages.push_back(spec);
+  }
+  return model;
+}
+
+void StepRunner::uploadData() {
+  if (options_.model == ModelKind::Empty)
+    return;
+  BatchSpec batch{program_.numMicrobatches, options_.seq, options_.hidden, options_.seed + 1};
+  validateBatch(batch);
+  size_t bytes = shared_.activationBytes;
+  for (int mb = 0; mb < program_.numMicrobatches; ++mb)
+    for (auto *list : {&shared_.inputs, &shared_.targets}) {
+      Tensor<double> host = list == &shared_.inputs ? microBatchInput<double>(batch, mb)
+                                                    : microBatchTarget<double>(batch, mb);
+      void *device = nullptr;
+      PIPERT_CUDA(cudaMalloc(&device, bytes));
+      uploadActivation(std::vector<double>(host.data(), host.data() + host.size()), device,
+                       options_.dtype, origin_);
+      list->push_back(device);
+    }
+  PIPERT_CUDA(cudaStreamSynchronize(origin_));
+}
+
+void StepRunner::buildRanks() {
+  ModelSpec model = modelSpec();
+  for (int r = 0; r < program_.numRanks; ++r) {
+    if (nccl_ && r != group_.rank)
+      continue;
+    std::map<int, std::unique_ptr<GpuStage>> stages;
+    const RankTable &table = program_.ranks[r];
+    if (options_.model != ModelKind::Empty)
+      for (uint32_t i = 0; i < table.numOps; ++i) {
+        const ProgramOp &op = table.ops[i];
+        if (stages.count(op.chunk))
+          continue;
+        // Same seed and stage index: every copy starts identical to the reference's.
+        std::unique_ptr<Stage<double>> cpu = makeStage<double>(model, op.stage);
+        stages[op.chunk] =
+            makeGpuStage(*cpu, model.stages[size_t(op.stage)], shared_.tokens, options_.dtype);
+      }
+    ranks_.push_back(std::make_unique<RankExecutor>(r, shared_, *transport_, std::move(stages)));
+  }
+  PIPERT_CUDA(cudaDeviceSynchronize());
+}
+
+int64_t StepRunner::totalOps() const {
+  int64_t ops = 0;
+  for (const auto &rank : ranks_)
+    ops += program_.ranks[rank->rank()].numOps;
+  return ops;
+}
+
+// Enqueues one whole step on every stream of this process, forked from and
+// joined into the origin stream (so it can be captured as one graph).
+void StepRunner::enqueueStep(bool timing) {
+  transport_->beginStep();
+  PIPERT_CUDA(cudaEventRecord(fork_, origin_));
+  if (timing)
+    PIPERT_CUDA(cudaEventRecord(stepStart_, origin_));
+  for (auto &rank : ranks_) {
+    rank->forkFrom(fork_);
+    rank->beginStep(timing);
+  }
+  // Round robin: a rank stops only at a receive whose send is not enqueued
+  // yet; a proved schedule always lets some rank go on.
+  for (;;) {
+    bool allDone = true, progressed = false;
+    for (auto &rank : ranks_) {
+      if (rank->done())
+        continue;
+      std::string before = rank->position();
+      bool finished = rank->advance();
+      progressed |= finished || rank->position() != before;
+      allDone &= finished;
+    }
+    if (allDone)
+      break;
+    if (!progressed) {
+      std::string where;
+      for (auto &rank : ranks_)
+        if (!rank->done())
+          where += "\n  " + rank->position();
+      throw std::runtime_error("the stream programs stalled while enqueuing (they were not "
+                               "produced by this pipec, or were edited):" + where);
+    }
+  }
+  for (auto &rank : ranks_)
+    rank->joinInto(origin_);
+  syncGradients();
+}
+
+// Replicated stages sum their gradients over their copies.
+void StepRunner::syncGradients() {
+  if (nccl_) {
+    ncclTransport_->beginGroup();
+    for (uint32_t g = 0; g < program_.numSyncGroups; ++g) {
+      const SyncGroupTable &group = program_.syncGroups[g];
+      int mine = 0;
+      for (uint32_t k = 0; k < group.size; ++k)
+        if (group.ranks[k] == group_.rank && mine++ == 0 && options_.model != ModelKind::Empty)
+          for (const DeviceGradient &grad :
+               ranks_[0]->stages().at(group.chunks[k])->gradients())
+            ncclTransport_->allReduce(g, grad.data, grad.rows * grad.cols, origin_);
+      if (mine > 1)
+        throw std::runtime_error("stage " + std::to_string(group.stage) +
+                                 " has two copies on one rank; the NCCL transport sums "
+                                 "copies across ranks only");
+    }
+    ncclTransport_->allReduceWorld(ranks_[0]->deviceLoss(), origin_);
+    ncclTransport_->endGroup();
+    return;
+  }
+  if (options_.model == ModelKind::Empty)
+    return;
+  for (uint32_t g = 0; g < program_.numSyncGroups; ++g) {
+    const SyncGroupTable &group = program_.syncGroups[g];
+    std::vector<std::vector<DeviceGradient>> copies;
+    for (uint32_t k = 0; k < group.size; ++k)
+      copies.push_back(ranks_[size_t(group.ranks[k])]->stages().at(group.chunks[k])->gradients());
+    for (size_t p = 0; p < copies[0].size(); ++p) {
+      size_t count = copies[0][p].rows * copies[0][p].cols;
+      for (size_t k = 1; k < copies.size(); ++k)
+        addInto(copies[0][p].data, copies[k][p].data, count, origin_);
+      for (size_t k = 1; k < copies.size(); ++k)
+        PIPERT_CUDA(cudaMemcpyAsync(copies[k][p].data, copies[0][p].data, count * sizeof(float),
+                                    cudaMemcpyDeviceToDevice, origin_));
+    }
+  }
+}
+
+// Waits for the origin stream, polling for asynchronous errors; after
+// --timeout without completion, aborts the communicators and gives up.
+void StepRunner::waitForStep(const char *what) {
+  PIPERT_CUDA(cudaEventRecord(done_, origin_));
+  Clock::time_point deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(options_.timeoutSeconds));
+  for (int spins = 0;; ++spins) {
+    cudaError_t state = cudaEventQuery(done_);
+    if (state == cudaSuccess)
+      return;
+    if (state != cudaErrorNotReady)
+      throwCudaError("cudaEventQuery(step done)", state, __FILE__, __LINE__);
+    transport_->poll();
+    if (Clock::now() > deadline) {
+      transport_->abort();
+      throw StepTimeout(std::string(what) + " did not finish within " +
+                        std::to_string(options_.timeoutSeconds) + " s (transport " +
+                        transport_->name() + "; communicators aborted). A peer process may " +
+                        "have died or be running a different program.");
+    }
+    if (spins > 1000) // spin briefly, then yield: short steps stay short
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+StepRunner::StepTimes StepRunner::eagerStep(bool timing) {
+  StepTimes times;
+  Clock::time_point start = Clock::now();
+  enqueueStep(timing);
+  times.hostMicros = microsSince(start);
+  waitForStep("the step");
+  times.totalMicros = microsSince(start);
+  return times;
+}
+
+StepRunner::StepTimes StepRunner::graphStep() {
+  if (!graph_) {
+    cudaGraph_t graph;
+    PIPERT_CUDA(cudaStreamBeginCapture(origin_, cudaStreamCaptureModeThreadLocal));
+    try {
+      enqueueStep(false);
+    } catch (...) {
+      cudaStreamEndCapture(origin_, &graph); // leave the stream usable for the error path
+      throw;
+    }
+    PIPERT_CUDA(cudaStreamEndCapture(origin_, &graph));
+    PIPERT_CUDA(cudaGraphInstantiate(&graph_, graph, 0));
+    PIPERT_CUDA(cudaGraphDestroy(graph));
+  }
+  StepTimes times;
+  Clock::time_point start = Clock::now();
+  PIPERT_CUDA(cudaGraphLaunch(graph_, origin_));
+  times.hostMicros = microsSince(start);
+  waitForStep("the graph replay");
+  times.totalMicros = microsSince(start);
+  return times;
+}
+
+double StepRunner::loss() {
+  double total = 0;
+  for (auto &rank : ranks_) {
+    double value = 0;
+    PIPERT_CUDA(cudaMemcpy(&value, rank->deviceLoss(), sizeof value, cudaMemcpyDeviceToHost));
+    total += value;
+    if (nccl_)
+      break; // already summed over the world
+  }
+  return total;
+}
+
+// This process's gradients per stage (the first local copy of each), shaped as `layout`.
+GradientSet<double> StepRunner::gradients(const GradientSet<double> &layout) {
+  GradientSet<double> set(layout.size());
+  for (auto &rank : ranks_)
+    for (auto &[chunk, stage] : rank->stages()) {
+      size_t s = size_t(stage->stageIndex());
+      if (!set[s].empty())
+        continue;
+      for (const DeviceGradient &g : stage->gradients()) {
+        std::vector<float> host(g.rows * g.cols);
+        PIPERT_CUDA(cudaMemcpy(host.data(), g.data, host.size() * sizeof(float),
+                               cudaMemcpyDeviceToHost));
+        Tensor<double> value(g.rows, g.cols);
+        for (size_t e = 0; e < host.size(); ++e)
+          value[e] = host[e];
+        set[s].push_back({g.name, std::move(value)});
+      }
+    }
+  return set;
+}
+
+bool StepRunner::writeTrace(const std::string &path) {
+  std::FILE *out = std::fopen(path.c_str(), "w");
+  if (!out) {
+    std::fprintf(stderr, "pipert: error: cannot write trace '%s'\n", path.c_str());
+    return false;
+  }
+  static const char *kNames[] = {"F", "B", "I", "W"};
+  std::fprintf(out, "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n");
+  bool first = true;
+  for (auto &rank : ranks_) {
+    std::fprintf(out, "%s{\"ph\": \"M\", \"pid\": %d, \"name\": \"process_name\", \"args\": "
+                      "{\"name\": \"rank %d\"}}",
+                 first ? "" : ",\n", rank->rank(), rank->rank());
+    first = false;
+    for (const OpInterval &t : rank->intervals()) {
+      float start = 0, end = 0;
+      PIPERT_CUDA(cudaEventElapsedTime(&start, stepStart_, t.start));
+      PIPERT_CUDA(cudaEventElapsedTime(&end, stepStart_, t.end));
+      const ProgramOp &op = program_.ranks[rank->rank()].ops[t.op];
+      std::fprintf(out, ",\n{\"ph\": \"X\", \"pid\": %d, \"tid\": 0, \"name\": \"%s%d.s%d.mb%d\", "
+                        "\"ts\": %.3f, \"dur\": %.3f}",
+                   rank->rank(), kNames[int(op.kind)], op.chunk, op.stage, op.microbatch,
+                   1000.0 * start, 1000.0 * (end - start));
+    }
+  }
+  std::fprintf(out, "\n]}\n");
+  return std::fclose(out) == 0;
+}
+
+int StepRunner::check(double loss, const GradientSet<double> &got) {
+  ModelSpec model = modelSpec();
+  auto stages = makeAllStages<double>(model);
+  BatchSpec batch{program_.numMicrobatches, options_.seq, options_.hidden, options_.seed + 1};
+  ReferenceResult<double> reference = Reference<double>(stagePointers(stages)).run(batch);
+  // With NCCL a process holds some stages: compare those.
+  GradientSet<double> want = reference.gradients;
+  for (size_t s = 0; s < want.size(); ++s)
+    if (got[s].empty())
+      want[s].clear();
+  double tolerance = options_.tolerance > 0 ? options_.tolerance
+                                            : options_.dtype == DType::F32 ? 1e-4 : 5e-2;
+  double lossError = std::abs(loss - reference.loss) / std::max(std::abs(reference.loss), 1e-300);
+  GradientComparison comparison = compareGradients(want, got, tolerance);
+  std::printf("check: loss %.9g (reference %.9g, relative error %.3g)\n", loss, reference.loss,
+              lossError);
+  std::printf("check: max relative gradient error per stage:");
+  for (const StageError &e : comparison.stages)
+    if (!got[size_t(e.stage)].empty())
+      std::printf(" %d: %.3g", e.stage, e.maxRelError);
+  bool ok = comparison.passed && lossError <= tolerance;
+  std::printf("\ncheck: tolerance %g (%s): %s\n", tolerance, dtypeName(options_.dtype),
+              ok ? "PASS" : "FAIL");
+  if (!comparison.passed)
+    std::printf("%s\n", comparison.report().c_str());
+  return ok ? 0 : 1;
+}
+
+int StepRunner::run() {
+  cudaDeviceProp properties;
+  PIPERT_CUDA(cudaGetDeviceProperties(&properties, nccl_ ? group_.localRank : 0));
+  std::printf("pipert-cuda: schedule %s (%s): %d ranks, %d stages, %d micro-batches; model %s, "
+              "%s, hidden %d, %d tokens per micro-batch; transport %s%s; %s%s\n",
+              program_.name, program_.parameters, program_.numRanks, program_.numStages,
+              program_.numMicrobatches, modelName(options_.model), dtypeName(options_.dtype),
+              options_.hidden, options_.seq, transport_->name(),
+              nccl_ ? (" (rank " + std::to_string(group_.rank) + ")").c_str() : "",
+              properties.name, options_.serialPairs ? "; overlap pairs serial" : "");
+  int64_t ops = totalOps();
+  bool timing = !options_.tracePath.empty();
+  // Eager steps (all of them without --cuda-graphs; the first one with it).
+  int eagerSteps = options_.graphs ? 1 : options_.steps;
+  StepTimes last;
+  double eagerLoss = 0;
+  for (int step = 1; step <= eagerSteps; ++step) {
+    last = eagerStep(timing);
+    eagerLoss = loss();
+    std::printf("step %d (eager): loss %.9g, %.3f ms; host enqueue %.2f us per op\n", step,
+                eagerLoss, last.totalMicros / 1000, last.hostMicros / double(std::max<int64_t>(ops, 1)));
+  }
+  if (timing && !writeTrace(options_.tracePath))
+    return 2;
+  GradientSet<double> layout(size_t(program_.numStages));
+  if (options_.model != ModelKind::Empty) {
+    auto stages = makeAllStages<double>(modelSpec());
+    for (size_t s = 0; s < layout.size(); ++s)
+      layout[s] = snapshotGradients(*stages[s]);
+  }
+  GradientSet<double> eagerGradients = gradients(layout);
+  std::printf("eager: %.3f ms per step, %.2f us per op\n", last.totalMicros / 1000,
+              last.totalMicros / double(std::max<int64_t>(ops, 1)));
+
+  double finalLoss = eagerLoss;
+  GradientSet<double> finalGradients = eagerGradients;
+  if (options_.graphs) {
+    int replays = std::max(options_.steps - 1, 1);
+    for (int step = 1; step <= replays; ++step) {
+      last = graphStep();
+      finalLoss = loss();
+      std::printf("step %d (graph): loss %.9g, %.3f ms; launch %.2f us\n", step + 1, finalLoss,
+                  last.totalMicros / 1000, last.hostMicros);
+    }
+    std::printf("graph: %.3f ms per step, %.2f us per op\n", last.totalMicros / 1000,
+                last.totalMicros / double(std::max<int64_t>(ops, 1)));
+    finalGradients = gradients(layout);
+    bool identical = finalLoss == eagerLoss;
+    for (size_t s = 0; s < finalGradients.size(); ++s)
+      for (size_t p = 0; p < finalGradients[s].size(); ++p)
+        identical &= finalGradients[s][p].value.size() == eagerGradients[s][p].value.size() &&
+                     std::memcmp(finalGradients[s][p].value.data(),
+                                 eagerGradients[s][p].value.data(),
+                                 finalGradients[s][p].value.size() * sizeof(double)) == 0;
+    std::printf("graph replay vs eager step: %s\n", identical ? "identical" : "DIFFERENT");
+    if (!identical)
+      return 1;
+  }
+  if (!options_.check)
+    return 0;
+  return check(finalLoss, finalGradients);
+}
+
+} // namespace pipert::cuda

@@ -1,0 +1,39 @@
+// How a rank's point-to-point messages travel. The executor hands a transport
+// each Send and Recv command on the channel's stream; the transport enqueues
+// the transfer there, stream-ordered, so the host never waits on the GPU.
+//   InProcessTransport: every rank in this process on one GPU (NCCL refuses
+//     two ranks on one device); a receive is a device-to-device copy ordered
+//     after the send by an event.
+//   NcclTransport: one rank per process; each channel is its own two-rank
+//     communicator, every send and receive an ncclSend/ncclRecv in a group.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace pipert::cuda {
+
+class Transport {
+public:
+  virtual ~Transport() = default;
+  virtual const char *name() const = 0;
+  // Message `id` leaves `data` (bytes long, allocated stream-ordered); the
+  // transport owns it from now on and frees it once it is sent.
+  virtual void send(uint32_t id, void *data, size_t bytes, cudaStream_t stream) = 0;
+  // Whether the receive of `id` can be enqueued: the host has enqueued its send
+  // (in-process), or always (NCCL: the peer's stream handles it).
+  virtual bool canReceive(uint32_t id) const = 0;
+  // A fresh buffer (stream-ordered) that holds message `id` once `stream` gets there.
+  virtual void *receive(uint32_t id, size_t bytes, cudaStream_t stream) = 0;
+  // Called before every step (in-process: forget the previous step's sends).
+  virtual void beginStep() {}
+  // Throws CudaError when the transport saw an asynchronous failure.
+  virtual void poll() {}
+  // Makes any blocked transfer fail instead of hanging (ncclCommAbort).
+  virtual void abort() {}
+};
+
+} // namespace pipert::cuda
