@@ -7,17 +7,32 @@ namespace pipec {
 
 namespace {
 
-constexpr size_t kCommandsPerLine = 6;
+constexpr size_t kCommandsPerLine = 8;
 
-// Short names the command tables use: {Run, part, stream, op} reads as a line
-// of a stream program.
+// Short names the command tables use, so a command reads as a line of a stream
+// program ({Run,Mlp,0,8}: run op 8's MLP sub-operation on stream 0) and a large
+// schedule's file stays small.
 void writeCommandAliases(llvm::raw_ostream &out) {
   out << "\n// Stream commands: {command, part, stream, argument}. Streams: 0 compute, 1 expert\n"
-      << "// all-to-all, 2.. one per point-to-point channel. Run: op index (Whole: the\n"
-      << "// op; Attention/Dispatch/Mlp/Combine: one sub-operation of an overlap pair);\n"
-      << "// Send/Recv: message id; Record/Wait: event id.\n"
-      << "using C = pipert::StreamCmd;\n"
-      << "using P = pipert::RunPart;\n";
+      << "// all-to-all, 2.. one per point-to-point channel. Run: op index (All: the\n"
+      << "// whole op; Attn/Disp/Mlp/Comb: one sub-operation of an overlap pair);\n"
+      << "// Send/Recv: message id; Rec/Wait: record or wait for an event id.\n"
+      << "constexpr auto Run = pipert::StreamCmd::Run, Send = pipert::StreamCmd::Send,\n"
+      << "               Recv = pipert::StreamCmd::Recv, Rec = pipert::StreamCmd::Record,\n"
+      << "               Wait = pipert::StreamCmd::Wait;\n"
+      << "constexpr auto All = pipert::RunPart::Whole, Attn = pipert::RunPart::Attention,\n"
+      << "               Disp = pipert::RunPart::Dispatch, Mlp = pipert::RunPart::Mlp,\n"
+      << "               Comb = pipert::RunPart::Combine;\n";
+}
+
+const char *commandAlias(StreamCmd cmd) {
+  static const char *kNames[] = {"Run", "Send", "Recv", "Rec", "Wait"};
+  return kNames[static_cast<int>(cmd)];
+}
+
+const char *partAlias(RunPart part) {
+  static const char *kNames[] = {"All", "Attn", "Disp", "Mlp", "Comb"};
+  return kNames[static_cast<int>(part)];
 }
 
 void writeRankCommands(size_t r, const RankStreamProgram &rank, llvm::raw_ostream &out) {
@@ -28,8 +43,8 @@ void writeRankCommands(size_t r, const RankStreamProgram &rank, llvm::raw_ostrea
   out << "static const pipert::StreamCommand kRank" << r << "Commands[] = {";
   writeRows(rank.commands.size(), kCommandsPerLine, Layout::Rows, out, [&](size_t i) {
     const StreamCommand &c = rank.commands[i];
-    out << "{C::" << streamCmdName(c.cmd) << ",P::" << runPartName(c.part) << ',' << c.stream
-        << ',' << c.arg << '}';
+    out << '{' << commandAlias(c.cmd) << ',' << partAlias(c.part) << ',' << c.stream << ','
+        << c.arg << '}';
   });
   out << "};\n";
 }

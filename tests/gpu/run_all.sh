@@ -88,8 +88,10 @@ row() { ROWS+=("$(printf '%-44s %-6s %s' "$1" "$2" "$3")"); [ "$2" = FAIL ] && F
 # run LABEL LOG -- COMMAND...: PASS when it exits 0
 run() {
   local label=$1 log=$2; shift 3
-  if timeout 300 "$@" > "$log" 2>&1; then return 0; fi
-  echo "--- $label failed (exit $?):"; tail -15 "$log"; return 1
+  timeout 300 "$@" > "$log" 2>&1
+  local status=$?
+  [ $status -eq 0 ] && return 0
+  echo "--- $label failed (exit $status):"; tail -n 15 "$log"; return 1
 }
 grab() { sed -n "s/$2/\\1/p" "$1" | tail -1; } # LOG SED-PATTERN-WITH-ONE-GROUP
 
