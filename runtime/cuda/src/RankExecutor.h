@@ -56,6 +56,7 @@ public:
   // Enqueues commands until done (true) or blocked on a receive (false).
   bool advance();
   bool done() const { return pc_ == numCommands(); }
+  uint32_t commandsEnqueued() const { return pc_; }
   // Describes the command advance() stopped at (for errors).
   std::string position() const;
 

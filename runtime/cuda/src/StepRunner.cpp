@@ -164,9 +164,9 @@ void StepRunner::enqueueStep(bool timing) {
     for (auto &rank : ranks_) {
       if (rank->done())
         continue;
-      std::string before = rank->position();
+      uint32_t before = rank->commandsEnqueued();
       bool finished = rank->advance();
-      progressed |= finished || rank->position() != before;
+      progressed |= finished || rank->commandsEnqueued() != before;
       allDone &= finished;
     }
     if (allDone)
