@@ -2,11 +2,11 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
-#include <nccl.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 // The opaque handle types, given bodies here.
@@ -23,6 +23,9 @@ namespace {
 bool capturing = false;
 std::vector<std::function<void()>> captured;
 CUmemPoolHandle_st defaultPool;
+cudaError_t lastError = cudaSuccess;
+int fillByte = 0;
+std::unordered_map<void *, size_t> streamOrdered; // pointer -> bytes
 } // namespace
 
 void enqueue(std::function<void()> work) {
@@ -31,6 +34,10 @@ void enqueue(std::function<void()> work) {
   else
     work();
 }
+
+void setLastError(cudaError_t error) { lastError = error; }
+void fillNewAllocations(int byte) { fillByte = byte; }
+size_t liveStreamOrderedAllocations() { return streamOrdered.size(); }
 
 } // namespace pipert::hostcuda
 
@@ -54,8 +61,20 @@ cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int) {
 }
 cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t, cudaMemPoolAttr, void *) { return cudaSuccess; }
 cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
-cudaError_t cudaGetLastError() { return cudaSuccess; }
-const char *cudaGetErrorName(cudaError_t) { return "cudaErrorHostSimulation"; }
+cudaError_t cudaGetLastError() {
+  cudaError_t error = pipert::hostcuda::lastError;
+  pipert::hostcuda::lastError = cudaSuccess;
+  return error;
+}
+cudaError_t cudaPeekAtLastError() { return pipert::hostcuda::lastError; }
+const char *cudaGetErrorName(cudaError_t error) {
+  switch (error) { // the errors the simulation itself produces
+  case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+  case cudaErrorIllegalState: return "cudaErrorIllegalState";
+  case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+  default: return "cudaErrorHostSimulation";
+  }
+}
 const char *cudaGetErrorString(cudaError_t) { return "host simulation error"; }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned) {
@@ -85,23 +104,43 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t, cudaEvent_t) {
 }
 
 cudaError_t cudaMalloc(void **ptr, size_t size) {
-  *ptr = std::calloc(1, size ? size : 1);
+  *ptr = std::malloc(size ? size : 1);
+  if (*ptr)
+    std::memset(*ptr, pipert::hostcuda::fillByte, size);
   return *ptr ? cudaSuccess : cudaErrorMemoryAllocation;
 }
 cudaError_t cudaFree(void *ptr) {
+  pipert::hostcuda::streamOrdered.erase(ptr); // cudaFree also frees stream-ordered memory
   std::free(ptr);
   return cudaSuccess;
 }
 // Allocation happens when enqueued (also under capture: the graph keeps it);
 // a free under capture is dropped, so replays reuse the memory.
-cudaError_t cudaMallocAsync(void **ptr, size_t size, cudaStream_t) { return cudaMalloc(ptr, size); }
+cudaError_t cudaMallocAsync(void **ptr, size_t size, cudaStream_t) {
+  cudaError_t status = cudaMalloc(ptr, size);
+  if (status == cudaSuccess)
+    pipert::hostcuda::streamOrdered[*ptr] = size;
+  return status;
+}
 cudaError_t cudaFreeAsync(void *ptr, cudaStream_t) {
-  if (!pipert::hostcuda::capturing)
-    std::free(ptr);
+  using namespace pipert::hostcuda;
+  if (capturing)
+    return cudaSuccess;
+  auto it = streamOrdered.find(ptr);
+  if (it != streamOrdered.end()) {
+    if (fillByte) // later reads of the freed buffer would see the fill, not stale data
+      std::memset(ptr, fillByte, it->second);
+    streamOrdered.erase(it);
+  }
+  std::free(ptr);
   return cudaSuccess;
 }
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, cudaMemcpyKind) {
   std::memmove(dst, src, count);
+  return cudaSuccess;
+}
+cudaError_t cudaMemset(void *ptr, int value, size_t count) {
+  std::memset(ptr, value, count);
   return cudaSuccess;
 }
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, cudaMemcpyKind,
@@ -156,21 +195,5 @@ cublasStatus_t cublasSetStream_v2(cublasHandle_t, cudaStream_t) { return CUBLAS_
 cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t, void *, size_t) { return CUBLAS_STATUS_SUCCESS; }
 const char *cublasGetStatusName(cublasStatus_t) { return "CUBLAS_STATUS_HOST_SIMULATION"; }
 const char *cublasGetStatusString(cublasStatus_t) { return "host simulation"; }
-
-// NCCL: not simulated; every call fails with a clear reason.
-ncclResult_t ncclGetUniqueId(ncclUniqueId *) { return ncclInvalidUsage; }
-ncclResult_t ncclCommInitRank(ncclComm_t *, int, ncclUniqueId, int) { return ncclInvalidUsage; }
-ncclResult_t ncclCommSplit(ncclComm_t, int, int, ncclComm_t *, ncclConfig_t *) { return ncclInvalidUsage; }
-ncclResult_t ncclCommDestroy(ncclComm_t) { return ncclInvalidUsage; }
-ncclResult_t ncclCommAbort(ncclComm_t) { return ncclInvalidUsage; }
-ncclResult_t ncclCommGetAsyncError(ncclComm_t, ncclResult_t *) { return ncclInvalidUsage; }
-ncclResult_t ncclGroupStart() { return ncclInvalidUsage; }
-ncclResult_t ncclGroupEnd() { return ncclInvalidUsage; }
-ncclResult_t ncclSend(const void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t) { return ncclInvalidUsage; }
-ncclResult_t ncclRecv(void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t) { return ncclInvalidUsage; }
-ncclResult_t ncclAllReduce(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
-                           cudaStream_t) { return ncclInvalidUsage; }
-const char *ncclGetErrorString(ncclResult_t) { return "NCCL is not part of the host simulation"; }
-const char *ncclGetLastError(ncclComm_t) { return ""; }
 
 } // extern "C"

@@ -9,14 +9,32 @@
 // record, and a receive is enqueued only after its send. Under stream capture
 // operations are recorded instead, and a graph launch replays them in order
 // (allocations made during capture stay for the graph's life, as the graph's
-// own memory does on a GPU). NCCL is absent: its calls fail.
+// own memory does on a GPU). NCCL runs between processes on this machine
+// (HostNccl.cpp), its operations enqueued like the rest.
 #pragma once
 
+#include <cuda_runtime.h>
+
+#include <cstddef>
 #include <functional>
 
 namespace pipert::hostcuda {
 
 // Runs `work` now, or records it while a stream is being captured.
 void enqueue(std::function<void()> work);
+
+// What cudaGetLastError reports next (a failed kernel launch: the host kernel
+// emulation of tests/cuda_emu sets it, as a bad launch configuration does).
+void setLastError(cudaError_t error);
+
+// Fills every later allocation with `byte` (default 0, as calloc). A GPU
+// leaves fresh memory undefined; 0xFF makes reads of never-written memory
+// show up as NaN (float), -1 (int). With a non-zero byte, memory freed by
+// cudaFreeAsync outside capture is filled with it too, before it goes.
+void fillNewAllocations(int byte);
+
+// Stream-ordered allocations (cudaMallocAsync) not freed yet; those freed
+// under capture stay: the graph keeps them.
+size_t liveStreamOrderedAllocations();
 
 } // namespace pipert::hostcuda

@@ -27,3 +27,9 @@ if getattr(config, "have_cuda_runtime", "OFF") == "ON":
 if getattr(config, "cuda_hostsim_library", ""):
     config.available_features.add("cuda-hostsim")
     config.substitutions.append(("%cuda_hostsim", "%s %s" % (config.cuda_hostsim_library, config.pipert_library)))
+# The CUDA executor and the real GPU stages (kernels through a host kernel
+# emulation, GEMMs through a reference cuBLAS; tests/cuda_emu): emitted CUDA
+# programs run the GPU stage code, fp32 and bf16, with --check, without a GPU.
+if getattr(config, "cuda_emulated_library", ""):
+    config.available_features.add("cuda-emulated")
+    config.substitutions.append(("%cuda_emulated", "%s %s" % (config.cuda_emulated_library, config.pipert_library)))

@@ -3,6 +3,7 @@
 #include "pipert/cuda/CudaCheck.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -50,6 +51,12 @@ struct Socket {
   }
 };
 
+// What rank 0 sends before the id: a magic word and the world size.
+struct IdHeader {
+  char magic[8] = {'p', 'i', 'p', 'e', 'r', 't', 'I', 'D'};
+  uint32_t worldSize = 0;
+};
+
 double secondsLeft(Clock::time_point deadline) {
   return std::chrono::duration<double>(deadline - Clock::now()).count();
 }
@@ -82,22 +89,64 @@ bool readAll(int fd, void *data, size_t size, Clock::time_point deadline) {
   return true;
 }
 
-void serveId(const ncclUniqueId &id, int peers, int port, Clock::time_point deadline) {
-  Socket listener;
-  listener.fd = socket(AF_INET6, SOCK_STREAM, 0);
-  if (listener.fd < 0)
-    throw std::runtime_error(systemError("rank 0 cannot open a socket"));
+// A listening socket on `port`: dual-stack IPv6 where the host has IPv6, else IPv4.
+int listenOn(int port, int backlog) {
   int yes = 1, no = 0;
-  setsockopt(listener.fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  setsockopt(listener.fd, IPPROTO_IPV6, IPV6_V6ONLY, &no, sizeof no); // IPv4 peers too
-  sockaddr_in6 address{};
-  address.sin6_family = AF_INET6;
-  address.sin6_addr = in6addr_any;
-  address.sin6_port = htons(uint16_t(port));
-  if (bind(listener.fd, reinterpret_cast<sockaddr *>(&address), sizeof address) != 0 ||
-      listen(listener.fd, peers) != 0)
+  int fd = socket(AF_INET6, SOCK_STREAM, 0);
+  if (fd >= 0) {
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &no, sizeof no); // IPv4 peers too
+    sockaddr_in6 address{};
+    address.sin6_family = AF_INET6;
+    address.sin6_addr = in6addr_any;
+    address.sin6_port = htons(uint16_t(port));
+    if (bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof address) == 0 &&
+        listen(fd, backlog) == 0)
+      return fd;
+    close(fd);
+  }
+  fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0)
+    return -1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_ANY);
+  address.sin_port = htons(uint16_t(port));
+  if (bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof address) == 0 &&
+      listen(fd, backlog) == 0)
+    return fd;
+  close(fd);
+  return -1;
+}
+
+// connect() that gives up at the deadline (an unreachable MASTER_ADDR would
+// otherwise block for the kernel's own timeout).
+bool connectBefore(int fd, const sockaddr *address, socklen_t length, Clock::time_point deadline) {
+  int flags = fcntl(fd, F_GETFL, 0);
+  fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+  bool connected = connect(fd, address, length) == 0;
+  if (!connected && errno == EINPROGRESS) {
+    pollfd ready{fd, POLLOUT, 0};
+    int waitMs = int(std::max(0.0, secondsLeft(deadline)) * 1000);
+    int error = 0;
+    socklen_t size = sizeof error;
+    connected = poll(&ready, 1, waitMs) == 1 &&
+                getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size) == 0 && error == 0;
+  }
+  fcntl(fd, F_SETFL, flags);
+  return connected;
+}
+
+void serveId(const ncclUniqueId &id, int worldSize, int port, Clock::time_point deadline) {
+  int peers = worldSize - 1;
+  Socket listener;
+  listener.fd = listenOn(port, peers);
+  if (listener.fd < 0)
     throw std::runtime_error(systemError("rank 0 cannot listen on MASTER_PORT " +
                                          std::to_string(port)));
+  IdHeader header;
+  header.worldSize = uint32_t(worldSize);
   for (int served = 0; served < peers; ++served) {
     pollfd ready{listener.fd, POLLIN, 0};
     int waitMs = int(std::max(0.0, secondsLeft(deadline)) * 1000);
@@ -106,12 +155,14 @@ void serveId(const ncclUniqueId &id, int peers, int port, Clock::time_point dead
                                std::to_string(peers) + " ranks connected before the timeout");
     Socket peer;
     peer.fd = accept(listener.fd, nullptr, nullptr);
-    if (peer.fd < 0 || !writeAll(peer.fd, &id, sizeof id))
+    if (peer.fd < 0 || !writeAll(peer.fd, &header, sizeof header) ||
+        !writeAll(peer.fd, &id, sizeof id))
       throw std::runtime_error(systemError("rank 0 cannot hand out the NCCL id"));
   }
 }
 
-ncclUniqueId fetchId(const std::string &host, int port, Clock::time_point deadline) {
+ncclUniqueId fetchId(const std::string &host, int port, int worldSize,
+                     Clock::time_point deadline) {
   addrinfo hints{}, *found = nullptr;
   hints.ai_socktype = SOCK_STREAM;
   std::string service = std::to_string(port);
@@ -123,10 +174,22 @@ ncclUniqueId fetchId(const std::string &host, int port, Clock::time_point deadli
     for (addrinfo *a = found; a; a = a->ai_next) {
       Socket s;
       s.fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
-      if (s.fd >= 0 && connect(s.fd, a->ai_addr, a->ai_addrlen) == 0 &&
-          readAll(s.fd, &id, sizeof id, deadline)) {
-        freeaddrinfo(found);
-        return id;
+      IdHeader header, expected;
+      if (s.fd >= 0 && connectBefore(s.fd, a->ai_addr, a->ai_addrlen, deadline) &&
+          readAll(s.fd, &header, sizeof header, deadline)) {
+        bool ours = std::memcmp(header.magic, expected.magic, sizeof header.magic) == 0;
+        if (!ours || header.worldSize != uint32_t(worldSize)) {
+          freeaddrinfo(found);
+          throw std::runtime_error(
+              host + ":" + service + " is not rank 0 of this job (" +
+              (ours ? "its WORLD_SIZE is " + std::to_string(header.worldSize)
+                    : std::string("not a pipert program")) +
+              "); is MASTER_PORT shared with another job?");
+        }
+        if (readAll(s.fd, &id, sizeof id, deadline)) {
+          freeaddrinfo(found);
+          return id;
+        }
       }
     }
     if (secondsLeft(deadline) <= 0) {
@@ -192,11 +255,17 @@ ncclUniqueId exchangeUniqueId(const ProcessGroup &group, double timeoutSeconds) 
   if (port < 1 || port > 65535)
     throw std::runtime_error("MASTER_PORT " + std::to_string(port) + " is not a TCP port");
   if (group.rank != 0)
-    return fetchId(host, port, deadline);
+    return fetchId(host, port, group.worldSize, deadline);
   ncclUniqueId id;
   PIPERT_NCCL(ncclGetUniqueId(&id), nullptr);
-  serveId(id, group.worldSize - 1, port, deadline);
+  serveId(id, group.worldSize, port, deadline);
   return id;
+}
+
+void forgetUniqueId(const ProcessGroup &group) {
+  const char *file = std::getenv("PIPERT_NCCL_ID_FILE");
+  if (group.rank == 0 && file && *file)
+    std::remove(file); // ignore failure: a file already gone is what we want
 }
 
 } // namespace pipert::cuda

@@ -1,6 +1,9 @@
 #include "ExecKernels.cuh"
+#include "KernelLaunch.cuh"
 
 #include "pipert/cuda/CudaCheck.h"
+
+#include <algorithm>
 
 namespace pipert::cuda {
 
@@ -20,12 +23,12 @@ void addInto(float *dst, const float *src, size_t count, cudaStream_t stream) {
   if (count == 0)
     return;
   unsigned blocks = unsigned(std::min<size_t>((count + 255) / 256, 1024));
-  addIntoKernel<<<blocks, 256, 0, stream>>>(dst, src, count);
+  PIPERT_LAUNCH(addIntoKernel, blocks, 256, stream, dst, src, count);
   PIPERT_CUDA_LAUNCHED();
 }
 
 void touch(void *word, cudaStream_t stream) {
-  touchKernel<<<1, 1, 0, stream>>>(static_cast<unsigned *>(word));
+  PIPERT_LAUNCH(touchKernel, 1, 1, stream, static_cast<unsigned *>(word));
   PIPERT_CUDA_LAUNCHED();
 }
 

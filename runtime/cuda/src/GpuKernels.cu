@@ -1,8 +1,11 @@
 // The kernels and the cuBLAS GEMM wrapper of GpuKernels.cuh. Element-wise
 // kernels use grid-stride loops; reductions use a fixed order inside a block
 // (warp shuffles, shared-memory trees, block sums added in block order), so
-// results do not depend on timing.
+// results do not depend on timing. Launches go through PIPERT_LAUNCH
+// (KernelLaunch.cuh), so the file also compiles under the host kernel emulation
+// of tests/cuda_emu.
 #include "GpuKernels.cuh"
+#include "KernelLaunch.cuh"
 
 #include <algorithm>
 #include <cmath>
@@ -317,8 +320,11 @@ __global__ void mseLossGradKernel(const AT *y, const AT *target, AT *dy, double 
     partials[blockIdx.x] = partial[0];
 }
 
-// One block: the block sums in a fixed order, then one add into the loss (an
-// atomic only because calls for other micro-batches may run concurrently).
+// One block: the block sums in a fixed order, then one add into the loss. A
+// rank's stream program orders its loss calls (a pair forks from and joins the
+// compute stream), so the adds happen in the same order every step and graph
+// replays match eager steps bit for bit; the atomic only keeps a concurrent
+// add, should a program ever allow one, from being lost.
 __global__ void addLossKernel(const double *partials, unsigned count, double *loss, double n) {
   __shared__ double partial[kThreads];
   double acc = 0.0;
@@ -364,7 +370,7 @@ void gemm(cublasHandle_t blas, cudaDataType_t abType, int m, int n, int k, GemmO
 template <typename In, typename Out> void convert(const In *in, Out *out, size_t n, cudaStream_t stream) {
   if (n == 0)
     return;
-  convertKernel<<<blocksFor(n), kThreads, 0, stream>>>(in, out, n);
+  PIPERT_LAUNCH(convertKernel, blocksFor(n), kThreads, stream, in, out, n);
   PIPERT_CUDA_LAUNCHED();
 }
 
@@ -373,7 +379,7 @@ void biasGelu(float *u, const float *b, AT *v, size_t rowsPerGroup, size_t cols,
   const size_t n = static_cast<size_t>(groups) * rowsPerGroup * cols;
   if (n == 0)
     return;
-  biasGeluKernel<<<blocksFor(n), kThreads, 0, stream>>>(u, b, v, rowsPerGroup, cols, n);
+  PIPERT_LAUNCH(biasGeluKernel, blocksFor(n), kThreads, stream, u, b, v, rowsPerGroup, cols, n);
   PIPERT_CUDA_LAUNCHED();
 }
 
@@ -381,14 +387,14 @@ void addBias(float *y, const float *b, size_t rowsPerGroup, size_t cols, int gro
   const size_t n = static_cast<size_t>(groups) * rowsPerGroup * cols;
   if (n == 0)
     return;
-  addBiasKernel<<<blocksFor(n), kThreads, 0, stream>>>(y, b, rowsPerGroup, cols, n);
+  PIPERT_LAUNCH(addBiasKernel, blocksFor(n), kThreads, stream, y, b, rowsPerGroup, cols, n);
   PIPERT_CUDA_LAUNCHED();
 }
 
 template <typename AT> void geluBackward(const float *u, const float *dv, AT *du, size_t n, cudaStream_t stream) {
   if (n == 0)
     return;
-  geluBackwardKernel<<<blocksFor(n), kThreads, 0, stream>>>(u, dv, du, n);
+  PIPERT_LAUNCH(geluBackwardKernel, blocksFor(n), kThreads, stream, u, dv, du, n);
   PIPERT_CUDA_LAUNCHED();
 }
 
@@ -397,21 +403,21 @@ void addColumnSums(const AT *x, float *grad, size_t rowsPerGroup, size_t cols, i
   if (cols == 0 || groups == 0)
     return;
   const dim3 grid(static_cast<unsigned>((cols + kSumCols - 1) / kSumCols), static_cast<unsigned>(groups));
-  addColumnSumsKernel<<<grid, dim3(kSumCols, kSumRows), 0, stream>>>(x, grad, rowsPerGroup, cols);
+  PIPERT_LAUNCH(addColumnSumsKernel, grid, dim3(kSumCols, kSumRows), stream, x, grad, rowsPerGroup, cols);
   PIPERT_CUDA_LAUNCHED();
 }
 
 template <typename AT> void residualAdd(const AT *a, const float *m, AT *out, size_t n, cudaStream_t stream) {
   if (n == 0)
     return;
-  residualAddKernel<<<blocksFor(n), kThreads, 0, stream>>>(a, m, out, n);
+  PIPERT_LAUNCH(residualAddKernel, blocksFor(n), kThreads, stream, a, m, out, n);
   PIPERT_CUDA_LAUNCHED();
 }
 
 void routeTopK(const float *logits, int tokens, int experts, int k, int *chosen, float *gates, cudaStream_t stream) {
   if (tokens == 0)
     return;
-  routeTopKKernel<<<(tokens + 127) / 128, 128, 0, stream>>>(logits, tokens, experts, k, chosen, gates);
+  PIPERT_LAUNCH(routeTopKKernel, (tokens + 127) / 128, 128, stream, logits, tokens, experts, k, chosen, gates);
   PIPERT_CUDA_LAUNCHED();
 }
 
@@ -419,7 +425,8 @@ void planExpertRows(const int *chosen, int tokens, int k, int experts, int capac
                     cudaStream_t stream) {
   if (experts == 0)
     return;
-  planExpertRowsKernel<<<experts, kPlanThreads, 0, stream>>>(chosen, tokens, k, capacity, slotRow, rowSlot);
+  PIPERT_LAUNCH(planExpertRowsKernel, experts, kPlanThreads, stream, chosen, tokens, k, capacity, slotRow,
+                rowSlot);
   PIPERT_CUDA_LAUNCHED();
 }
 
@@ -429,7 +436,7 @@ void gatherExpertInputs(const AT *a, const int *rowSlot, int k, AT *xe, size_t r
   const size_t n = rows * hidden;
   if (n == 0)
     return;
-  gatherExpertInputsKernel<<<blocksFor(n), kThreads, 0, stream>>>(a, rowSlot, k, xe, hidden, n);
+  PIPERT_LAUNCH(gatherExpertInputsKernel, blocksFor(n), kThreads, stream, a, rowSlot, k, xe, hidden, n);
   PIPERT_CUDA_LAUNCHED();
 }
 
@@ -439,7 +446,8 @@ void combineExpertOutputs(const AT *a, const float *f, const int *slotRow, const
   const size_t n = static_cast<size_t>(tokens) * hidden;
   if (n == 0)
     return;
-  combineExpertOutputsKernel<<<blocksFor(n), kThreads, 0, stream>>>(a, f, slotRow, gates, out, k, hidden, n);
+  PIPERT_LAUNCH(combineExpertOutputsKernel, blocksFor(n), kThreads, stream, a, f, slotRow, gates, out, k, hidden,
+                n);
   PIPERT_CUDA_LAUNCHED();
 }
 
@@ -451,7 +459,7 @@ void gateGradients(const AT *dy, const float *f, const int *slotRow, float *dGat
     return;
   constexpr int warpsPerBlock = kThreads / 32;
   const unsigned blocks = static_cast<unsigned>((slots + warpsPerBlock - 1) / warpsPerBlock);
-  gateGradientsKernel<<<blocks, kThreads, 0, stream>>>(dy, f, slotRow, dGates, slots, k, hidden);
+  PIPERT_LAUNCH(gateGradientsKernel, blocks, kThreads, stream, dy, f, slotRow, dGates, slots, k, hidden);
   PIPERT_CUDA_LAUNCHED();
 }
 
@@ -461,7 +469,8 @@ void scatterExpertGradients(const AT *dy, const float *gates, const int *rowSlot
   const size_t n = rows * hidden;
   if (n == 0)
     return;
-  scatterExpertGradientsKernel<<<blocksFor(n), kThreads, 0, stream>>>(dy, gates, rowSlot, k, dm, hidden, n);
+  PIPERT_LAUNCH(scatterExpertGradientsKernel, blocksFor(n), kThreads, stream, dy, gates, rowSlot, k, dm, hidden,
+                n);
   PIPERT_CUDA_LAUNCHED();
 }
 
@@ -470,7 +479,7 @@ void addExpertInputGradients(const float *dx, const int *slotRow, float *da, int
   const size_t n = static_cast<size_t>(tokens) * hidden;
   if (n == 0)
     return;
-  addExpertInputGradientsKernel<<<blocksFor(n), kThreads, 0, stream>>>(dx, slotRow, da, k, hidden, n);
+  PIPERT_LAUNCH(addExpertInputGradientsKernel, blocksFor(n), kThreads, stream, dx, slotRow, da, k, hidden, n);
   PIPERT_CUDA_LAUNCHED();
 }
 
@@ -479,8 +488,8 @@ void routerLogitGradients(const float *gates, const float *dGates, const int *ch
                           int experts, int k, cudaStream_t stream) {
   if (tokens == 0)
     return;
-  routerLogitGradientsKernel<<<(tokens + 127) / 128, 128, 0, stream>>>(gates, dGates, chosen, dz, tokens, experts,
-                                                                       k);
+  PIPERT_LAUNCH(routerLogitGradientsKernel, (tokens + 127) / 128, 128, stream, gates, dGates, chosen, dz, tokens,
+                experts, k);
   PIPERT_CUDA_LAUNCHED();
 }
 
@@ -494,9 +503,9 @@ void mseLossGrad(const AT *y, const AT *target, AT *dy, double *loss, size_t n, 
   // does not depend on block timing (graph replay gives the eager bits).
   const unsigned blocks = std::min(blocksFor(n), kLossBlocks);
   double *partials = allocOn<double>(blocks, stream);
-  mseLossGradKernel<<<blocks, kThreads, 0, stream>>>(y, target, dy, partials, n, scale);
+  PIPERT_LAUNCH(mseLossGradKernel, blocks, kThreads, stream, y, target, dy, partials, n, scale);
   PIPERT_CUDA_LAUNCHED();
-  addLossKernel<<<1, kThreads, 0, stream>>>(partials, blocks, loss, static_cast<double>(n));
+  PIPERT_LAUNCH(addLossKernel, 1, kThreads, stream, partials, blocks, loss, static_cast<double>(n));
   PIPERT_CUDA_LAUNCHED();
   freeOn(partials, stream);
 }

@@ -46,9 +46,10 @@ NcclTransport::NcclTransport(const Program &program, const ProcessGroup &group,
   ncclUniqueId id = exchangeUniqueId(group, timeoutSeconds);
   PIPERT_NCCL(ncclCommInitRank(&world_, group.worldSize, id, group.rank), nullptr);
   owned_.push_back(world_);
+  forgetUniqueId(group); // every rank has joined, so every rank has read it
   splitChannels(program);
   splitSyncGroups(program);
-  connectChannels(program);
+  connectChannels();
 }
 
 NcclTransport::~NcclTransport() {
@@ -109,7 +110,7 @@ void NcclTransport::splitSyncGroups(const Program &program) {
 
 // One byte each way on every channel, in a single group: the connections are
 // made here, together, instead of lazily in whatever order the step reaches them.
-void NcclTransport::connectChannels(const Program &program) {
+void NcclTransport::connectChannels() {
   cudaStream_t stream;
   PIPERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   char *bytes = nullptr;
@@ -128,7 +129,6 @@ void NcclTransport::connectChannels(const Program &program) {
   PIPERT_CUDA(cudaStreamSynchronize(stream));
   PIPERT_CUDA(cudaFree(bytes));
   PIPERT_CUDA(cudaStreamDestroy(stream));
-  (void)program;
 }
 
 const NcclTransport::Endpoint &NcclTransport::endpoint(uint32_t message) const {

@@ -45,7 +45,7 @@ private:
   };
   void splitChannels(const Program &program);
   void splitSyncGroups(const Program &program);
-  void connectChannels(const Program &program);
+  void connectChannels();
   const Endpoint &endpoint(uint32_t message) const;
 
   int rank_;

@@ -286,8 +286,11 @@ void RankExecutor::run(const StreamCommand &c) {
   uint32_t i = c.arg;
   const ProgramOp &op = table.ops[i];
   uint16_t s = streamOf(c);
+  if (s > kExpertStream) // the cuBLAS handles are bound to these two streams
+    throw CudaError("rank " + std::to_string(rank_) + ": command " + std::to_string(pc_) +
+                    " runs op " + std::to_string(i) + " on a channel stream");
   cudaStream_t stream = streams_[s];
-  Launch at{stream, blas_.at(std::min<uint16_t>(s, 1))};
+  Launch at{stream, blas_.at(s)};
   OpBuffers &b = buffers_[i];
   int parts = c.part == RunPart::Whole ? 4 : 1;
   // A pair's half runs its sub-operations in its chain's order, each once.

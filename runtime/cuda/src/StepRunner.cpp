@@ -395,7 +395,10 @@ int StepRunner::run() {
     std::printf("step %d (eager): loss %.9g, %.3f ms; host enqueue %.2f us per op\n", step,
                 eagerLoss, last.totalMicros / 1000, last.hostMicros / double(std::max<int64_t>(ops, 1)));
   }
-  if (timing && !writeTrace(options_.tracePath))
+  // With NCCL each process holds one rank: each writes its own file.
+  std::string tracePath = nccl_ ? options_.tracePath + ".rank" + std::to_string(group_.rank)
+                                : options_.tracePath;
+  if (timing && !writeTrace(tracePath))
     return 2;
   GradientSet<double> layout(size_t(program_.numStages));
   if (options_.model != ModelKind::Empty) {

@@ -1,0 +1,602 @@
+// A host simulation of the NCCL entry points the CUDA executor calls
+// (runtime/cuda/src: NcclTransport, Bootstrap, StepRunner), working between
+// real processes on one machine, so that the one-process-per-rank path
+// (--transport nccl) runs end to end, with --check, without a GPU or NCCL.
+//
+// Wiring: ncclGetUniqueId names a rendezvous, an abstract Unix socket name
+// (no files to clean up); in ncclCommInitRank every rank listens on
+// "<name>.<rank>" and connects to every other rank's, and a reader thread per
+// process files each incoming message under (communicator, sender, channel).
+// Communicators split from a world share its connections.
+//
+// Semantics, consistent with HostCuda's "run at enqueue": a send is eager (the
+// receiver's reader thread buffers it, so it never waits for the receive); a
+// receive blocks until its message has arrived, matched in order per
+// (communicator, peer); an all-reduce sends this rank's contribution to every
+// member, then blocks until it has everyone's and sums them in rank order, so
+// every member gets the same bits. Operations between ncclGroupStart/End run
+// at ncclGroupEnd, every send (and contribution) first. Each operation runs
+// through pipert::hostcuda::enqueue, so under stream capture it is recorded
+// and communicates when the graph is replayed. A wait gives up after
+// $PIPERT_HOSTNCCL_TIMEOUT seconds (default 20) with ncclRemoteError, and
+// ncclGetLastError says what it waited for; a wait on a peer whose connection
+// closed fails at once. A failure at graph replay, where no call can return
+// it, is printed to stderr and kept as the communicator's asynchronous error.
+// Called from one thread, as the executor does; ncclCommAbort is ncclCommDestroy.
+#include "HostCuda.h"
+
+#include <nccl.h>
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr char kIdPrefix[] = "pipert-hostnccl-";
+
+// Point-to-point messages and collectives' contributions on one communicator
+// are matched separately, as NCCL keeps them apart.
+enum Channel : uint32_t { kPointToPoint = 0, kCollective = 1 };
+
+// What travels ahead of every message's bytes.
+struct Header {
+  uint64_t comm;    // communicator id, the same in every member
+  int32_t from;     // sender's rank in that communicator
+  uint32_t channel;
+  uint64_t bytes;
+};
+
+thread_local std::string lastError;
+
+ncclResult_t fail(ncclResult_t result, std::string message) {
+  lastError = std::move(message);
+  return result;
+}
+
+double timeoutSeconds() {
+  const char *text = std::getenv("PIPERT_HOSTNCCL_TIMEOUT");
+  double seconds = text ? std::strtod(text, nullptr) : 0;
+  return seconds > 0 ? seconds : 20;
+}
+
+Clock::time_point deadlineFromNow() {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(timeoutSeconds()));
+}
+
+std::string seconds() {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g s", timeoutSeconds());
+  return text;
+}
+
+// An abstract-namespace address: sun_path[0] stays '\0'.
+socklen_t socketAddress(const std::string &name, sockaddr_un &address) {
+  address = sockaddr_un{};
+  address.sun_family = AF_UNIX;
+  size_t length = std::min(name.size(), sizeof address.sun_path - 1);
+  std::memcpy(address.sun_path + 1, name.data(), length);
+  return socklen_t(offsetof(sockaddr_un, sun_path) + 1 + length);
+}
+
+bool readAll(int fd, void *data, size_t size) {
+  char *p = static_cast<char *>(data);
+  while (size > 0) {
+    ssize_t n = ::recv(fd, p, size, 0);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    p += n;
+    size -= size_t(n);
+  }
+  return true;
+}
+
+bool writeAll(int fd, const void *data, size_t size) {
+  const char *p = static_cast<const char *>(data);
+  while (size > 0) {
+    ssize_t n = ::send(fd, p, size, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    p += n;
+    size -= size_t(n);
+  }
+  return true;
+}
+
+size_t typeBytes(ncclDataType_t type) {
+  switch (type) {
+  case ncclInt8: case ncclUint8: case ncclFloat8e4m3: case ncclFloat8e5m2: return 1;
+  case ncclFloat16: case ncclBfloat16: return 2;
+  case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
+  case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
+  default: return 0;
+  }
+}
+
+uint64_t mix(uint64_t x) { // splitmix64: split communicators' ids
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// One process's connections in a world: a socket to each peer for sending,
+// and a reader thread that files what arrives until the mesh is destroyed.
+class Mesh {
+public:
+  using Key = std::tuple<uint64_t, int, uint32_t>; // communicator, sender, channel
+
+  Mesh(int rank, int size) : rank_(rank), size_(size), out_(size_t(size), -1),
+                             closed_(size_t(size), false) {}
+  ~Mesh() {
+    if (reader_.joinable()) {
+      char stop = 0;
+      while (write(wake_[1], &stop, 1) < 0 && errno == EINTR) { // a pipe: not send()
+      }
+      reader_.join();
+    }
+    for (int fd : out_)
+      if (fd >= 0)
+        close(fd);
+    for (int fd : {listener_, wake_[0], wake_[1]})
+      if (fd >= 0)
+        close(fd);
+  }
+
+  // Listens as `name`.rank, then connects to every other rank's listener
+  // (retrying: a peer may not have started yet).
+  ncclResult_t connect(const std::string &name) {
+    sockaddr_un address;
+    std::string mine = name + "." + std::to_string(rank_);
+    socklen_t length = socketAddress(mine, address);
+    listener_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (listener_ < 0 || pipe(wake_) != 0 ||
+        bind(listener_, reinterpret_cast<sockaddr *>(&address), length) != 0 ||
+        listen(listener_, size_) != 0)
+      return fail(ncclSystemError, "rank " + std::to_string(rank_) + " cannot listen on @" + mine +
+                                       ": " + std::strerror(errno));
+    reader_ = std::thread([this] { readLoop(); });
+    Clock::time_point deadline = deadlineFromNow();
+    for (int peer = 0; peer < size_; ++peer) {
+      if (peer == rank_)
+        continue;
+      std::string theirs = name + "." + std::to_string(peer);
+      length = socketAddress(theirs, address);
+      for (;;) {
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr *>(&address), length) == 0) {
+          out_[size_t(peer)] = fd;
+          break;
+        }
+        if (fd >= 0)
+          close(fd);
+        if (Clock::now() > deadline)
+          return fail(ncclRemoteError,
+                      "ncclCommInitRank: rank " + std::to_string(rank_) + " of " +
+                          std::to_string(size_) + ": rank " + std::to_string(peer) +
+                          " did not join within " + seconds() + " (nothing listens at @" +
+                          theirs + ")");
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      int32_t hello = rank_; // tells the peer's reader who this connection is from
+      if (!writeAll(out_[size_t(peer)], &hello, sizeof hello))
+        return fail(ncclRemoteError, "ncclCommInitRank: rank " + std::to_string(peer) +
+                                         " closed its connection");
+    }
+    return ncclSuccess;
+  }
+
+  ncclResult_t post(int to, const Header &header, const void *data) {
+    if (to == rank_) {
+      const char *bytes = static_cast<const char *>(data);
+      std::lock_guard<std::mutex> lock(mutex_);
+      inbox_[{header.comm, header.from, header.channel}].emplace_back(bytes, bytes + header.bytes);
+      arrived_.notify_all();
+      return ncclSuccess;
+    }
+    int fd = out_[size_t(to)];
+    if (!writeAll(fd, &header, sizeof header) || !writeAll(fd, data, header.bytes))
+      return fail(ncclRemoteError, "cannot send to world rank " + std::to_string(to) + ": " +
+                                       std::strerror(errno) + " (has it exited?)");
+    return ncclSuccess;
+  }
+
+  // The next message filed under `key`, from world rank `from`, into `out`
+  // (`bytes` long); `what` describes the wait for errors.
+  ncclResult_t take(const Key &key, int from, void *out, size_t bytes, const std::string &what) {
+    Clock::time_point deadline = deadlineFromNow();
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      auto it = inbox_.find(key);
+      if (it != inbox_.end() && !it->second.empty()) {
+        std::vector<char> data = std::move(it->second.front());
+        it->second.pop_front();
+        if (data.size() != bytes)
+          return fail(ncclInvalidUsage, what + ": the message that arrived has " +
+                                            std::to_string(data.size()) + " bytes");
+        std::memcpy(out, data.data(), bytes);
+        return ncclSuccess;
+      }
+      if (closed_[size_t(from)])
+        return fail(ncclRemoteError, what + ": its connection closed first (the process exited)");
+      if (Clock::now() >= deadline)
+        return fail(ncclRemoteError, what + ": nothing arrived within " + seconds() +
+                                         " (PIPERT_HOSTNCCL_TIMEOUT)");
+      arrived_.wait_until(lock, deadline);
+    }
+  }
+
+private:
+  void readLoop() {
+    std::vector<pollfd> fds{{wake_[0], POLLIN, 0}, {listener_, POLLIN, 0}};
+    std::vector<int> peers{-1, -1}; // world rank behind each of fds
+    for (;;) {
+      if (poll(fds.data(), fds.size(), -1) < 0) {
+        if (errno == EINTR)
+          continue;
+        break;
+      }
+      if (fds[0].revents)
+        break;
+      if (fds[1].revents & POLLIN) {
+        int fd = accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+        int32_t peer = -1;
+        if (fd >= 0 && readAll(fd, &peer, sizeof peer) && peer >= 0 && peer < size_) {
+          fds.push_back({fd, POLLIN, 0});
+          peers.push_back(peer);
+        } else if (fd >= 0) {
+          close(fd);
+        }
+      }
+      for (size_t i = 2; i < fds.size(); ++i) {
+        if (!fds[i].revents)
+          continue;
+        // A sender writes a message whole, so reading it whole does not stall.
+        Header header;
+        std::vector<char> data;
+        bool ok = readAll(fds[i].fd, &header, sizeof header) && header.bytes < (uint64_t(1) << 40);
+        if (ok) {
+          data.resize(size_t(header.bytes));
+          ok = readAll(fds[i].fd, data.data(), data.size());
+        }
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (ok) {
+          inbox_[{header.comm, header.from, header.channel}].push_back(std::move(data));
+        } else { // end of stream: the peer exited (what it sent before is still filed)
+          closed_[size_t(peers[i])] = true;
+          close(fds[i].fd);
+          fds.erase(fds.begin() + std::ptrdiff_t(i));
+          peers.erase(peers.begin() + std::ptrdiff_t(i));
+          --i;
+        }
+        arrived_.notify_all();
+      }
+    }
+    for (size_t i = 2; i < fds.size(); ++i)
+      close(fds[i].fd);
+  }
+
+  int rank_, size_;
+  int listener_ = -1, wake_[2] = {-1, -1};
+  std::vector<int> out_;
+  std::thread reader_;
+  std::mutex mutex_;
+  std::condition_variable arrived_;
+  std::map<Key, std::deque<std::vector<char>>> inbox_;
+  std::vector<bool> closed_; // per world rank: its connection ended
+};
+
+} // namespace
+
+// The opaque handle type, given a body here.
+struct ncclComm {
+  std::shared_ptr<Mesh> mesh;
+  uint64_t id = 0;
+  int rank = 0;
+  std::vector<int> members; // world rank of each rank
+  uint64_t splits = 0;      // ncclCommSplit calls so far: part of the children's ids
+  ncclResult_t asyncError = ncclSuccess;
+  std::string error;
+
+  int size() const { return int(members.size()); }
+  std::string describe() const {
+    std::string text = "world rank " + std::to_string(members[size_t(rank)]) + " (rank " +
+                       std::to_string(rank) + " of the communicator of world ranks";
+    for (int m : members)
+      text += " " + std::to_string(m);
+    return text + ")";
+  }
+  ncclResult_t post(int to, Channel channel, const void *data, size_t bytes) {
+    ncclResult_t r = mesh->post(members[size_t(to)], Header{id, rank, channel, bytes}, data);
+    if (r != ncclSuccess)
+      lastError = describe() + ": " + lastError;
+    return r;
+  }
+  ncclResult_t take(int from, Channel channel, void *out, size_t bytes, const std::string &what) {
+    return mesh->take({id, from, channel}, members[size_t(from)], out, bytes,
+                      describe() + ": " + what + " of " + std::to_string(bytes) +
+                          " bytes from its rank " + std::to_string(from) + " (world rank " +
+                          std::to_string(members[size_t(from)]) + ")");
+  }
+  // A failed operation leaves the communicator failed, as NCCL's does.
+  ncclResult_t failed(ncclResult_t result) {
+    asyncError = result;
+    error = lastError;
+    return result;
+  }
+};
+
+namespace {
+
+struct Op {
+  enum Kind { Send, Recv, AllReduce } kind;
+  ncclComm_t comm;
+  const void *source;
+  void *target;
+  size_t count;
+  ncclDataType_t type;
+  int peer;
+};
+
+template <typename T>
+void sumInOrder(const std::vector<std::vector<char>> &parts, size_t count, void *out) {
+  std::vector<T> sum(count);
+  for (size_t k = 0; k < parts.size(); ++k) {
+    const T *part = reinterpret_cast<const T *>(parts[k].data());
+    for (size_t e = 0; e < count; ++e)
+      sum[e] = k == 0 ? part[e] : sum[e] + part[e];
+  }
+  std::memcpy(out, sum.data(), count * sizeof(T));
+}
+
+// One group's operations: every send and contribution first, so no rank waits
+// on a peer that is itself waiting before its sends.
+ncclResult_t runGroup(const std::vector<Op> &ops) {
+  for (const Op &op : ops)
+    if (op.comm->asyncError != ncclSuccess)
+      return fail(op.comm->asyncError, op.comm->describe() + " failed earlier: " + op.comm->error);
+  std::vector<std::vector<char>> own(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Op &op = ops[i];
+    size_t bytes = op.count * typeBytes(op.type);
+    ncclResult_t r = ncclSuccess;
+    if (op.kind == Op::Send) {
+      r = op.comm->post(op.peer, kPointToPoint, op.source, bytes);
+    } else if (op.kind == Op::AllReduce) {
+      const char *source = static_cast<const char *>(op.source);
+      own[i].assign(source, source + bytes); // before any receive of the group lands
+      for (int m = 0; m < op.comm->size() && r == ncclSuccess; ++m)
+        if (m != op.comm->rank)
+          r = op.comm->post(m, kCollective, source, bytes);
+    }
+    if (r != ncclSuccess)
+      return op.comm->failed(r);
+  }
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Op &op = ops[i];
+    size_t bytes = op.count * typeBytes(op.type);
+    ncclResult_t r = ncclSuccess;
+    if (op.kind == Op::Recv) {
+      r = op.comm->take(op.peer, kPointToPoint, op.target, bytes, "ncclRecv");
+    } else if (op.kind == Op::AllReduce) {
+      std::vector<std::vector<char>> parts(size_t(op.comm->size()));
+      for (int m = 0; m < op.comm->size() && r == ncclSuccess; ++m) {
+        if (m == op.comm->rank) {
+          parts[size_t(m)] = std::move(own[i]);
+        } else {
+          parts[size_t(m)].resize(bytes);
+          r = op.comm->take(m, kCollective, parts[size_t(m)].data(), bytes, "ncclAllReduce");
+        }
+      }
+      if (r == ncclSuccess) {
+        if (op.type == ncclFloat)
+          sumInOrder<float>(parts, op.count, op.target);
+        else
+          sumInOrder<double>(parts, op.count, op.target);
+      }
+    }
+    if (r != ncclSuccess)
+      return op.comm->failed(r);
+  }
+  return ncclSuccess;
+}
+
+thread_local int groupDepth = 0;
+thread_local std::vector<Op> grouped;
+
+// Runs the pending group through enqueue: now, or at each replay of the graph
+// being captured. Only a run at the call can return its error.
+ncclResult_t flushGroup() {
+  struct Call {
+    std::vector<Op> ops;
+    bool atCall = true;
+    ncclResult_t result = ncclSuccess;
+  };
+  if (grouped.empty())
+    return ncclSuccess;
+  auto call = std::make_shared<Call>();
+  call->ops.swap(grouped);
+  pipert::hostcuda::enqueue([call] {
+    bool failedBefore = std::any_of(call->ops.begin(), call->ops.end(), [](const Op &op) {
+      return op.comm->asyncError != ncclSuccess;
+    });
+    call->result = runGroup(call->ops);
+    if (call->result != ncclSuccess && !call->atCall && !failedBefore) // say it once
+      std::fprintf(stderr, "pipert host NCCL: error in a graph replay: %s\n", lastError.c_str());
+  });
+  call->atCall = false;
+  return call->result;
+}
+
+ncclResult_t submit(const Op &op) {
+  if (!op.comm)
+    return fail(ncclInvalidArgument, "null communicator");
+  if (typeBytes(op.type) == 0)
+    return fail(ncclInvalidArgument, "unknown data type " + std::to_string(int(op.type)));
+  if (op.kind != Op::AllReduce && (op.peer < 0 || op.peer >= op.comm->size()))
+    return fail(ncclInvalidArgument,
+                op.comm->describe() + ": no peer rank " + std::to_string(op.peer));
+  grouped.push_back(op);
+  return groupDepth > 0 ? ncclSuccess : flushGroup();
+}
+
+} // namespace
+
+extern "C" {
+
+ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
+  static std::atomic<unsigned> made{0};
+  std::memset(id, 0, sizeof *id);
+  std::snprintf(id->internal, sizeof id->internal, "%s%d-%u-%llx", kIdPrefix, int(getpid()),
+                made++, static_cast<unsigned long long>(Clock::now().time_since_epoch().count()));
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank) {
+  *comm = nullptr;
+  if (nranks < 1 || rank < 0 || rank >= nranks)
+    return fail(ncclInvalidArgument, "ncclCommInitRank: rank " + std::to_string(rank) + " of " +
+                                         std::to_string(nranks));
+  std::string name(id.internal, strnlen(id.internal, sizeof id.internal));
+  if (name.compare(0, sizeof kIdPrefix - 1, kIdPrefix) != 0)
+    return fail(ncclInvalidArgument, "ncclCommInitRank: the unique id is not from the host "
+                                     "simulation's ncclGetUniqueId");
+  auto mesh = std::make_shared<Mesh>(rank, nranks);
+  if (ncclResult_t r = mesh->connect(name); r != ncclSuccess)
+    return r;
+  auto world = new ncclComm;
+  world->mesh = mesh;
+  world->id = mix(0);
+  world->rank = rank;
+  for (int r = 0; r < nranks; ++r)
+    world->members.push_back(r);
+  *comm = world;
+  return ncclSuccess;
+}
+
+// Collective over `parent`: every rank shares its (color, key); the members of
+// this rank's color are ordered by key, then by parent rank.
+ncclResult_t ncclCommSplit(ncclComm_t parent, int color, int key, ncclComm_t *newcomm,
+                           ncclConfig_t *) {
+  *newcomm = nullptr;
+  if (!parent)
+    return fail(ncclInvalidArgument, "ncclCommSplit: null communicator");
+  if (parent->asyncError != ncclSuccess)
+    return fail(parent->asyncError, parent->describe() + " failed earlier: " + parent->error);
+  int32_t mine[2] = {color, key};
+  std::vector<std::pair<int32_t, int32_t>> all(size_t(parent->size()));
+  for (int m = 0; m < parent->size(); ++m)
+    if (m != parent->rank)
+      if (ncclResult_t r = parent->post(m, kCollective, mine, sizeof mine); r != ncclSuccess)
+        return parent->failed(r);
+  for (int m = 0; m < parent->size(); ++m) {
+    int32_t theirs[2] = {color, key};
+    if (m != parent->rank)
+      if (ncclResult_t r = parent->take(m, kCollective, theirs, sizeof theirs, "ncclCommSplit");
+          r != ncclSuccess)
+        return parent->failed(r);
+    all[size_t(m)] = {theirs[0], theirs[1]};
+  }
+  // Every member derives the same id; every parent rank counts the split.
+  uint64_t id = mix(mix(parent->id ^ mix(parent->splits++)) ^ uint32_t(color));
+  if (color == NCCL_SPLIT_NOCOLOR)
+    return ncclSuccess;
+  std::vector<int> ranks; // parent ranks of this color
+  for (int m = 0; m < parent->size(); ++m)
+    if (all[size_t(m)].first == color)
+      ranks.push_back(m);
+  std::stable_sort(ranks.begin(), ranks.end(),
+                   [&](int a, int b) { return all[size_t(a)].second < all[size_t(b)].second; });
+  auto child = new ncclComm;
+  child->mesh = parent->mesh;
+  child->id = id;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] == parent->rank)
+      child->rank = int(i);
+    child->members.push_back(parent->members[size_t(ranks[i])]);
+  }
+  *newcomm = child;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  delete comm; // the last communicator of a world closes its connections
+  return ncclSuccess;
+}
+ncclResult_t ncclCommAbort(ncclComm_t comm) { return ncclCommDestroy(comm); }
+
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError) {
+  if (!comm)
+    return fail(ncclInvalidArgument, "ncclCommGetAsyncError: null communicator");
+  *asyncError = comm->asyncError;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclGroupStart() {
+  ++groupDepth;
+  return ncclSuccess;
+}
+ncclResult_t ncclGroupEnd() {
+  if (groupDepth == 0)
+    return fail(ncclInvalidUsage, "ncclGroupEnd without ncclGroupStart");
+  return --groupDepth > 0 ? ncclSuccess : flushGroup();
+}
+
+ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t type, int peer,
+                      ncclComm_t comm, cudaStream_t) {
+  return submit({Op::Send, comm, sendbuff, nullptr, count, type, peer});
+}
+ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t type, int peer,
+                      ncclComm_t comm, cudaStream_t) {
+  return submit({Op::Recv, comm, nullptr, recvbuff, count, type, peer});
+}
+ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
+                           ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm, cudaStream_t) {
+  if (op != ncclSum || (type != ncclFloat && type != ncclDouble))
+    return fail(ncclInvalidArgument,
+                "ncclAllReduce: the host simulation sums float or double only");
+  return submit({Op::AllReduce, comm, sendbuff, recvbuff, count, type, 0});
+}
+
+const char *ncclGetErrorString(ncclResult_t result) {
+  switch (result) {
+  case ncclSuccess: return "no error";
+  case ncclSystemError: return "unhandled system error (host NCCL simulation)";
+  case ncclInvalidArgument: return "invalid argument (host NCCL simulation)";
+  case ncclInvalidUsage: return "invalid usage (host NCCL simulation)";
+  case ncclRemoteError: return "remote process exited or did not answer (host NCCL simulation)";
+  case ncclInProgress: return "NCCL operation in progress";
+  default: return "unexpected error (host NCCL simulation)";
+  }
+}
+
+const char *ncclGetLastError(ncclComm_t) { return lastError.c_str(); }
+
+} // extern "C"
