@@ -3,6 +3,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -34,6 +35,16 @@ void enqueue(std::function<void()> work) {
   else
     work();
 }
+
+// A step must free every buffer it allocates stream-ordered (a real CUDA graph
+// cannot be relaunched otherwise): say so at exit when one was not.
+struct ReportUnfreed {
+  ~ReportUnfreed() {
+    if (!streamOrdered.empty())
+      std::fprintf(stderr, "host simulation: %zu stream-ordered allocations were never freed\n",
+                   streamOrdered.size());
+  }
+} reportUnfreed;
 
 void setLastError(cudaError_t error) { lastError = error; }
 void fillNewAllocations(int byte) { fillByte = byte; }
@@ -118,7 +129,7 @@ cudaError_t cudaFree(void *ptr) {
 // a free under capture is dropped, so replays reuse the memory.
 cudaError_t cudaMallocAsync(void **ptr, size_t size, cudaStream_t) {
   cudaError_t status = cudaMalloc(ptr, size);
-  if (status == cudaSuccess)
+  if (status == cudaSuccess && !pipert::hostcuda::capturing) // a graph's memory is its own
     pipert::hostcuda::streamOrdered[*ptr] = size;
   return status;
 }

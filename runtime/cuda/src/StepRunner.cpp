@@ -271,7 +271,9 @@ StepRunner::StepTimes StepRunner::graphStep() {
       throw;
     }
     PIPERT_CUDA(cudaStreamEndCapture(origin_, &graph));
-    PIPERT_CUDA(cudaGraphInstantiate(&graph_, graph, 0));
+    // Every allocation of a step is freed within it; the flag only guards a
+    // relaunch against one that is not.
+    PIPERT_CUDA(cudaGraphInstantiate(&graph_, graph, cudaGraphInstantiateFlagAutoFreeOnLaunch));
     PIPERT_CUDA(cudaGraphDestroy(graph));
   }
   StepTimes times;
