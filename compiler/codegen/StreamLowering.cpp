@@ -182,6 +182,21 @@ private:
 
 } // namespace
 
+CostModel streamPlanCosts(const ScheduleIR &ir, std::vector<CostOverride> overrides) {
+  CostModel given = CostModel::build(ir, overrides);
+  for (int64_t s = 0; s < ir.numStages; ++s) {
+    if (given.hasSubOps(s))
+      continue;
+    for (auto [suffix, kind] : {std::pair{"_f", OpKind::F}, std::pair{"_b", OpKind::B}}) {
+      double op = given.op(kind, s);
+      for (auto [name, share] : {std::pair{"attn", 0.5}, std::pair{"mlp", 0.5},
+                                 std::pair{"dispatch", 0.25}, std::pair{"combine", 0.25}})
+        overrides.push_back({std::string(name) + suffix, s, share * op});
+    }
+  }
+  return CostModel::build(ir, overrides);
+}
+
 std::vector<RankStreamProgram> lowerToStreams(const ScheduleIR &ir, const CheckReport &report,
                                               const CostModel &costs) {
   assert(report.ok && report.comm);

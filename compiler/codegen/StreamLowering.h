@@ -57,6 +57,13 @@ struct RankStreamProgram {
   uint32_t numPairs = 0;
 };
 
+// The cost model the overlap plans use: the schedule's costs and `overrides`,
+// and for a stage with no sub-operation costs a default split — attention and
+// MLP half of F (or B) each, dispatch and combine a quarter each — so that the
+// all-to-alls have compute to hide under (all-zero costs would run one half of
+// every pair after the other). Measured costs (`--cost attn_f=...`) replace it.
+CostModel streamPlanCosts(const ScheduleIR &ir, std::vector<CostOverride> overrides);
+
 // Requires report.ok (and so report.comm).
 std::vector<RankStreamProgram> lowerToStreams(const ScheduleIR &ir, const CheckReport &report,
                                               const CostModel &costs);

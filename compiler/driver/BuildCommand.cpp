@@ -10,6 +10,7 @@
 
 #include "codegen/CpuEmitter.h"
 #include "codegen/CudaEmitter.h"
+#include "codegen/StreamLowering.h"
 #include "driver/BuildTools.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -80,8 +81,8 @@ int runBuild(const std::string &file, const BuildArgs &build, const CommonArgs &
   if (!writeOutputFile(std::string(source), [&](llvm::raw_ostream &out) {
         const ScheduleIR &ir = *compilation.ir();
         if (build.target == BuildTarget::Cuda)
-          emitCudaProgram(ir, *compilation.report(), CostModel::build(ir, {}), compilation.path(),
-                          out);
+          emitCudaProgram(ir, *compilation.report(), streamPlanCosts(ir, args.costs),
+                          compilation.path(), out);
         else
           emitCpuProgram(ir, *compilation.report(), compilation.path(), out);
       }))

@@ -23,12 +23,14 @@ struct CommonArgs {
   bool werror = false;
   bool timePasses = false;
   bool color = false;
+  // --costs FILE then --cost NAME=V, in order: the simulator's cost model and
+  // the overlap plans of `emit/build --target cuda`.
+  std::vector<CostOverride> costs;
 };
 
 enum class EmitTarget { IR, AST, TorchCsv, Cpu, Cuda };
 
 struct SimArgs {
-  std::vector<CostOverride> costs; // --costs FILE then --cost NAME=V, in order
   bool compare = false;
   std::string sweepName;           // --sweep NAME=v1,v2,...
   std::vector<int64_t> sweepValues;

@@ -1,13 +1,15 @@
 // `pipec emit FILE --target ...`: runs the front end and writes one of the
 // intermediate forms. Nothing is written when there are errors.
 // `--target cpu|cuda` writes a program, so it runs the checks too: nothing
-// unproved is emitted. The CUDA program's overlap plans use the schedule's own
-// `costs { }` block.
+// unproved is emitted. The CUDA program's overlap plans use the schedule's
+// `costs { }` block with --costs/--cost on top, as `pipec sim` does (with a
+// default sub-operation split where none is given: codegen/StreamLowering.h).
 #include "driver/Commands.h"
 #include "driver/Reporting.h"
 
 #include "codegen/CpuEmitter.h"
 #include "codegen/CudaEmitter.h"
+#include "codegen/StreamLowering.h"
 #include "emit/IRPrinter.h"
 #include "emit/TorchCsvWriter.h"
 #include "syntax/AstDumper.h"
@@ -37,7 +39,7 @@ int runEmit(const std::string &file, EmitTarget target, const std::string &outpu
       emitCpuProgram(*compilation.ir(), *compilation.report(), file, out);
     else if (target == EmitTarget::Cuda)
       emitCudaProgram(*compilation.ir(), *compilation.report(),
-                      CostModel::build(*compilation.ir(), {}), file, out);
+                      streamPlanCosts(*compilation.ir(), args.costs), file, out);
     else
       printIR(*compilation.ir(), out);
   });

@@ -67,7 +67,7 @@ int runSim(const std::vector<std::string> &files, const SimArgs &sim, const Comm
         continue;
       const ScheduleIR &ir = *compilation->ir();
       const CheckReport &report = *compilation->report();
-      CostModel costs = CostModel::build(ir, sim.costs);
+      CostModel costs = CostModel::build(ir, args.costs);
       SimResult result = simulate(ir, report, costs);
       if (table) {
         int64_t peak = 0, chunks = 0;

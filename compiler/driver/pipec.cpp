@@ -24,11 +24,13 @@ cl::list<std::string> CheckFiles(cl::Positional, cl::OneOrMore, cl::desc("<file.
                                  cl::sub(CheckCmd));
 cl::list<std::string> SimFiles(cl::Positional, cl::OneOrMore, cl::desc("<file.pipe>..."),
                                cl::sub(SimCmd));
+// Costs drive the simulator and the CUDA program's overlap plans.
 cl::list<std::string> CostFlags("cost", cl::desc("Override a cost (repeatable)"),
                                 cl::value_desc("NAME=V or NAME[STAGE]=V"), cl::sub(SimCmd),
-                                cl::cat(Category));
+                                cl::sub(EmitCmd), cl::sub(BuildCmd), cl::cat(Category));
 cl::opt<std::string> CostsFile("costs", cl::desc("Read costs from a JSON object"),
-                               cl::value_desc("file.json"), cl::sub(SimCmd), cl::cat(Category));
+                               cl::value_desc("file.json"), cl::sub(SimCmd), cl::sub(EmitCmd),
+                               cl::sub(BuildCmd), cl::cat(Category));
 cl::opt<bool> Compare("compare", cl::desc("One table row per schedule"), cl::sub(SimCmd),
                       cl::cat(Category));
 cl::opt<std::string> Sweep("sweep", cl::desc("One row per value of a parameter"),
@@ -134,16 +136,16 @@ bool parseDefines(pipec::ElabOptions &options) {
   return true;
 }
 
-// Reads --costs, --cost and --sweep; prints a usage error and returns false when malformed.
-bool parseSimArgs(pipec::SimArgs &sim, const pipec::CommonArgs &args) {
+// Reads --costs then --cost; prints a usage error and returns false when malformed.
+bool parseCosts(std::vector<pipec::CostOverride> &costs) {
   std::string error;
   if (!CostsFile.empty()) {
-    auto costs = pipec::readCostsFile(CostsFile, error);
-    if (!costs) {
+    auto fromFile = pipec::readCostsFile(CostsFile, error);
+    if (!fromFile) {
       errs() << "pipec: error: --costs: " << error << "\n";
       return false;
     }
-    sim.costs = *costs;
+    costs = *fromFile;
   }
   for (const std::string &flag : CostFlags) {
     auto cost = pipec::parseCostOverride(flag, error);
@@ -151,8 +153,13 @@ bool parseSimArgs(pipec::SimArgs &sim, const pipec::CommonArgs &args) {
       errs() << "pipec: error: --cost: " << error << "\n";
       return false;
     }
-    sim.costs.push_back(*cost);
+    costs.push_back(*cost);
   }
+  return true;
+}
+
+// Reads --sweep and the output options; prints a usage error and returns false when malformed.
+bool parseSimArgs(pipec::SimArgs &sim, const pipec::CommonArgs &args) {
   if (!Sweep.empty()) {
     auto [name, values] = StringRef(Sweep).split('=');
     SmallVector<StringRef, 8> parts;
@@ -204,7 +211,7 @@ int main(int argc, char **argv) {
   args.checks.maxActivations = MaxActivations;
   args.elab.limits.maxOps = MaxOps;
   args.elab.limits.maxIterations = MaxIterations;
-  if (!parseDefines(args.elab))
+  if (!parseDefines(args.elab) || !parseCosts(args.costs))
     return pipec::kExitUsage;
 
   if (CheckCmd)

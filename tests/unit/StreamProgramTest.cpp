@@ -39,7 +39,11 @@ struct Lowered {
   std::vector<RankStreamProgram> programs;
 };
 
-Lowered lower(const std::string &name, int P, int M, const std::vector<CostOverride> &costs) {
+// Plans from the CUDA emitter's cost model (streamPlanCosts), or with
+// `zeroSubOps` from the plain model, where unset sub-operation costs are 0 (a
+// pair then runs one half after the other: a different command order).
+Lowered lower(const std::string &name, int P, int M, const std::vector<CostOverride> &costs,
+              bool zeroSubOps = false) {
   Lowered l;
   ElabOptions options;
   options.defines = {{"P", P}, {"M", M}};
@@ -47,7 +51,9 @@ Lowered lower(const std::string &name, int P, int M, const std::vector<CostOverr
   REQUIRE(l.compiled->ir);
   l.report = runChecks(*l.compiled->ir, CheckOptions{}, l.compiled->diags);
   REQUIRE(l.report.ok);
-  l.programs = lowerToStreams(*l.compiled->ir, l.report, CostModel::build(*l.compiled->ir, costs));
+  const ScheduleIR &ir = *l.compiled->ir;
+  l.programs = lowerToStreams(ir, l.report, zeroSubOps ? CostModel::build(ir, costs)
+                                                       : streamPlanCosts(ir, costs));
   return l;
 }
 
@@ -272,10 +278,12 @@ TEST_CASE("stream programs of every library schedule respect every dependency", 
                         {"dualpipe", 4, 10}, {"dualpipe", 8, 20}, {"dualpipev", 4, 9},
                         {"dualpipev", 8, 17}, {"1f1b", 2, 2},  {"dualpipe", 2, 4}};
   std::mt19937 random(20261130);
+  enum Costs { DefaultSplit, Measured, Zero };
   for (const Case &c : cases)
-    for (bool subOpCosts : {false, true}) {
-      Lowered l = lower(c.name, c.P, c.M, subOpCosts ? kSubOpCosts : std::vector<CostOverride>{});
-      INFO(c.name << " P=" << c.P << " M=" << c.M << (subOpCosts ? " with sub-op costs" : ""));
+    for (Costs costs : {DefaultSplit, Measured, Zero}) {
+      Lowered l = lower(c.name, c.P, c.M, costs == Measured ? kSubOpCosts : std::vector<CostOverride>{},
+                        costs == Zero);
+      INFO(c.name << " P=" << c.P << " M=" << c.M << " costs " << int(costs));
       checkStatic(l);
       for (int trial = 0; trial < 10; ++trial)
         CHECK(StreamModel(l, random).run() == "");
@@ -296,6 +304,20 @@ TEST_CASE("overlap pairs put the all-to-alls on the expert stream, fork and join
   }
   CHECK(dispatchOrCombine == 4 * int(rank0.numPairs));
   CHECK(computeParts == 4 * int(rank0.numPairs));
+}
+
+TEST_CASE("without sub-operation costs the plan still interleaves the halves", "[codegen]") {
+  // The default split (attention and MLP half an op each, all-to-alls a
+  // quarter) puts the forward's attention right after the backward's combine,
+  // as with the measured costs of the OverlapPlan test: C_b A_f M_b D_f M_f D_b A_b C_f.
+  for (const std::vector<CostOverride> &costs : {std::vector<CostOverride>{}, kSubOpCosts}) {
+    Lowered l = lower("dualpipe", 4, 10, costs);
+    std::string order; // rank 0's first pair: ops 7 (F) and 8 (B)
+    for (const StreamCommand &c : l.programs[0].commands)
+      if (c.cmd == StreamCmd::Run && (c.arg == 7 || c.arg == 8))
+        order += std::string(runPartName(c.part)).substr(0, 4) + (c.arg == 8 ? "_b " : "_f ");
+    CHECK(order == "Comb_b Atte_f Mlp_b Disp_f Mlp_f Disp_b Atte_b Comb_f ");
+  }
 }
 
 TEST_CASE("a model without the events finds the race the events prevent", "[codegen]") {
