@@ -102,7 +102,6 @@ void RankExecutor::beginStep(bool timing) {
   lastOutputs_.clear();
   received_.clear();
   toSend_.clear();
-  peakStored_ = 0;
   cudaStream_t compute = computeStream();
   PIPERT_CUDA(cudaMemsetAsync(loss_, 0, sizeof(double), compute));
   for (auto &[chunk, stage] : stages_)
@@ -272,10 +271,6 @@ void RankExecutor::finishOp(uint32_t i, const ProgramOp &op, cudaStream_t stream
   b = OpBuffers{nullptr, nullptr, b.partsDone, b.interval};
   if (timing_ && b.interval != ~size_t(0))
     PIPERT_CUDA(cudaEventRecord(intervals_[b.interval].end, stream));
-  size_t stored = 0;
-  for (auto &[chunk, stage] : stages_)
-    stored += stage->storedMicroBatches();
-  peakStored_ = std::max(peakStored_, stored);
 }
 
 void RankExecutor::run(const StreamCommand &c) {

@@ -65,7 +65,6 @@ public:
   std::map<int, std::unique_ptr<GpuStage>> &stages() { return stages_; }
   double *deviceLoss() const { return loss_; }
   const std::vector<OpInterval> &intervals() const { return intervals_; }
-  size_t peakStored() const { return peakStored_; }
 
 private:
   struct OpBuffers {
@@ -104,7 +103,6 @@ private:
   bool timing_ = false;
   std::vector<OpInterval> intervals_;
   std::vector<cudaEvent_t> timingEvents_; // reused across steps
-  size_t peakStored_ = 0;
   uint32_t pc_ = 0;
 };
 

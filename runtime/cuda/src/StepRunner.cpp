@@ -180,8 +180,15 @@ void StepRunner::enqueueStep(bool timing) {
                                "produced by this pipec, or were edited):" + where);
     }
   }
-  for (auto &rank : ranks_)
+  for (auto &rank : ranks_) {
     rank->joinInto(origin_);
+    for (auto &[chunk, stage] : rank->stages()) // the host bookkeeping is complete here
+      if (size_t left = stage->storedMicroBatches())
+        throw std::runtime_error("rank " + std::to_string(rank->rank()) + " ends the step with " +
+                                 std::to_string(left) + " micro-batches of stage " +
+                                 std::to_string(stage->stageIndex()) +
+                                 " still stored: their backward never ran");
+  }
   syncGradients();
 }
 
