@@ -195,22 +195,35 @@ void StepRunner::enqueueStep(bool timing) {
 // Replicated stages sum their gradients over their copies.
 void StepRunner::syncGradients() {
   if (nccl_) {
-    ncclTransport_->beginGroup();
-    for (uint32_t g = 0; g < program_.numSyncGroups; ++g) {
+    // Copies on this rank are summed into the first one, which is all-reduced
+    // over the group's ranks and copied back to the others.
+    std::vector<std::pair<uint32_t, std::vector<std::vector<DeviceGradient>>>> mine;
+    for (uint32_t g = 0; g < program_.numSyncGroups && options_.model != ModelKind::Empty; ++g) {
       const SyncGroupTable &group = program_.syncGroups[g];
-      int mine = 0;
+      std::vector<std::vector<DeviceGradient>> copies;
       for (uint32_t k = 0; k < group.size; ++k)
-        if (group.ranks[k] == group_.rank && mine++ == 0 && options_.model != ModelKind::Empty)
-          for (const DeviceGradient &grad :
-               ranks_[0]->stages().at(group.chunks[k])->gradients())
-            ncclTransport_->allReduce(g, grad.data, grad.rows * grad.cols, origin_);
-      if (mine > 1)
-        throw std::runtime_error("stage " + std::to_string(group.stage) +
-                                 " has two copies on one rank; the NCCL transport sums "
-                                 "copies across ranks only");
+        if (group.ranks[k] == group_.rank)
+          copies.push_back(ranks_[0]->stages().at(group.chunks[k])->gradients());
+      if (!copies.empty())
+        mine.emplace_back(g, std::move(copies));
     }
+    for (auto &[g, copies] : mine)
+      for (size_t k = 1; k < copies.size(); ++k)
+        for (size_t p = 0; p < copies[0].size(); ++p)
+          addInto(copies[0][p].data, copies[k][p].data, copies[0][p].rows * copies[0][p].cols,
+                  origin_);
+    ncclTransport_->beginGroup();
+    for (auto &[g, copies] : mine)
+      for (const DeviceGradient &grad : copies[0])
+        ncclTransport_->allReduce(g, grad.data, grad.rows * grad.cols, origin_);
     ncclTransport_->allReduceWorld(ranks_[0]->deviceLoss(), origin_);
     ncclTransport_->endGroup();
+    for (auto &[g, copies] : mine)
+      for (size_t k = 1; k < copies.size(); ++k)
+        for (size_t p = 0; p < copies[0].size(); ++p)
+          PIPERT_CUDA(cudaMemcpyAsync(copies[k][p].data, copies[0][p].data,
+                                      copies[0][p].rows * copies[0][p].cols * sizeof(float),
+                                      cudaMemcpyDeviceToDevice, origin_));
     return;
   }
   if (options_.model == ModelKind::Empty)
