@@ -71,6 +71,7 @@ cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int) {
   return cudaSuccess;
 }
 cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t, cudaMemPoolAttr, void *) { return cudaSuccess; }
+cudaError_t cudaMemPoolTrimTo(cudaMemPool_t, size_t) { return cudaSuccess; }
 cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
 cudaError_t cudaGetLastError() {
   cudaError_t error = pipert::hostcuda::lastError;

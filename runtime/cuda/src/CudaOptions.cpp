@@ -27,7 +27,7 @@ static const char *kUsage =
     "  --trace FILE              Chrome trace of every op, from CUDA events (eager steps);\n"
     "                            with NCCL each rank writes FILE.rank<r>\n"
     "  --seed N                  initialization and data seed (default 1)\n"
-    "  --timeout SECONDS         abort (ncclCommAbort) when a step makes no progress this long\n"
+    "  --timeout SECONDS         give up (ncclCommAbort with NCCL) when a step takes longer\n"
     "                            (default 60)\n"
     "exit status: 0 ok, 1 check failed, 2 usage or setup error, 3 timeout, 77 no CUDA device\n";
 

@@ -15,16 +15,40 @@
 #include "pipert/cuda/CudaCheck.h"
 
 #include <cstdio>
+#include <cstdlib>
 
 namespace pipert {
 
 using namespace pipert::cuda;
+
+namespace {
+
+// Settings that must be in place before the first CUDA call; a value the user
+// exported wins.
+void configureEnvironment(const CudaOptions &options) {
+  // A rank has more streams (compute, expert, one per channel) than CUDA's
+  // default 8 hardware queues: with fewer, unrelated streams serialize, and a
+  // stream may queue behind a receive kernel that spins until its peer sends.
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
+  if (options.transport == TransportKind::Nccl) {
+    // Lazy kernel loading may synchronize the context while NCCL receive
+    // kernels spin waiting for a peer: load every kernel up front.
+    setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+    // Send and receive buffers of a captured step are graph memory, which NCCL
+    // need not register: it copies through its own buffers instead.
+    if (options.graphs)
+      setenv("NCCL_GRAPH_REGISTER", "0", 0);
+  }
+}
+
+} // namespace
 
 int runCudaProgram(const Program &program, const StreamProgram &streams, int argc, char **argv) {
   CudaOptions options;
   int status = 0;
   if (!parseCudaOptions(argc, argv, options, status))
     return status;
+  configureEnvironment(options);
   int devices = 0;
   cudaError_t probe = cudaGetDeviceCount(&devices);
   if (probe != cudaSuccess || devices == 0) {

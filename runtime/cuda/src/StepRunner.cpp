@@ -39,11 +39,16 @@ StepRunner::StepRunner(const Program &program, const StreamProgram &streams,
                                std::to_string(devices) + " CUDA devices");
   }
   PIPERT_CUDA(cudaSetDevice(nccl_ ? group_.localRank : 0));
-  // Keep freed memory in the pool: steps reuse it instead of returning it to the driver.
-  cudaMemPool_t pool;
-  PIPERT_CUDA(cudaDeviceGetDefaultMemPool(&pool, nccl_ ? group_.localRank : 0));
+  // Keep freed memory in the pool: steps reuse it instead of returning it to
+  // the driver. But never let an allocation wait for a free still pending on
+  // another stream: the allocating stream would then wait for, say, a send to
+  // be received, an edge the deadlock proof never saw (with NCCL, a possible
+  // cross-rank hang). Reuse follows the program's own event edges only.
+  PIPERT_CUDA(cudaDeviceGetDefaultMemPool(&pool_, nccl_ ? group_.localRank : 0));
   uint64_t keep = UINT64_MAX;
-  PIPERT_CUDA(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+  PIPERT_CUDA(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep));
+  int no = 0;
+  PIPERT_CUDA(cudaMemPoolSetAttribute(pool_, cudaMemPoolReuseAllowInternalDependencies, &no));
 
   shared_.program = &program;
   shared_.streams = &streams;
@@ -260,10 +265,13 @@ void StepRunner::waitForStep(const char *what) {
     transport_->poll();
     if (Clock::now() > deadline) {
       transport_->abort();
-      throw StepTimeout(std::string(what) + " did not finish within " +
-                        std::to_string(options_.timeoutSeconds) + " s (transport " +
-                        transport_->name() + "; communicators aborted). A peer process may " +
-                        "have died or be running a different program.");
+      throw StepTimeout(
+          std::string(what) + " did not finish within " +
+          std::to_string(options_.timeoutSeconds) + " s (--timeout bounds a whole step). " +
+          (nccl_ ? "The NCCL communicators were aborted: a peer process may have died or be "
+                   "running a different program, or a large step needs a longer --timeout."
+                 : "Nothing was aborted (in-process transport); a large step may need a "
+                   "longer --timeout."));
     }
     if (spins > 1000) // spin briefly, then yield: short steps stay short
       std::this_thread::sleep_for(std::chrono::microseconds(50));
@@ -282,6 +290,10 @@ StepRunner::StepTimes StepRunner::eagerStep(bool timing) {
 
 StepRunner::StepTimes StepRunner::graphStep() {
   if (!graph_) {
+    // A graph has its own memory: hand the eager steps' pooled memory back
+    // first, or a step that fits eagerly may not fit twice.
+    PIPERT_CUDA(cudaDeviceSynchronize());
+    PIPERT_CUDA(cudaMemPoolTrimTo(pool_, 0));
     cudaGraph_t graph;
     PIPERT_CUDA(cudaStreamBeginCapture(origin_, cudaStreamCaptureModeThreadLocal));
     try {

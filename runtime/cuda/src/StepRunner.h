@@ -58,6 +58,7 @@ private:
   std::unique_ptr<Transport> transport_;
   NcclTransport *ncclTransport_ = nullptr; // transport_ when it is NCCL
   std::vector<std::unique_ptr<RankExecutor>> ranks_;
+  cudaMemPool_t pool_ = nullptr; // the device's default pool
   cudaStream_t origin_ = nullptr;
   cudaEvent_t fork_ = nullptr, done_ = nullptr, stepStart_ = nullptr;
   cudaGraphExec_t graph_ = nullptr;
