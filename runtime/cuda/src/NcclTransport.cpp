@@ -71,6 +71,12 @@ void NcclTransport::splitChannels(const Program &program) {
     keys.push_back(key);
     members.push_back({ends.first, ends.second});
   }
+  // A channel carries one transfer at a time and its receives are posted ahead
+  // of use: a couple of thread blocks suffice, and waiting receives then leave
+  // the SMs to the compute they are meant to overlap.
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.minCTAs = 1;
+  config.maxCTAs = 2;
   for (const std::vector<size_t> &round : splitRounds(members)) {
     int color = NCCL_SPLIT_NOCOLOR, key = 0;
     for (size_t item : round)
@@ -79,7 +85,7 @@ void NcclTransport::splitChannels(const Program &program) {
         key = members[item][0] == rank_ ? 0 : 1; // the sender is rank 0 of the channel
       }
     ncclComm_t comm = nullptr;
-    PIPERT_NCCL(ncclCommSplit(world_, color, key, &comm, nullptr), world_);
+    PIPERT_NCCL(ncclCommSplit(world_, color, key, &comm, &config), world_);
     if (color != NCCL_SPLIT_NOCOLOR) {
       owned_.push_back(comm);
       channels_[keys[size_t(color)]] = {comm, 1 - key};
