@@ -1,15 +1,10 @@
-// runCudaProgram: what an emitted CUDA program's main() does. It sets up the
-// ranks this process runs (all of them on one GPU with the in-process
-// transport, or its own with NCCL), enqueues each training step from the
-// stream programs, waits for it while polling for asynchronous errors and a
-// timeout, optionally captures the step into a CUDA graph and replays it, and
-// with --check compares the loss and every gradient with the fp64 CPU reference.
+// runCudaProgram: what an emitted CUDA program's main() does: parse the
+// options, set what must be set before the first CUDA call, exit 77 without a
+// device, and hand over to StepRunner (the ranks this process runs, the steps,
+// graphs, the check), turning its failures into exit statuses.
 #include "pipert/CudaProgram.h"
 
 #include "CudaOptions.h"
-#include "InProcessTransport.h"
-#include "NcclTransport.h"
-#include "RankExecutor.h"
 #include "StepRunner.h"
 
 #include "pipert/cuda/CudaCheck.h"
