@@ -4,7 +4,6 @@
 #include "InProcessTransport.h"
 
 #include "pipert/Batch.h"
-#include "pipert/Reference.h"
 #include "pipert/cuda/CudaCheck.h"
 
 #include <cmath>
@@ -315,96 +314,6 @@ StepRunner::StepTimes StepRunner::graphStep() {
   waitForStep("the graph replay");
   times.totalMicros = microsSince(start);
   return times;
-}
-
-double StepRunner::loss() {
-  double total = 0;
-  for (auto &rank : ranks_) {
-    double value = 0;
-    PIPERT_CUDA(cudaMemcpy(&value, rank->deviceLoss(), sizeof value, cudaMemcpyDeviceToHost));
-    total += value;
-    if (nccl_)
-      break; // already summed over the world
-  }
-  return total;
-}
-
-// This process's gradients per stage (the first local copy of each), shaped as `layout`.
-GradientSet<double> StepRunner::gradients(const GradientSet<double> &layout) {
-  GradientSet<double> set(layout.size());
-  for (auto &rank : ranks_)
-    for (auto &[chunk, stage] : rank->stages()) {
-      size_t s = size_t(stage->stageIndex());
-      if (!set[s].empty())
-        continue;
-      for (const DeviceGradient &g : stage->gradients()) {
-        std::vector<float> host(g.rows * g.cols);
-        PIPERT_CUDA(cudaMemcpy(host.data(), g.data, host.size() * sizeof(float),
-                               cudaMemcpyDeviceToHost));
-        Tensor<double> value(g.rows, g.cols);
-        for (size_t e = 0; e < host.size(); ++e)
-          value[e] = host[e];
-        set[s].push_back({g.name, std::move(value)});
-      }
-    }
-  return set;
-}
-
-bool StepRunner::writeTrace(const std::string &path) {
-  std::FILE *out = std::fopen(path.c_str(), "w");
-  if (!out) {
-    std::fprintf(stderr, "pipert: error: cannot write trace '%s'\n", path.c_str());
-    return false;
-  }
-  static const char *kNames[] = {"F", "B", "I", "W"};
-  std::fprintf(out, "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n");
-  bool first = true;
-  for (auto &rank : ranks_) {
-    std::fprintf(out, "%s{\"ph\": \"M\", \"pid\": %d, \"name\": \"process_name\", \"args\": "
-                      "{\"name\": \"rank %d\"}}",
-                 first ? "" : ",\n", rank->rank(), rank->rank());
-    first = false;
-    for (const OpInterval &t : rank->intervals()) {
-      float start = 0, end = 0;
-      PIPERT_CUDA(cudaEventElapsedTime(&start, stepStart_, t.start));
-      PIPERT_CUDA(cudaEventElapsedTime(&end, stepStart_, t.end));
-      const ProgramOp &op = program_.ranks[rank->rank()].ops[t.op];
-      std::fprintf(out, ",\n{\"ph\": \"X\", \"pid\": %d, \"tid\": 0, \"name\": \"%s%d.s%d.mb%d\", "
-                        "\"ts\": %.3f, \"dur\": %.3f}",
-                   rank->rank(), kNames[int(op.kind)], op.chunk, op.stage, op.microbatch,
-                   1000.0 * start, 1000.0 * (end - start));
-    }
-  }
-  std::fprintf(out, "\n]}\n");
-  return std::fclose(out) == 0;
-}
-
-int StepRunner::check(double loss, const GradientSet<double> &got) {
-  ModelSpec model = modelSpec();
-  auto stages = makeAllStages<double>(model);
-  BatchSpec batch{program_.numMicrobatches, options_.seq, options_.hidden, options_.seed + 1};
-  ReferenceResult<double> reference = Reference<double>(stagePointers(stages)).run(batch);
-  // With NCCL a process holds some stages: compare those.
-  GradientSet<double> want = reference.gradients;
-  for (size_t s = 0; s < want.size(); ++s)
-    if (got[s].empty())
-      want[s].clear();
-  double tolerance = options_.tolerance > 0 ? options_.tolerance
-                                            : options_.dtype == DType::F32 ? 1e-4 : 5e-2;
-  double lossError = std::abs(loss - reference.loss) / std::max(std::abs(reference.loss), 1e-300);
-  GradientComparison comparison = compareGradients(want, got, tolerance);
-  std::printf("check: loss %.9g (reference %.9g, relative error %.3g)\n", loss, reference.loss,
-              lossError);
-  std::printf("check: max relative gradient error per stage:");
-  for (const StageError &e : comparison.stages)
-    if (!got[size_t(e.stage)].empty())
-      std::printf(" %d: %.3g", e.stage, e.maxRelError);
-  bool ok = comparison.passed && lossError <= tolerance;
-  std::printf("\ncheck: tolerance %g (%s): %s\n", tolerance, dtypeName(options_.dtype),
-              ok ? "PASS" : "FAIL");
-  if (!comparison.passed)
-    std::printf("%s\n", comparison.report().c_str());
-  return ok ? 0 : 1;
 }
 
 int StepRunner::run() {

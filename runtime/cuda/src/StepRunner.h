@@ -1,6 +1,7 @@
 // The training loop of a CUDA program: builds the ranks, runs the steps (eager,
 // or captured once into a CUDA graph and replayed), times them, and checks the
-// result. See CudaRun.cpp for the entry point.
+// result. StepRunner.cpp runs steps; StepResults.cpp reads back and checks
+// what they leave. CudaRun.cpp is the entry point.
 #pragma once
 
 #include "CudaOptions.h"
