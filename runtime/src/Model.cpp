@@ -5,6 +5,22 @@
 
 namespace pipert {
 
+ModelSpec builtinModel(int stages, uint64_t seed, int hidden, bool moe, bool attention) {
+  ModelSpec model;
+  model.seed = seed;
+  for (int s = 0; s < stages; ++s) {
+    StageSpec spec;
+    if (moe) {
+      spec.kind = StageKind::Moe;
+      spec.moe = MoeConfig{hidden, 2 * hidden, 4, 2, attention};
+    } else {
+      spec.dense = DenseConfig{hidden, 4 * hidden, attention};
+    }
+    model.stages.push_back(spec);
+  }
+  return model;
+}
+
 template <typename T>
 std::unique_ptr<Stage<T>> makeStage(const ModelSpec &model, int stageIndex, std::shared_ptr<AllToAll<T>> comm) {
   if (stageIndex < 0 || static_cast<size_t>(stageIndex) >= model.stages.size())

@@ -24,22 +24,6 @@ namespace pipert {
 
 namespace {
 
-ModelSpec modelFor(const Program &program, const RunOptions &options) {
-  ModelSpec model;
-  model.seed = options.seed;
-  for (int s = 0; s < program.numStages; ++s) {
-    StageSpec spec;
-    if (options.moe) {
-      spec.kind = StageKind::Moe;
-      spec.moe = MoeConfig{options.hidden, 2 * options.hidden, 4, 2, true};
-    } else {
-      spec.dense = DenseConfig{options.hidden, 4 * options.hidden, true};
-    }
-    model.stages.push_back(spec);
-  }
-  return model;
-}
-
 // The baseline for --model empty: every op's hand-off (a 1x1 tensor into a queue
 // and out again) done by one thread in a plain loop, without streams or events.
 template <typename T>
@@ -80,7 +64,8 @@ GradientSet<T> mergeReplicas(const std::vector<GradientSet<T>> &replicas,
 
 template <typename T>
 int run(const Program &program, const RunOptions &options) {
-  ModelSpec model = modelFor(program, options);
+  ModelSpec model = builtinModel(program.numStages, options.seed, options.hidden, options.moe,
+                                 /*attention=*/true);
   // Each expert-parallel replica runs M micro-batches of its own.
   BatchSpec batch{program.numMicrobatches * options.ep, options.seq * options.microBatchSize,
                   options.hidden, options.seed + 1};

@@ -86,20 +86,10 @@ StepRunner::~StepRunner() {
   cudaStreamDestroy(origin_);
 }
 
+// The GPU stages have no attention block.
 ModelSpec StepRunner::modelSpec() const {
-  ModelSpec model;
-  model.seed = options_.seed;
-  for (int s = 0; s < program_.numStages; ++s) {
-    StageSpec spec;
-    if (options_.model == ModelKind::Moe) {
-      spec.kind = StageKind::Moe;
-      spec.moe = MoeConfig{options_.hidden, 2 * options_.hidden, 4, 2, false};
-    } else {
-      spec.dense = DenseConfig{options_.hidden, 4 * options_.hidden, false};
-    }
-    model.stages.push_back(spec);
-  }
-  return model;
+  return builtinModel(program_.numStages, options_.seed, options_.hidden,
+                      options_.model == ModelKind::Moe, /*attention=*/false);
 }
 
 void StepRunner::uploadData() {

@@ -27,6 +27,11 @@ struct ModelSpec {
   std::vector<StageSpec> stages; // stage s is stages[s]
 };
 
+// The built-in model of emitted programs (CPU and CUDA alike): `stages` stages,
+// each dense (attention optional, MLP 4h wide) or MoE (attention optional, 4
+// experts 2h wide, top-2 routing), all of hidden size h.
+ModelSpec builtinModel(int stages, uint64_t seed, int hidden, bool moe, bool attention);
+
 // Stage `stageIndex` of `model`; comm is used by MoE stages (null: local).
 // Throws std::invalid_argument for an index outside the model or a bad config.
 template <typename T>
