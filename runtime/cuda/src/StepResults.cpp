@@ -25,9 +25,10 @@ double StepRunner::loss() {
   return total;
 }
 
-// This process's gradients per stage (the first local copy of each), shaped as `layout`.
-GradientSet<double> StepRunner::gradients(const GradientSet<double> &layout) {
-  GradientSet<double> set(layout.size());
+// This process's gradients per stage (the first local copy of each); a stage
+// this process does not hold stays empty.
+GradientSet<double> StepRunner::gradients() {
+  GradientSet<double> set(size_t(program_.numStages));
   for (auto &rank : ranks_)
     for (auto &[chunk, stage] : rank->stages()) {
       size_t s = size_t(stage->stageIndex());

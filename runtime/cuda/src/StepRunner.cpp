@@ -333,13 +333,7 @@ int StepRunner::run() {
                                 : options_.tracePath;
   if (timing && !writeTrace(tracePath))
     return 2;
-  GradientSet<double> layout(size_t(program_.numStages));
-  if (options_.model != ModelKind::Empty) {
-    auto stages = makeAllStages<double>(modelSpec());
-    for (size_t s = 0; s < layout.size(); ++s)
-      layout[s] = snapshotGradients(*stages[s]);
-  }
-  GradientSet<double> eagerGradients = gradients(layout);
+  GradientSet<double> eagerGradients = gradients();
   std::printf("eager: %.3f ms per step, %.2f us per op\n", last.totalMicros / 1000,
               last.totalMicros / double(std::max<int64_t>(ops, 1)));
 
@@ -355,7 +349,7 @@ int StepRunner::run() {
     }
     std::printf("graph: %.3f ms per step, %.2f us per op\n", last.totalMicros / 1000,
                 last.totalMicros / double(std::max<int64_t>(ops, 1)));
-    finalGradients = gradients(layout);
+    finalGradients = gradients();
     bool identical = finalLoss == eagerLoss;
     for (size_t s = 0; s < finalGradients.size(); ++s)
       for (size_t p = 0; p < finalGradients[s].size(); ++p)

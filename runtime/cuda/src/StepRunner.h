@@ -45,7 +45,7 @@ private:
   void waitForStep(const char *what);
   void syncGradients();
   double loss();
-  GradientSet<double> gradients(const GradientSet<double> &layout);
+  GradientSet<double> gradients();
   int check(double loss, const GradientSet<double> &gradients);
   bool writeTrace(const std::string &path);
   int64_t totalOps() const;
