@@ -8,9 +8,9 @@
 
 #include "exec/PipelineRun.h"
 #include "exec/Replay.h"
-#include "exec/TraceWriter.h"
 
 #include "pipert/Reference.h"
+#include "pipert/Trace.h"
 
 #include <cmath>
 #include <chrono>

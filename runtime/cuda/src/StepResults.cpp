@@ -47,33 +47,17 @@ GradientSet<double> StepRunner::gradients() {
   return set;
 }
 
-bool StepRunner::writeTrace(const std::string &path) {
-  std::FILE *out = std::fopen(path.c_str(), "w");
-  if (!out) {
-    std::fprintf(stderr, "pipert: error: cannot write trace '%s'\n", path.c_str());
-    return false;
-  }
-  static const char *kNames[] = {"F", "B", "I", "W"};
-  std::fprintf(out, "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n");
-  bool first = true;
-  for (auto &rank : ranks_) {
-    std::fprintf(out, "%s{\"ph\": \"M\", \"pid\": %d, \"name\": \"process_name\", \"args\": "
-                      "{\"name\": \"rank %d\"}}",
-                 first ? "" : ",\n", rank->rank(), rank->rank());
-    first = false;
+// The ops' CUDA-event times of the last eager step with --trace, in the trace's form.
+std::vector<OpTiming> StepRunner::timings() {
+  std::vector<OpTiming> out;
+  for (auto &rank : ranks_)
     for (const OpInterval &t : rank->intervals()) {
       float start = 0, end = 0;
       PIPERT_CUDA(cudaEventElapsedTime(&start, stepStart_, t.start));
       PIPERT_CUDA(cudaEventElapsedTime(&end, stepStart_, t.end));
-      const ProgramOp &op = program_.ranks[rank->rank()].ops[t.op];
-      std::fprintf(out, ",\n{\"ph\": \"X\", \"pid\": %d, \"tid\": 0, \"name\": \"%s%d.s%d.mb%d\", "
-                        "\"ts\": %.3f, \"dur\": %.3f}",
-                   rank->rank(), kNames[int(op.kind)], op.chunk, op.stage, op.microbatch,
-                   1000.0 * start, 1000.0 * (end - start));
+      out.push_back({rank->rank(), t.op, 1000.0 * start, 1000.0 * end});
     }
-  }
-  std::fprintf(out, "\n]}\n");
-  return std::fclose(out) == 0;
+  return out;
 }
 
 int StepRunner::check(double loss, const GradientSet<double> &got) {

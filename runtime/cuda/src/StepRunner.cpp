@@ -331,7 +331,7 @@ int StepRunner::run() {
   // With NCCL each process holds one rank: each writes its own file.
   std::string tracePath = nccl_ ? options_.tracePath + ".rank" + std::to_string(group_.rank)
                                 : options_.tracePath;
-  if (timing && !writeTrace(tracePath))
+  if (timing && !writeTrace(tracePath, program_, timings()))
     return 2;
   GradientSet<double> eagerGradients = gradients();
   std::printf("eager: %.3f ms per step, %.2f us per op\n", last.totalMicros / 1000,

@@ -10,6 +10,7 @@
 
 #include "pipert/Gradients.h"
 #include "pipert/Model.h"
+#include "pipert/Trace.h"
 
 #include <chrono>
 #include <memory>
@@ -47,7 +48,7 @@ private:
   double loss();
   GradientSet<double> gradients();
   int check(double loss, const GradientSet<double> &gradients);
-  bool writeTrace(const std::string &path);
+  std::vector<OpTiming> timings();
   int64_t totalOps() const;
 
   const Program &program_;

@@ -24,6 +24,7 @@
 #include "pipert/Model.h"
 #include "pipert/Program.h"
 #include "pipert/ThreadedAllToAll.h"
+#include "pipert/Trace.h"
 
 #include <chrono>
 #include <deque>
@@ -35,12 +36,6 @@
 #include <vector>
 
 namespace pipert {
-
-struct OpTiming {
-  int rank;
-  uint32_t op;
-  double startMicros, endMicros;
-};
 
 struct StepResult {
   double loss = 0;

@@ -1,4 +1,5 @@
-#include "exec/TraceWriter.h"
+// writeTrace (see pipert/Trace.h).
+#include "pipert/Trace.h"
 
 #include <cstdio>
 
