@@ -299,9 +299,23 @@ __global__ void routerLogitGradientsKernel(const float *gates, const float *dGat
 constexpr unsigned kLossBlocks = 1024;
 
 // Sums a block's share of (y - t)^2 in fp64 into partials[block], and writes dy.
+// The sum of every thread's `value` over a block of kThreads threads, added in
+// a fixed tree order (the same bits every run); every thread gets it. Every
+// thread of the block must call it.
+__device__ double blockSum(double value) {
+  __shared__ double partial[kThreads];
+  partial[threadIdx.x] = value;
+  __syncthreads();
+  for (int half = kThreads / 2; half > 0; half >>= 1) {
+    if (static_cast<int>(threadIdx.x) < half)
+      partial[threadIdx.x] += partial[threadIdx.x + half];
+    __syncthreads();
+  }
+  return partial[0];
+}
+
 template <typename AT>
 __global__ void mseLossGradKernel(const AT *y, const AT *target, AT *dy, double *partials, size_t n, float scale) {
-  __shared__ double partial[kThreads];
   double acc = 0.0;
   PIPERT_GRID_STRIDE(i, n) {
     const float yi = load(y[i]), ti = load(target[i]);
@@ -309,15 +323,9 @@ __global__ void mseLossGradKernel(const AT *y, const AT *target, AT *dy, double 
     acc += d * d;
     dy[i] = store<AT>(scale * (yi - ti));
   }
-  partial[threadIdx.x] = acc;
-  __syncthreads();
-  for (int half = kThreads / 2; half > 0; half >>= 1) {
-    if (static_cast<int>(threadIdx.x) < half)
-      partial[threadIdx.x] += partial[threadIdx.x + half];
-    __syncthreads();
-  }
+  const double sum = blockSum(acc);
   if (threadIdx.x == 0)
-    partials[blockIdx.x] = partial[0];
+    partials[blockIdx.x] = sum;
 }
 
 // One block: the block sums in a fixed order, then one add into the loss. A
@@ -326,19 +334,12 @@ __global__ void mseLossGradKernel(const AT *y, const AT *target, AT *dy, double 
 // replays match eager steps bit for bit; the atomic only keeps a concurrent
 // add, should a program ever allow one, from being lost.
 __global__ void addLossKernel(const double *partials, unsigned count, double *loss, double n) {
-  __shared__ double partial[kThreads];
   double acc = 0.0;
   for (unsigned i = threadIdx.x; i < count; i += kThreads)
     acc += partials[i];
-  partial[threadIdx.x] = acc;
-  __syncthreads();
-  for (int half = kThreads / 2; half > 0; half >>= 1) {
-    if (static_cast<int>(threadIdx.x) < half)
-      partial[threadIdx.x] += partial[threadIdx.x + half];
-    __syncthreads();
-  }
+  const double sum = blockSum(acc);
   if (threadIdx.x == 0)
-    atomicAdd(loss, partial[0] / n);
+    atomicAdd(loss, sum / n);
 }
 
 } // namespace

@@ -311,13 +311,7 @@ private:
     mlp_.backwardWeight(st.a, st.v, st.dm, st.du, at);
   }
 
-  void releaseMicroBatch(int mb, cudaStream_t stream) override {
-    auto it = saved_.find(mb);
-    if (it == saved_.end())
-      return;
-    it->second.forEach([stream](auto *&p) { freeOn(p, stream); });
-    saved_.erase(it);
-  }
+  void releaseMicroBatch(int mb, cudaStream_t stream) override { releaseSaved(saved_, mb, stream); }
 
   int ffn_;
   GpuMlp<AT> mlp_;

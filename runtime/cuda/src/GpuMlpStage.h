@@ -19,6 +19,7 @@
 #include "pipert/Stage.h"
 #include "pipert/cuda/GpuStage.h"
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -108,6 +109,18 @@ private:
   int tokens_;
   MicroBatchTracker tracker_;
 };
+
+// Frees micro-batch mb's saved device buffers (a Saved with forEach over its
+// pointers) on `stream` and forgets it; nothing when none are saved. Both
+// stages' releaseMicroBatch.
+template <typename Saved>
+void releaseSaved(std::map<int, Saved> &saved, int mb, cudaStream_t stream) {
+  auto it = saved.find(mb);
+  if (it == saved.end())
+    return;
+  it->second.forEach([stream](auto *&p) { freeOn(p, stream); });
+  saved.erase(it);
+}
 
 // The dense stage (DenseConfig without attention) as a GpuStage; see
 // GpuMlpStage.cu. Throws std::invalid_argument for attention or a parameter

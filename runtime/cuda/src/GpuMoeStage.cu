@@ -227,13 +227,7 @@ private:
     routerWeightGrad(st, at);
   }
 
-  void releaseMicroBatch(int mb, cudaStream_t stream) override {
-    auto it = saved_.find(mb);
-    if (it == saved_.end())
-      return;
-    it->second.forEach([stream](auto *&p) { freeOn(p, stream); });
-    saved_.erase(it);
-  }
+  void releaseMicroBatch(int mb, cudaStream_t stream) override { releaseSaved(saved_, mb, stream); }
 
   int expertCount_, k_, ffn_;
   std::string routerName_;
