@@ -9,9 +9,9 @@ namespace {
 
 constexpr size_t kCommandsPerLine = 8;
 
-// Short names the command tables use, so a command reads as a line of a stream
-// program ({Run,Mlp,0,8}: run op 8's MLP sub-operation on stream 0) and a large
-// schedule's file stays small.
+// Short names the command tables use (streamCmdName, runPartName), so a command
+// reads as a line of a stream program ({Run,Mlp,0,8}: run op 8's MLP
+// sub-operation on stream 0) and a large schedule's file stays small.
 void writeCommandAliases(llvm::raw_ostream &out) {
   out << "\n// Stream commands: {command, part, stream, argument}. Streams: 0 compute, 1 expert\n"
       << "// all-to-all, 2.. one per point-to-point channel. Run: op index (All: the\n"
@@ -25,16 +25,6 @@ void writeCommandAliases(llvm::raw_ostream &out) {
       << "               Comb = pipert::RunPart::Combine;\n";
 }
 
-const char *commandAlias(StreamCmd cmd) {
-  static const char *kNames[] = {"Run", "Send", "Recv", "Rec", "Wait"};
-  return kNames[static_cast<int>(cmd)];
-}
-
-const char *partAlias(RunPart part) {
-  static const char *kNames[] = {"All", "Attn", "Disp", "Mlp", "Comb"};
-  return kNames[static_cast<int>(part)];
-}
-
 void writeRankCommands(size_t r, const RankStreamProgram &rank, llvm::raw_ostream &out) {
   out << "\n// Rank " << r << ": " << rank.commands.size() << " commands on " << rank.numStreams
       << " streams, " << rank.numEvents << " events, " << rank.numPairs << " overlap pairs.\n";
@@ -43,7 +33,7 @@ void writeRankCommands(size_t r, const RankStreamProgram &rank, llvm::raw_ostrea
   out << "static const pipert::StreamCommand kRank" << r << "Commands[] = {";
   writeRows(rank.commands.size(), kCommandsPerLine, Layout::Rows, out, [&](size_t i) {
     const StreamCommand &c = rank.commands[i];
-    out << '{' << commandAlias(c.cmd) << ',' << partAlias(c.part) << ',' << c.stream << ','
+    out << '{' << streamCmdName(c.cmd) << ',' << runPartName(c.part) << ',' << c.stream << ','
         << c.arg << '}';
   });
   out << "};\n";

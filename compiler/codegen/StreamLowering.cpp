@@ -207,12 +207,12 @@ std::vector<RankStreamProgram> lowerToStreams(const ScheduleIR &ir, const CheckR
 }
 
 const char *streamCmdName(StreamCmd cmd) {
-  static const char *kNames[] = {"Run", "Send", "Recv", "Record", "Wait"};
+  static const char *kNames[] = {"Run", "Send", "Recv", "Rec", "Wait"};
   return kNames[static_cast<int>(cmd)];
 }
 
 const char *runPartName(RunPart part) {
-  static const char *kNames[] = {"Whole", "Attention", "Dispatch", "Mlp", "Combine"};
+  static const char *kNames[] = {"All", "Attn", "Disp", "Mlp", "Comb"};
   return kNames[static_cast<int>(part)];
 }
 

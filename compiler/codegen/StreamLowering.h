@@ -68,7 +68,8 @@ CostModel streamPlanCosts(const ScheduleIR &ir, std::vector<CostOverride> overri
 std::vector<RankStreamProgram> lowerToStreams(const ScheduleIR &ir, const CheckReport &report,
                                               const CostModel &costs);
 
-const char *streamCmdName(StreamCmd cmd); // "Run", "Send", ...
-const char *runPartName(RunPart part);    // "Whole", "Attention", ...
+// Short names, as the emitted CUDA program spells the commands.
+const char *streamCmdName(StreamCmd cmd); // "Run", "Send", "Recv", "Rec", "Wait"
+const char *runPartName(RunPart part);    // "All", "Attn", "Disp", "Mlp", "Comb"
 
 } // namespace pipec

@@ -315,8 +315,8 @@ TEST_CASE("without sub-operation costs the plan still interleaves the halves", "
     std::string order; // rank 0's first pair: ops 7 (F) and 8 (B)
     for (const StreamCommand &c : l.programs[0].commands)
       if (c.cmd == StreamCmd::Run && (c.arg == 7 || c.arg == 8))
-        order += std::string(runPartName(c.part)).substr(0, 4) + (c.arg == 8 ? "_b " : "_f ");
-    CHECK(order == "Comb_b Atte_f Mlp_b Disp_f Mlp_f Disp_b Atte_b Comb_f ");
+        order += std::string(runPartName(c.part)) + (c.arg == 8 ? "_b " : "_f ");
+    CHECK(order == "Comb_b Attn_f Mlp_b Disp_f Mlp_f Disp_b Attn_b Comb_f ");
   }
 }
 
