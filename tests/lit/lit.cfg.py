@@ -15,7 +15,7 @@ config.environment["PATH"] = os.pathsep.join(
     [config.pipec_bin_dir, config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])])
 config.substitutions.append(("%pipec", os.path.join(config.pipec_bin_dir, "pipec")))
 config.substitutions.append(("%examples", os.path.join(config.source_root, "examples")))
-config.substitutions.append(("%reference", os.path.join(config.source_root, "..", "shared", "reference")))
+config.substitutions.append(("%reference", os.path.join(config.test_source_root, "library", "Inputs", "reference")))
 config.substitutions.append(("%runtime_include", os.path.join(config.source_root, "runtime", "include")))
 
 # CUDA: emitted CUDA programs are host C++ (syntax-checked everywhere); building
