@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""Writes the PyTorch schedule CSVs in tests/lit/library/Inputs/ again from the
+installed torch, so a newer PyTorch can be compared with the library.
+
+    python3 tests/tools/regenerate_torch_csvs.py [OUTPUT_DIR]
+
+Needs torch (CPU is enough; no process group is created). Each CSV is one row per
+rank of the schedule's `pipeline_order`, an idle step as an empty cell, written
+with Python's csv writer as PyTorch's `_dump_csv` writes it ("\\r\\n" line ends).
+"""
+import csv
+import os
+import sys
+
+# (file name, schedule class, ranks, micro-batches, stages per rank)
+RECORDINGS = [
+    ("torch_interleaved1f1b_P4_M8_v2.csv", "ScheduleInterleaved1F1B", 4, 8, 2),
+    ("torch_interleaved1f1b_P4_M10_v2.csv", "ScheduleInterleaved1F1B", 4, 10, 2),
+    ("torch_interleaved1f1b_P3_M4_v3.csv", "ScheduleInterleaved1F1B", 3, 4, 3),
+    ("torch_interleavedzb_v1_P4_M8.csv", "ScheduleInterleavedZeroBubble", 4, 8, 1),
+    ("torch_zbv_P4_M8.csv", "ScheduleZBVZeroBubble", 4, 8, 2),
+    ("torch_zbv_P4_M5.csv", "ScheduleZBVZeroBubble", 4, 5, 2),
+]
+
+
+def pipeline_order(schedule, ranks, microbatches, stages_per_rank):
+    """The schedule's compute order per rank, built without a process group."""
+    from torch.distributed.pipelining._schedule_visualizer import get_schedule_ops
+
+    ops = get_schedule_ops(schedule, ranks, microbatches, num_stages_per_rank=stages_per_rank)
+    return [list(row) for row in ops]
+
+
+def main():
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        sys.exit("regenerate_torch_csvs: torch is not installed (pip install torch)")
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "..", "lit", "library", "Inputs")
+    os.makedirs(out, exist_ok=True)
+    for name, schedule, ranks, microbatches, per_rank in RECORDINGS:
+        rows = pipeline_order(schedule, ranks, microbatches, per_rank)
+        with open(os.path.join(out, name), "w", newline="") as f:
+            writer = csv.writer(f)
+            for row in rows:
+                writer.writerow(["" if action is None else str(action) for action in row])
+        print(f"wrote {name} ({schedule}, P={ranks}, M={microbatches}, {per_rank} stages per rank)")
+
+
+if __name__ == "__main__":
+    main()
