@@ -21,6 +21,7 @@ RECORDINGS = [
     ("torch_zbv_P4_M8.csv", "ScheduleZBVZeroBubble", 4, 8, 2),
     ("torch_zbv_P4_M5.csv", "ScheduleZBVZeroBubble", 4, 5, 2),
 ]
+# Also reference/torch_dualpipev_P4_M10.txt (ScheduleDualPipeV, P=4, M=10).
 
 
 def pipeline_order(schedule, ranks, microbatches, stages_per_rank):
@@ -46,6 +47,21 @@ def main():
             for row in rows:
                 writer.writerow(["" if action is None else str(action) for action in row])
         print(f"wrote {name} ({schedule}, P={ranks}, M={microbatches}, {per_rank} stages per rank)")
+    write_dualpipev_reference(os.path.join(out, "reference", "torch_dualpipev_P4_M10.txt"))
+
+
+def write_dualpipev_reference(path):
+    """reference/torch_dualpipev_P4_M10.txt: ScheduleDualPipeV's order, "rank: actions"."""
+    import torch
+
+    rows = pipeline_order("ScheduleDualPipeV", 4, 10, 2)
+    with open(path, "w") as f:
+        f.write("# PyTorch torch.distributed.pipelining ScheduleDualPipeV(P=4 ranks, 8 stages, M=10), "
+                f"pipeline_order per rank (torch {torch.__version__.split('+')[0]}); actions are "
+                "<stage><type><mb>, OVERLAP_F_B pairs as (a;b)\n")
+        for rank, row in enumerate(rows):
+            f.write(f"{rank}: " + " ".join(str(a) for a in row if a is not None) + "\n")
+    print(f"wrote {os.path.relpath(path)} (ScheduleDualPipeV, P=4, M=10)")
 
 
 if __name__ == "__main__":
