@@ -4,7 +4,7 @@
 
 #include "check/Checks.h"
 #include "elab/Elaborator.h"
-#include "sim/CostModel.h"
+#include "cost/CostInput.h"
 
 #include <string>
 #include <vector>

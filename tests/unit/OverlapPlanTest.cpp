@@ -1,5 +1,6 @@
 // The two-stream plan of an overlap pair, against a plan worked out by hand.
-#include "sim/OverlapPlan.h"
+#include "cost/CostInput.h"
+#include "cost/CostModel.h"
 
 #include "TestSupport.h"
 

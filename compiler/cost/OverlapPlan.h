@@ -10,7 +10,7 @@
 // all-to-all hides under the other's compute (DeepSeek-V3, Figure 4).
 #pragma once
 
-#include "sim/CostModel.h"
+#include "cost/SubOps.h"
 
 #include <vector>
 
@@ -28,6 +28,8 @@ struct OverlapPlan {
   double makespan = 0;
 };
 
-OverlapPlan planOverlap(const CostModel &costs, int64_t forwardStage, int64_t backwardStage);
+// `forward`: the forward stage's forward sub-operation costs; `backward`: the
+// backward stage's backward ones. CostModel.h plans a pair of stages directly.
+OverlapPlan planOverlap(const SubOpDurations &forward, const SubOpDurations &backward);
 
 } // namespace pipec
