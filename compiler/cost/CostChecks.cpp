@@ -112,9 +112,10 @@ private:
 
     if (const CostOverride *fb = decider("FB", s)) {
       double pair = fb->value;
+      std::string longer = f > b ? "F = " + show(f) : "B = " + show(b);
       if (pair < std::max(f, b) && !same(pair, std::max(f, b)))
         add(DiagKind::PairCostOutOfRange,
-            "FB = " + show(pair) + " is shorter than " + (f > b ? "F = " + show(f) : "B = " + show(b)) +
+            "FB = " + show(pair) + " is shorter than " + longer +
                 "; an overlap pair cannot end before both of its ops",
             fb, s);
       else if (pair > f + b && !same(pair, f + b))
