@@ -115,7 +115,7 @@ TEST_CASE("a later source beats an earlier one, per-stage or not", "[cost]") {
   CHECK(build("F = 3.0;", {file}).op(OpKind::F, 1) == 3);
 }
 
-TEST_CASE("--cost refuses non-finite, negative and malformed values; -0 is 0", "[cost]") {
+TEST_CASE("a --cost flag refuses non-finite, negative and malformed values; -0 is 0", "[cost]") {
   std::string error;
   for (const char *text : {"F=inf", "F=-inf", "F=nan", "F=1e309"}) {
     INFO(text);
@@ -133,7 +133,7 @@ TEST_CASE("--cost refuses non-finite, negative and malformed values; -0 is 0", "
   CHECK(flag("F=1.7976931348623157e308").value == 1.7976931348623157e308);
 }
 
-TEST_CASE("--costs keeps each JSON number exactly", "[cost]") {
+TEST_CASE("a --costs file keeps each JSON number exactly", "[cost]") {
   std::string error;
   auto costs = readJson(R"({"F": 4e-7, "B": 0.1, "W": 1e-300, "I[1]": 123456789.123456789,
                             "activation_bytes": 1.7976931348623157e308, "FB": -0.0})",
@@ -155,7 +155,7 @@ TEST_CASE("--costs keeps each JSON number exactly", "[cost]") {
   CHECK(build("", *costs).op(OpKind::F, 0) == 4e-7);
 }
 
-TEST_CASE("--costs refuses non-finite and negative numbers, naming the key", "[cost]") {
+TEST_CASE("a --costs file refuses non-finite and negative numbers, naming the key", "[cost]") {
   std::string error;
   CHECK_FALSE(readJson(R"({"F": 1e400})", error));
   CHECK(error.find("the value of \"F\" is not a finite number") != std::string::npos);
