@@ -115,7 +115,7 @@ TEST_CASE("a later source beats an earlier one, per-stage or not", "[cost]") {
   CHECK(build("F = 3.0;", {file}).op(OpKind::F, 1) == 3);
 }
 
-TEST_CASE("a --cost flag refuses non-finite, negative and malformed values; -0 is 0", "[cost]") {
+TEST_CASE("a --cost flag refuses non-finite, negative and malformed values, and reads -0 as 0", "[cost]") {
   std::string error;
   for (const char *text : {"F=inf", "F=-inf", "F=nan", "F=1e309"}) {
     INFO(text);
