@@ -28,8 +28,9 @@ struct OverlapPlan {
   double makespan = 0;
 };
 
-// `forward`: the forward stage's forward sub-operation costs; `backward`: the
-// backward stage's backward ones. CostModel.h plans a pair of stages directly.
-OverlapPlan planOverlap(const SubOpDurations &forward, const SubOpDurations &backward);
+// `forwardCosts`: the forward stage's forward sub-operation costs;
+// `backwardCosts`: the backward stage's backward ones. CostModel.h's
+// planOverlap plans a pair of stages of a cost model.
+OverlapPlan planOverlap(const SubOpDurations &forwardCosts, const SubOpDurations &backwardCosts);
 
 } // namespace pipec
