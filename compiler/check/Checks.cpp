@@ -4,6 +4,7 @@
 #include "check/Checks.h"
 
 #include "check/CheckPasses.h"
+#include "cost/CostChecks.h"
 
 namespace pipec {
 
@@ -18,6 +19,7 @@ CheckReport runChecks(const ScheduleIR &ir, const CheckOptions &options, Diagnos
   } else {
     ok = false;
   }
+  ok &= checkCosts(ir, options.costs, diags);
   ok &= checkMemory(ir, options, diags, report.memory);
   report.ok = ok;
   return report;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "comm/CommPlan.h"
+#include "cost/CostOverride.h"
 #include "diag/Diagnostics.h"
 #include "elab/ScheduleIR.h"
 
@@ -16,6 +17,7 @@ namespace pipec {
 
 struct CheckOptions {
   int64_t maxActivations = -1; // --max-activations; -1: no budget
+  std::vector<CostOverride> costs; // --costs then --cost, on top of the schedule's
 };
 
 // A replicated stage and the slots whose gradients must be summed.

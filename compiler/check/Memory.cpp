@@ -1,34 +1,21 @@
 // Memory: activations alive on each rank over its program, in units of one
-// stage's activations for one micro-batch (and bytes when `activation_bytes` is
-// given). A forward stores its activations; a full backward frees them; after a
-// split backward they stay until the W (the weight gradient needs the inputs).
-// In an overlap pair the forward allocates before the backward frees: both run
-// at once. Parameter copies per rank: the chunks that hold a stage.
+// stage's activations for one micro-batch, and in bytes when the cost model
+// (the schedule's costs, --costs, --cost) gives `activation_bytes`. A forward
+// stores its activations; a full backward frees them; after a split backward
+// they stay until the W (the weight gradient needs the inputs). In an overlap
+// pair the forward allocates before the backward frees: both run at once.
+// Parameter copies per rank: the chunks that hold a stage.
 #include "check/CheckPasses.h"
 #include "check/OpText.h"
+#include "cost/CostModel.h"
+
+#include <cmath>
 
 namespace pipec {
 
-namespace {
-
-// Activation size of a stage in bytes: the per-stage cost if given, else the
-// global one, else 0 (unknown).
-std::vector<double> activationBytes(const ScheduleIR &ir) {
-  std::vector<double> bytes(ir.numStages, 0.0);
-  for (const CostSetting &cost : ir.costs)
-    if (cost.name == "activation_bytes" && cost.stage < 0)
-      std::fill(bytes.begin(), bytes.end(), cost.value);
-  for (const CostSetting &cost : ir.costs)
-    if (cost.name == "activation_bytes" && cost.stage >= 0)
-      bytes[cost.stage] = cost.value;
-  return bytes;
-}
-
-} // namespace
-
 bool checkMemory(const ScheduleIR &ir, const CheckOptions &options, DiagnosticEngine &diags,
                  std::vector<RankMemory> &memory) {
-  std::vector<double> bytes = activationBytes(ir);
+  CostModel costs = CostModel::build(ir, options.costs);
   memory.assign(ir.ranks.size(), {});
   bool ok = true;
   for (size_t r = 0; r < ir.ranks.size(); ++r) {
@@ -36,11 +23,19 @@ bool checkMemory(const ScheduleIR &ir, const CheckOptions &options, DiagnosticEn
     RankMemory &m = memory[r];
     int64_t live = 0;
     double liveBytes = 0;
+    bool overflowed = false;
     for (uint32_t i = 0; i < ops.size(); ++i) {
       const Op &op = ops[i];
       int delta = op.kind == OpKind::F ? 1 : (op.kind == OpKind::B || op.kind == OpKind::W) ? -1 : 0;
       live += delta;
-      liveBytes += delta * bytes[op.stage];
+      liveBytes += delta * costs.activationBytes(op.stage);
+      if (!std::isfinite(liveBytes) && !overflowed) {
+        overflowed = true;
+        reportAtOp(diags, DiagKind::NonFiniteResult, ir, r, op,
+                   "the activation bytes rank " + std::to_string(r) +
+                       " holds here overflow a double; activation_bytes is too large");
+        ok = false;
+      }
       if (live > m.peakActivations) {
         m.peakActivations = live;
         m.peakOp = i;

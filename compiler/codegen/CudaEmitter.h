@@ -8,8 +8,8 @@
 #pragma once
 
 #include "check/Checks.h"
+#include "cost/CostModel.h"
 #include "elab/ScheduleIR.h"
-#include "sim/CostModel.h"
 
 #include "llvm/Support/raw_ostream.h"
 

@@ -1,6 +1,6 @@
 #include "codegen/StreamLowering.h"
 
-#include "sim/OverlapPlan.h"
+#include "cost/CostModel.h"
 
 #include <algorithm>
 #include <cassert>

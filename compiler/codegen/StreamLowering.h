@@ -13,7 +13,7 @@
 // that produces, and waited on by the stream that consumes, after the record in
 // the command order (a CUDA wait on an event not yet recorded would not wait).
 //
-// Overlap pairs follow sim/OverlapPlan.h's two-stream plan under the schedule's
+// Overlap pairs follow cost/OverlapPlan.h's two-stream plan under the schedule's
 // cost model, so the program runs what the simulator predicts. A pair is a
 // fork-join region: the communication stream first waits for the compute
 // stream's earlier work, and the compute stream ends the pair waiting for it.
@@ -26,7 +26,7 @@
 
 #include "check/Checks.h"
 #include "elab/ScheduleIR.h"
-#include "sim/CostModel.h"
+#include "cost/CostModel.h"
 
 #include <cstdint>
 #include <vector>

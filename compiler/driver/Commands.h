@@ -4,7 +4,7 @@
 
 #include "check/Checks.h"
 #include "elab/Elaborator.h"
-#include "sim/CostModel.h"
+#include "cost/CostInput.h"
 
 #include <string>
 #include <vector>
@@ -23,7 +23,7 @@ struct CommonArgs {
   bool werror = false;
   bool timePasses = false;
   bool color = false;
-  // --costs FILE then --cost NAME=V, in order: the simulator's cost model and
+  // --costs FILE then --cost NAME=V, in order: the memory check, the simulator and
   // the overlap plans of `emit/build --target cuda`.
   std::vector<CostOverride> costs;
 };

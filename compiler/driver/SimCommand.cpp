@@ -4,12 +4,15 @@
 #include "driver/Commands.h"
 #include "driver/Reporting.h"
 
+#include "diag/DiagnosticRenderer.h"
+
 #include "sim/SimOutputs.h"
 
 #include "llvm/Support/raw_ostream.h"
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <functional>
 #include <memory>
 
@@ -30,6 +33,16 @@ std::unique_ptr<Compilation> compileAndCheck(const std::string &file, const Comm
   bool ok = compilation->runAll(elab, args.checks);
   status = std::max(status, finish(*compilation, args));
   return ok ? std::move(compilation) : nullptr;
+}
+
+// Finite costs whose sums overflow: no number the simulation gives means anything.
+void reportNonFiniteResult(Compilation &compilation, const CommonArgs &args) {
+  DiagnosticEngine diags(compilation.sources());
+  diags.report(DiagKind::NonFiniteResult,
+               "simulating '" + compilation.path() + "' overflows a double: the costs are too "
+               "large for their sums to be finite")
+      .note("scale the costs down, e.g. to milliseconds instead of nanoseconds");
+  renderText(diags, llvm::errs(), args.color);
 }
 
 void printTable(const std::vector<Row> &rows, llvm::raw_ostream &out) {
@@ -69,6 +82,12 @@ int runSim(const std::vector<std::string> &files, const SimArgs &sim, const Comm
       const CheckReport &report = *compilation->report();
       CostModel costs = CostModel::build(ir, args.costs);
       SimResult result = simulate(ir, report, costs);
+      if (!std::isfinite(result.makespan) || !std::isfinite(result.totalBusy()) ||
+          !std::isfinite(result.totalBubble())) {
+        reportNonFiniteResult(*compilation, args);
+        status = std::max(status, int(kExitErrors));
+        continue;
+      }
       if (table) {
         int64_t peak = 0, chunks = 0;
         for (const RankMemory &m : report.memory) {

@@ -24,13 +24,14 @@ cl::list<std::string> CheckFiles(cl::Positional, cl::OneOrMore, cl::desc("<file.
                                  cl::sub(CheckCmd));
 cl::list<std::string> SimFiles(cl::Positional, cl::OneOrMore, cl::desc("<file.pipe>..."),
                                cl::sub(SimCmd));
-// Costs drive the simulator and the CUDA program's overlap plans.
+// Costs drive the memory check, the simulator and the CUDA program's overlap plans.
 cl::list<std::string> CostFlags("cost", cl::desc("Override a cost (repeatable)"),
                                 cl::value_desc("NAME=V or NAME[STAGE]=V"), cl::sub(SimCmd),
-                                cl::sub(EmitCmd), cl::sub(BuildCmd), cl::cat(Category));
+                                cl::sub(EmitCmd), cl::sub(BuildCmd), cl::sub(CheckCmd),
+                                cl::cat(Category));
 cl::opt<std::string> CostsFile("costs", cl::desc("Read costs from a JSON object"),
                                cl::value_desc("file.json"), cl::sub(SimCmd), cl::sub(EmitCmd),
-                               cl::sub(BuildCmd), cl::cat(Category));
+                               cl::sub(BuildCmd), cl::sub(CheckCmd), cl::cat(Category));
 cl::opt<bool> Compare("compare", cl::desc("One table row per schedule"), cl::sub(SimCmd),
                       cl::cat(Category));
 cl::opt<std::string> Sweep("sweep", cl::desc("One row per value of a parameter"),
@@ -213,6 +214,7 @@ int main(int argc, char **argv) {
   args.elab.limits.maxIterations = MaxIterations;
   if (!parseDefines(args.elab) || !parseCosts(args.costs))
     return pipec::kExitUsage;
+  args.checks.costs = args.costs; // the memory check and --explain see the same costs
 
   if (CheckCmd)
     return pipec::runCheck(CheckFiles, args);

@@ -6,7 +6,7 @@
 #pragma once
 
 #include "check/Checks.h"
-#include "sim/CostModel.h"
+#include "cost/CostModel.h"
 
 #include <vector>
 

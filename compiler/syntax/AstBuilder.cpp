@@ -6,6 +6,7 @@
 #include "llvm/ADT/StringSwitch.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 
 namespace pipec {
@@ -197,7 +198,12 @@ void AstBuilder::buildCosts(Schedule &schedule, P::CostsDeclContext *ctx) {
     if (e->stage)
       entry.stage = buildExpr(e->stage);
     entry.value = std::strtod(e->value->getText().c_str(), nullptr);
-    if (e->neg) {
+    if (!std::isfinite(entry.value)) {
+      diags_.report(DiagKind::NonFiniteCost, range(e->value),
+                    "cost '" + entry.name + "' is too large for a double (above 1.8e308)");
+      continue;
+    }
+    if (e->neg && entry.value != 0) { // -0 is 0
       diags_.report(DiagKind::NegativeCost, range(e->neg),
                     "cost '" + entry.name + "' is negative; costs are times, sizes or "
                     "bandwidths and must be at least 0");

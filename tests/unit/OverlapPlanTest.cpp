@@ -1,5 +1,5 @@
 // The two-stream plan of an overlap pair, against a plan worked out by hand.
-#include "sim/OverlapPlan.h"
+#include "cost/CostModel.h"
 
 #include "TestSupport.h"
 
@@ -50,18 +50,4 @@ TEST_CASE("FB, when given, wins over the plan; without either a pair costs F + B
   CHECK(modelFor({}).pair(0, OpKind::B, 0) == 3);
   CHECK(modelFor({{"I", -1, 0.5}}).pair(0, OpKind::I, 0) == 1.5);
   CHECK(modelFor({{"FB", -1, 2.5}, {"attn_f", -1, 9}}).pair(0, OpKind::B, 0) == 2.5);
-}
-
-TEST_CASE("cost overrides: later wins, per-stage values, malformed input", "[sim]") {
-  std::string error;
-  auto stage = parseCostOverride("B[0]=4.5", error);
-  REQUIRE(stage);
-  CHECK(stage->stage == 0);
-  CHECK(modelFor({{"B", -1, 3}, *stage}).op(OpKind::B, 0) == 4.5);
-  CHECK(modelFor({*stage, {"B", -1, 3}}).op(OpKind::B, 0) == 3);
-  CHECK(modelFor({{"B", -1, 3}}).op(OpKind::I, 0) == 2); // I = B - W
-  CHECK_FALSE(parseCostOverride("Q=1", error));
-  CHECK_FALSE(parseCostOverride("F=-2", error));
-  CHECK_FALSE(parseCostOverride("F[x]=1", error));
-  CHECK_FALSE(parseCostOverride("F=abc", error));
 }

@@ -1,10 +1,10 @@
-#include "sim/OverlapPlan.h"
+#include "cost/OverlapPlan.h"
 
 #include <algorithm>
 
 namespace pipec {
 
-OverlapPlan planOverlap(const CostModel &costs, int64_t forwardStage, int64_t backwardStage) {
+OverlapPlan planOverlap(const SubOpDurations &forwardCosts, const SubOpDurations &backwardCosts) {
   static const SubOp kForward[kSubOps] = {SubOp::Attention, SubOp::Dispatch, SubOp::Mlp,
                                           SubOp::Combine};
   static const SubOp kBackward[kSubOps] = {SubOp::Combine, SubOp::Mlp, SubOp::Dispatch,
@@ -32,8 +32,7 @@ OverlapPlan planOverlap(const CostModel &costs, int64_t forwardStage, int64_t ba
     }
     bool backward = best == 1;
     SubOp op = (backward ? kBackward : kForward)[next[best]];
-    int64_t stage = backward ? backwardStage : forwardStage;
-    double end = bestStart + costs.subOp(stage, op, !backward);
+    double end = bestStart + (backward ? backwardCosts : forwardCosts)[static_cast<int>(op)];
     plan.subOps.push_back({op, !backward, isComm(op), bestStart, end});
     streamFree[isComm(op)] = end;
     chainReady[best] = end;

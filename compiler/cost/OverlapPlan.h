@@ -10,7 +10,7 @@
 // all-to-all hides under the other's compute (DeepSeek-V3, Figure 4).
 #pragma once
 
-#include "sim/CostModel.h"
+#include "cost/SubOps.h"
 
 #include <vector>
 
@@ -28,6 +28,9 @@ struct OverlapPlan {
   double makespan = 0;
 };
 
-OverlapPlan planOverlap(const CostModel &costs, int64_t forwardStage, int64_t backwardStage);
+// `forwardCosts`: the forward stage's forward sub-operation costs;
+// `backwardCosts`: the backward stage's backward ones. CostModel.h's
+// planOverlap plans a pair of stages of a cost model.
+OverlapPlan planOverlap(const SubOpDurations &forwardCosts, const SubOpDurations &backwardCosts);
 
 } // namespace pipec

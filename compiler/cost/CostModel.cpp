@@ -1,0 +1,58 @@
+#include "cost/CostModel.h"
+
+#include "cost/CostResolution.h"
+
+#include <algorithm>
+
+namespace pipec {
+
+CostModel CostModel::build(const ScheduleIR &ir, const std::vector<CostOverride> &overrides) {
+  ResolvedCosts costs(ir, overrides);
+  size_t stages = static_cast<size_t>(ir.numStages);
+  CostModel model;
+  for (auto &table : model.op_)
+    table.resize(stages);
+  model.fb_.resize(stages);
+  model.activationBytes_.resize(stages);
+  model.subOps_.resize(stages);
+  model.hasSubOps_.resize(stages);
+  model.latency_.resize(stages);
+  model.bandwidth_.resize(stages);
+  static const char *kSubOpNames[2][kSubOps] = {
+      {"attn_f", "dispatch_f", "mlp_f", "combine_f"},
+      {"attn_b", "dispatch_b", "mlp_b", "combine_b"}};
+  for (size_t s = 0; s < stages; ++s) {
+    double f = costs.get("F", s, 1), b = costs.get("B", s, 2), w = costs.get("W", s, 1);
+    model.op_[static_cast<int>(OpKind::F)][s] = f;
+    model.op_[static_cast<int>(OpKind::B)][s] = b;
+    model.op_[static_cast<int>(OpKind::W)][s] = w;
+    model.op_[static_cast<int>(OpKind::I)][s] = costs.get("I", s, std::max(0.0, b - w));
+    model.fb_[s] = costs.get("FB", s, -1);
+    model.activationBytes_[s] = costs.get("activation_bytes", s, 0);
+    model.latency_[s] = costs.get("p2p", s, 0);
+    model.bandwidth_[s] = costs.get("bandwidth", s, 0);
+    bool anySubOp = false;
+    for (int direction = 0; direction < 2; ++direction)
+      for (int k = 0; k < kSubOps; ++k) {
+        model.subOps_[s][direction][k] = costs.get(kSubOpNames[direction][k], s, 0);
+        anySubOp |= costs.given(kSubOpNames[direction][k], s);
+      }
+    model.hasSubOps_[s] = anySubOp;
+  }
+  return model;
+}
+
+double CostModel::pair(int64_t forwardStage, OpKind backwardKind, int64_t backwardStage) const {
+  if (fb_[forwardStage] >= 0)
+    return fb_[forwardStage];
+  if (hasSubOps_[forwardStage] || hasSubOps_[backwardStage])
+    return planOverlap(*this, forwardStage, backwardStage).makespan;
+  return op(OpKind::F, forwardStage) + op(backwardKind, backwardStage); // no overlap gain
+}
+
+double CostModel::transfer(int64_t stage) const {
+  double bytes = activationBytes_[stage], bandwidth = bandwidth_[stage];
+  return latency_[stage] + (bandwidth > 0 && bytes > 0 ? bytes / bandwidth : 0);
+}
+
+} // namespace pipec

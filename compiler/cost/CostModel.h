@@ -1,0 +1,60 @@
+// The one cost model of pipec, used by the memory check, the simulator and the
+// CUDA backend's overlap plans: op durations (per stage when given), point-to-
+// point latency and bandwidth, activation sizes, and the sub-operation costs
+// that decide how long an overlap pair takes.
+//
+// Defaults: F=1, B=2, W=1, I=B-W (at least 0), an overlap pair F+B, p2p=0,
+// unlimited bandwidth, activation_bytes unknown (0). Which given setting wins
+// is CostResolution.h's rule. p2p and bandwidth of stage s are those of the
+// link that carries stage s's messages.
+#pragma once
+
+#include "cost/CostOverride.h"
+#include "cost/OverlapPlan.h"
+#include "cost/SubOps.h"
+#include "elab/ScheduleIR.h"
+
+#include <array>
+#include <vector>
+
+namespace pipec {
+
+class CostModel {
+public:
+  // Builds the model for `ir`: defaults, then ir.costs, then `overrides`.
+  static CostModel build(const ScheduleIR &ir, const std::vector<CostOverride> &overrides);
+
+  double op(OpKind kind, int64_t stage) const { return op_[static_cast<int>(kind)][stage]; }
+  // Duration of an overlap pair of forward stage `f` and backward (B or I) stage `b`.
+  double pair(int64_t forwardStage, OpKind backwardKind, int64_t backwardStage) const;
+  // Explicit FB of a forward stage; negative when not given.
+  double explicitPair(int64_t forwardStage) const { return fb_[forwardStage]; }
+  // Transfer time of one activation or gradient of `stage` (latency + size / bandwidth).
+  double transfer(int64_t stage) const;
+  double activationBytes(int64_t stage) const { return activationBytes_[stage]; }
+  bool hasSubOps(int64_t stage) const { return hasSubOps_[stage]; }
+  // Sub-operation cost of `stage`, forward (true) or backward (false).
+  double subOp(int64_t stage, SubOp op, bool forward) const {
+    return subOps_[stage][forward ? 0 : 1][static_cast<int>(op)];
+  }
+  const SubOpDurations &subOps(int64_t stage, bool forward) const {
+    return subOps_[stage][forward ? 0 : 1];
+  }
+
+private:
+  std::vector<double> op_[4];             // [F, B, I, W][stage]
+  std::vector<double> fb_;                // explicit FB per forward stage, <0 when not given
+  std::vector<double> activationBytes_;
+  std::vector<std::array<SubOpDurations, 2>> subOps_; // [stage][forward, backward]
+  std::vector<bool> hasSubOps_;
+  std::vector<double> latency_, bandwidth_; // per stage; bandwidth 0: unlimited
+};
+
+// The two-stream plan of a pair of forward stage `forwardStage` and backward
+// stage `backwardStage` under `costs`' sub-operation costs.
+inline OverlapPlan planOverlap(const CostModel &costs, int64_t forwardStage,
+                               int64_t backwardStage) {
+  return planOverlap(costs.subOps(forwardStage, true), costs.subOps(backwardStage, false));
+}
+
+} // namespace pipec

@@ -1,0 +1,17 @@
+// The sub-operations of one chunk, in DeepSeek-V3's split (report, Figure 4):
+// compute (attention, MLP) and communication (the MoE dispatch and combine
+// all-to-alls). Shared by the cost model and the overlap plan.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+namespace pipec {
+
+enum class SubOp : uint8_t { Attention, Dispatch, Mlp, Combine };
+inline constexpr int kSubOps = 4;
+
+// The durations of one direction's sub-operations of one stage, indexed by SubOp.
+using SubOpDurations = std::array<double, kSubOps>;
+
+} // namespace pipec
