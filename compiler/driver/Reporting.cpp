@@ -19,7 +19,12 @@ int exitStatus(const DiagnosticEngine &diags, const CommonArgs &args) {
 }
 
 int finish(Compilation &compilation, const CommonArgs &args) {
-  renderText(compilation.diags(), llvm::errs(), args.color);
+  if (args.format == DiagFormat::Text) {
+    renderText(compilation.diags(), llvm::errs(), args.color);
+  } else {
+    FileDiagnostics file[] = {{compilation.path(), &compilation.diags()}};
+    renderLint(file, args);
+  }
   if (args.timePasses) {
     llvm::errs() << "pass times for " << compilation.path() << ":\n";
     for (const PassTime &t : compilation.times())
