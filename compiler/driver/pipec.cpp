@@ -302,7 +302,7 @@ bool validateEmit(const pipec::CommonArgs &args) {
     return conflict(costOption(), target,
                     "only --target cuda uses costs (for its overlap plans)");
   if (args.format != pipec::DiagFormat::Text && Output == "-")
-    return conflict("--format " + formatName(args.format).str(), "output to standard output",
+    return conflict("--format " + formatName(args.format).str(), "-o - (the default)",
                     "both would go to standard output; write the output elsewhere with -o FILE");
   return true;
 }
