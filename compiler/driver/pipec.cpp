@@ -4,6 +4,7 @@
 #include "driver/Commands.h"
 
 #include "PipecVersion.h"
+#include "support/SafeText.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
@@ -310,6 +311,10 @@ bool validateEmit(const pipec::CommonArgs &args) {
 bool validateBuild() {
   if (!requirePath(BuildOutput) || !requirePath(KeepSource))
     return false;
+  // The kept source's path reaches the compiler's line markers, where a newline
+  // would start a preprocessor directive.
+  if (pipec::commentSafe(KeepSource) != KeepSource)
+    return usage("--keep-source expects a directory name without control characters");
   if (!costOption().empty() && BuildBackend != pipec::BuildTarget::Cuda)
     return conflict(costOption(), "--target cpu",
                     "only --target cuda uses costs (for its overlap plans)");
