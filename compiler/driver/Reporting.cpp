@@ -25,12 +25,16 @@ int finish(Compilation &compilation, const CommonArgs &args) {
     FileDiagnostics file[] = {{compilation.path(), &compilation.diags()}};
     renderLint(file, args);
   }
-  if (args.timePasses) {
-    llvm::errs() << "pass times for " << compilation.path() << ":\n";
-    for (const PassTime &t : compilation.times())
-      llvm::errs() << llvm::format("  %-10s %10.3f ms\n", t.pass.c_str(), t.milliseconds);
-  }
+  printPassTimes(compilation, args);
   return exitStatus(compilation, args);
+}
+
+void printPassTimes(const Compilation &compilation, const CommonArgs &args) {
+  if (!args.timePasses)
+    return;
+  llvm::errs() << "pass times for " << compilation.path() << ":\n";
+  for (const PassTime &t : compilation.times())
+    llvm::errs() << llvm::format("  %-10s %10.3f ms\n", t.pass.c_str(), t.milliseconds);
 }
 
 void renderLint(llvm::ArrayRef<FileDiagnostics> files, const CommonArgs &args) {

@@ -24,6 +24,9 @@ inline int exitStatus(Compilation &compilation, const CommonArgs &args) {
 // file on stdout) and pass times if asked; returns exitStatus().
 int finish(Compilation &compilation, const CommonArgs &args);
 
+// Prints the pass times on stderr under --time-passes, whatever the format.
+void printPassTimes(const Compilation &compilation, const CommonArgs &args);
+
 // Prints the diagnostics of every file as one JSON / SARIF / GitHub document on
 // stdout (args.format must not be Text).
 void renderLint(llvm::ArrayRef<FileDiagnostics> files, const CommonArgs &args);
