@@ -6,6 +6,7 @@
 #include "driver/InputFile.h"
 #include "support/SafeText.h"
 
+#include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -40,6 +41,23 @@ TEST_CASE("the input reader refuses directories and endless files", "[driver]") 
   error.clear();
   CHECK_FALSE(readInputFile("/dev/zero", error));
   CHECK(error == "larger than the 64 MiB limit for an input file");
+}
+
+TEST_CASE("the input reader reads a file of exactly the limit", "[driver]") {
+  llvm::SmallString<128> path;
+  int fd;
+  REQUIRE_FALSE(llvm::sys::fs::createTemporaryFile("pipec-limit", "pipe", fd, path));
+  {
+    llvm::raw_fd_ostream out(fd, /*shouldClose=*/true);
+    std::string block(1 << 20, '\n');
+    for (uint64_t written = 0; written < kMaxInputBytes; written += block.size())
+      out << block;
+  }
+  std::string error;
+  auto buffer = readInputFile(path, error);
+  llvm::sys::fs::remove(path);
+  REQUIRE(buffer);
+  CHECK(buffer->getBufferSize() == kMaxInputBytes);
 }
 
 TEST_CASE("the input reader reads files that report no size", "[driver]") {
