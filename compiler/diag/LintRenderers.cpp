@@ -7,6 +7,8 @@
 // Objects print with sorted keys (llvm::json does that), so output is deterministic.
 #include "diag/LintRenderers.h"
 
+#include "PipecVersion.h"
+
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -22,7 +24,7 @@ namespace json = llvm::json;
 namespace {
 
 const char *const kToolName = "pipec";
-const char *const kToolVersion = "0.1"; // keep in step with `pipec --version`
+const char *const kToolVersion = PIPEC_VERSION;
 
 const char *severityName(Severity severity) {
   switch (severity) {

@@ -3,15 +3,17 @@
 // directory, and compiles and links it against the runtime with the toolchain
 // driver/BuildTools finds (the system's C++ compiler, or nvcc for sm_90), run
 // directly (no shell, so no quoting problems with paths).
-// Missing tools are usage errors (exit 2); a compiler that fails is an error
-// (exit 1) and its output is printed.
+// Missing tools and an output path that cannot be written are usage errors
+// (exit 2, checked before anything runs); a compiler that fails is an error
+// (exit 1) and its output is printed. The generated source is named from a
+// sanitised stem of the schedule's file name: the name reaches the compiler's
+// line markers, where a newline would start a preprocessor directive.
 #include "driver/Commands.h"
 #include "driver/Reporting.h"
 
-#include "codegen/CpuEmitter.h"
-#include "codegen/CudaEmitter.h"
-#include "codegen/StreamLowering.h"
 #include "driver/BuildTools.h"
+#include "driver/EmitProgram.h"
+#include "support/SafeText.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringRef.h"
@@ -40,22 +42,51 @@ struct TemporaryDirectory {
   }
 };
 
+// An executable path the linker could not write is our I/O error, found before
+// the checks and the compiler run: a directory, a device (/dev/full), a
+// missing or read-only directory.
+bool canWriteExecutable(const std::string &output) {
+  namespace fs = llvm::sys::fs;
+  fs::file_status status;
+  if (!fs::status(output, status)) {
+    if (status.type() == fs::file_type::directory_file) {
+      error() << "cannot write '" << output << "': it is a directory\n";
+      return false;
+    }
+    if (status.type() != fs::file_type::regular_file) {
+      error() << "cannot write '" << output << "': not a regular file\n";
+      return false;
+    }
+    if (!fs::can_write(output)) {
+      error() << "cannot write '" << output << "': permission denied\n";
+      return false;
+    }
+    return true;
+  }
+  llvm::StringRef outputDir = llvm::sys::path::parent_path(output);
+  if (!outputDir.empty() && !fs::is_directory(outputDir)) {
+    error() << "cannot write '" << output << "': no directory '" << outputDir << "'\n";
+    return false;
+  }
+  if (!fs::can_write(outputDir.empty() ? "." : outputDir)) {
+    error() << "cannot write '" << output << "': the directory is not writable\n";
+    return false;
+  }
+  return true;
+}
+
 } // namespace
 
 int runBuild(const std::string &file, const BuildArgs &build, const CommonArgs &args) {
+  if (!canWriteExecutable(build.output))
+    return kExitUsage;
+
   // A program runs only what the checks proved.
   Compilation compilation(file);
   bool ok = compilation.runAll(args.elab, args.checks);
   int status = finish(compilation, args);
   if (!ok || status != kExitClean)
     return status != kExitClean ? status : int(kExitErrors);
-
-  // An I/O error of ours (exit 2), not a linker failure (exit 1).
-  llvm::StringRef outputDir = llvm::sys::path::parent_path(build.output);
-  if (!outputDir.empty() && !llvm::sys::fs::is_directory(outputDir)) {
-    error() << "cannot write '" << build.output << "': no directory '" << outputDir << "'\n";
-    return kExitUsage;
-  }
 
   Toolchain toolchain;
   if (!findToolchain(build.target, toolchain))
@@ -74,17 +105,11 @@ int runBuild(const std::string &file, const BuildArgs &build, const CommonArgs &
     }
     sourceDir = build.keepSource;
   }
-  llvm::StringRef stem = llvm::sys::path::stem(file);
   llvm::SmallString<256> source(sourceDir);
-  llvm::sys::path::append(source, (stem.empty() || stem == "-" ? "program" : stem) +
-                                       toolchain.sourceExtension);
+  llvm::sys::path::append(source, fileNameSafe(llvm::sys::path::stem(file), "program") +
+                                      toolchain.sourceExtension);
   if (!writeOutputFile(std::string(source), [&](llvm::raw_ostream &out) {
-        const ScheduleIR &ir = *compilation.ir();
-        if (build.target == BuildTarget::Cuda)
-          emitCudaProgram(ir, *compilation.report(), streamPlanCosts(ir, args.costs),
-                          compilation.path(), out);
-        else
-          emitCpuProgram(ir, *compilation.report(), compilation.path(), out);
+        emitProgram(compilation, build.target, args, out);
       }))
     return kExitUsage;
 

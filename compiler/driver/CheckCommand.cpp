@@ -21,8 +21,13 @@ int runCheck(const std::vector<std::string> &files, const CommonArgs &args) {
   for (const std::string &file : files) {
     auto compilation = std::make_unique<Compilation>(file);
     bool ok = compilation->runAll(args.elab, args.checks);
-    int fileStatus = args.format == DiagFormat::Text ? finish(*compilation, args)
-                                                     : exitStatus(*compilation, args);
+    int fileStatus = kExitClean;
+    if (args.format == DiagFormat::Text) {
+      fileStatus = finish(*compilation, args);
+    } else { // one document for all files, below
+      printPassTimes(*compilation, args);
+      fileStatus = exitStatus(*compilation, args);
+    }
     if (ok && args.explain)
       explainSchedule(*compilation->ir(), *compilation->report(), llvm::outs());
     errors += compilation->diags().errorCount();

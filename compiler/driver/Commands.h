@@ -15,6 +15,8 @@ enum ExitStatus { kExitClean = 0, kExitErrors = 1, kExitUsage = 2 };
 
 enum class DiagFormat { Text, Json, Sarif, Github };
 
+// The check options, the same for every subcommand that runs the checks
+// (check, sim, emit, build), and the cost model.
 struct CommonArgs {
   ElabOptions elab;
   CheckOptions checks;
@@ -32,6 +34,7 @@ enum class EmitTarget { IR, AST, TorchCsv, Cpu, Cuda };
 
 struct SimArgs {
   bool compare = false;
+  bool json = false; // --format json: the results as one JSON document
   std::string sweepName;           // --sweep NAME=v1,v2,...
   std::vector<int64_t> sweepValues;
   bool timeline = false;

@@ -3,6 +3,8 @@
 #include "sema/NameResolver.h"
 #include "syntax/Parser.h"
 
+#include "driver/InputFile.h"
+
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <chrono>
@@ -17,15 +19,24 @@ template <typename Fn> bool Compilation::timed(const char *pass, Fn fn) {
   return ok;
 }
 
+std::unique_ptr<Compilation> Compilation::fromText(std::string name, llvm::StringRef text) {
+  auto compilation = std::make_unique<Compilation>(name);
+  compilation->buffer_ = compilation->sources_.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(text, name), llvm::SMLoc());
+  return compilation;
+}
+
 bool Compilation::load() {
+  if (buffer_ != 0)
+    return true;
   return timed("load", [&] {
-    auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(path_, /*IsText=*/true);
+    std::string error;
+    std::unique_ptr<llvm::MemoryBuffer> buffer = readInputFile(path_, error);
     if (!buffer) {
-      diags_.report(DiagKind::FileNotReadable,
-                    "cannot read '" + path_ + "': " + buffer.getError().message());
+      diags_.report(DiagKind::FileNotReadable, "cannot read '" + path_ + "': " + error);
       return false;
     }
-    buffer_ = sources_.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
+    buffer_ = sources_.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
     return true;
   });
 }

@@ -1,6 +1,8 @@
 // One input file taken through the front-end phases, in order:
 //   load -> parse (AST) -> resolve names -> elaborate (ScheduleIR) -> check.
 // Each phase runs only if the previous one succeeded; each can be timed.
+// The input is a file (or "-", standard input) or, for tests and the fuzzer,
+// text already in memory (fromText).
 #pragma once
 
 #include "check/Checks.h"
@@ -26,10 +28,14 @@ struct PassTime {
 class Compilation {
 public:
   explicit Compilation(std::string path) : path_(std::move(path)) {}
+  // A compilation of `text` as if read from a file called `name`: load() has
+  // nothing left to do.
+  static std::unique_ptr<Compilation> fromText(std::string name, llvm::StringRef text);
   Compilation(const Compilation &) = delete;
   Compilation &operator=(const Compilation &) = delete;
 
-  // Returns false on an I/O error (reported as a diagnostic).
+  // Returns false on an I/O error (reported as a diagnostic); true at once when
+  // the text is already loaded.
   bool load();
   bool parse();
   bool resolve();
@@ -58,7 +64,7 @@ private:
   std::string path_;
   llvm::SourceMgr sources_;
   DiagnosticEngine diags_{sources_};
-  unsigned buffer_ = 0;
+  unsigned buffer_ = 0; // 0: not loaded yet (SourceMgr ids start at 1)
   std::unique_ptr<ast::Schedule> ast_;
   std::optional<ScheduleIR> ir_;
   std::optional<CheckReport> report_;

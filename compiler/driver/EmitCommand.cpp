@@ -1,15 +1,11 @@
 // `pipec emit FILE --target ...`: runs the front end and writes one of the
 // intermediate forms. Nothing is written when there are errors.
 // `--target cpu|cuda` writes a program, so it runs the checks too: nothing
-// unproved is emitted. The CUDA program's overlap plans use the schedule's
-// `costs { }` block with --costs/--cost on top, as `pipec sim` does (with a
-// default sub-operation split where none is given: codegen/StreamLowering.h).
+// unproved is emitted (driver/EmitProgram.h, shared with `pipec build`).
 #include "driver/Commands.h"
+#include "driver/EmitProgram.h"
 #include "driver/Reporting.h"
 
-#include "codegen/CpuEmitter.h"
-#include "codegen/CudaEmitter.h"
-#include "codegen/StreamLowering.h"
 #include "emit/IRPrinter.h"
 #include "emit/TorchCsvWriter.h"
 #include "syntax/AstDumper.h"
@@ -36,10 +32,9 @@ int runEmit(const std::string &file, EmitTarget target, const std::string &outpu
     else if (target == EmitTarget::TorchCsv)
       writeTorchCsv(*compilation.ir(), out);
     else if (target == EmitTarget::Cpu)
-      emitCpuProgram(*compilation.ir(), *compilation.report(), file, out);
+      emitProgram(compilation, BuildTarget::Cpu, args, out);
     else if (target == EmitTarget::Cuda)
-      emitCudaProgram(*compilation.ir(), *compilation.report(),
-                      streamPlanCosts(*compilation.ir(), args.costs), file, out);
+      emitProgram(compilation, BuildTarget::Cuda, args, out);
     else
       printIR(*compilation.ir(), out);
   });

@@ -2,6 +2,7 @@
 // compute-only schedule CSV strictly and writes it as an explicit .pipe file.
 // Nothing is written when the CSV has errors.
 #include "driver/Commands.h"
+#include "driver/InputFile.h"
 #include "driver/Reporting.h"
 
 #include "diag/DiagnosticRenderer.h"
@@ -40,13 +41,13 @@ int runImport(const std::string &file, const std::string &output, const CommonAr
   llvm::SourceMgr sources;
   DiagnosticEngine diags(sources);
   std::optional<ImportedSchedule> schedule;
-  if (auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(file, /*IsText=*/true)) {
-    unsigned id = sources.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
+  std::string error;
+  if (std::unique_ptr<llvm::MemoryBuffer> buffer = readInputFile(file, error)) {
+    unsigned id = sources.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
     if (std::optional<TorchCsv> csv = readTorchCsv(id, diags))
       schedule = inferSchedule(*csv, diags);
   } else {
-    diags.report(DiagKind::FileNotReadable,
-                 "cannot read '" + file + "': " + buffer.getError().message());
+    diags.report(DiagKind::FileNotReadable, "cannot read '" + file + "': " + error);
   }
   int status = report(file, diags, args);
   if (!schedule || status != kExitClean)

@@ -19,13 +19,22 @@ int exitStatus(const DiagnosticEngine &diags, const CommonArgs &args) {
 }
 
 int finish(Compilation &compilation, const CommonArgs &args) {
-  renderText(compilation.diags(), llvm::errs(), args.color);
-  if (args.timePasses) {
-    llvm::errs() << "pass times for " << compilation.path() << ":\n";
-    for (const PassTime &t : compilation.times())
-      llvm::errs() << llvm::format("  %-10s %10.3f ms\n", t.pass.c_str(), t.milliseconds);
+  if (args.format == DiagFormat::Text) {
+    renderText(compilation.diags(), llvm::errs(), args.color);
+  } else {
+    FileDiagnostics file[] = {{compilation.path(), &compilation.diags()}};
+    renderLint(file, args);
   }
+  printPassTimes(compilation, args);
   return exitStatus(compilation, args);
+}
+
+void printPassTimes(const Compilation &compilation, const CommonArgs &args) {
+  if (!args.timePasses)
+    return;
+  llvm::errs() << "pass times for " << compilation.path() << ":\n";
+  for (const PassTime &t : compilation.times())
+    llvm::errs() << llvm::format("  %-10s %10.3f ms\n", t.pass.c_str(), t.milliseconds);
 }
 
 void renderLint(llvm::ArrayRef<FileDiagnostics> files, const CommonArgs &args) {

@@ -20,8 +20,12 @@ inline int exitStatus(Compilation &compilation, const CommonArgs &args) {
   return exitStatus(compilation.diags(), args);
 }
 
-// Prints diagnostics as text (and pass times if asked); returns exitStatus().
+// Prints diagnostics in args.format (text on stderr, or a document for this one
+// file on stdout) and pass times if asked; returns exitStatus().
 int finish(Compilation &compilation, const CommonArgs &args);
+
+// Prints the pass times on stderr under --time-passes, whatever the format.
+void printPassTimes(const Compilation &compilation, const CommonArgs &args);
 
 // Prints the diagnostics of every file as one JSON / SARIF / GitHub document on
 // stdout (args.format must not be Text).

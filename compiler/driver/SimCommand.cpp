@@ -102,7 +102,7 @@ int runSim(const std::vector<std::string> &files, const SimArgs &sim, const Comm
                         peak, chunks, ir.copies});
         continue;
       }
-      if (args.format == DiagFormat::Json)
+      if (sim.json)
         printSimJson(ir, report, result, llvm::outs());
       else
         printSimText(ir, report, result, llvm::outs());

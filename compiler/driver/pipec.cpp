@@ -1,12 +1,23 @@
-// The pipec command line. This file only parses arguments and dispatches to a
-// subcommand (Commands.h); it holds no compiler logic.
+// The pipec command line. This file only parses arguments, rejects combinations
+// a subcommand cannot honour, and dispatches to a subcommand (Commands.h); it
+// holds no compiler logic.
 #include "driver/Commands.h"
 
+#include "PipecVersion.h"
+#include "support/SafeText.h"
+
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/Twine.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <initializer_list>
+#include <limits>
+#include <memory>
+#include <vector>
 
 using namespace llvm;
 
@@ -18,20 +29,78 @@ cl::SubCommand SimCmd("sim", "Simulate schedules under a cost model");
 cl::SubCommand ImportCmd("import", "Turn a schedule written by another tool into a .pipe file");
 cl::SubCommand BuildCmd("build", "Compile a checked schedule into an executable");
 
+// Attaches an option to several subcommands in one modifier, so that an option
+// shared by a group of subcommands is declared once, for the whole group.
+struct subs {
+  std::vector<cl::SubCommand *> commands;
+  subs(std::initializer_list<cl::SubCommand *> list) : commands(list) {}
+  template <class Opt> void apply(Opt &option) const {
+    for (cl::SubCommand *command : commands)
+      option.addSubCommand(*command);
+  }
+};
+
+// Every subcommand that runs the front end and the checks takes the check options.
+const subs Checking{&CheckCmd, &SimCmd, &EmitCmd, &BuildCmd};
+// Those whose --format is the diagnostics' format (sim's prints its results).
+const subs LintFormat{&CheckCmd, &EmitCmd, &BuildCmd};
+// Those that use a cost model: the memory check, the simulator and the CUDA
+// program's overlap plans.
+const subs Costed{&CheckCmd, &SimCmd, &EmitCmd, &BuildCmd};
+
 cl::OptionCategory Category("pipec options");
 
-cl::list<std::string> CheckFiles(cl::Positional, cl::OneOrMore, cl::desc("<file.pipe>..."),
-                                 cl::sub(CheckCmd));
-cl::list<std::string> SimFiles(cl::Positional, cl::OneOrMore, cl::desc("<file.pipe>..."),
-                               cl::sub(SimCmd));
+// --- check options (check, sim, emit, build) ---------------------------------
+cl::list<std::string> Defines("D", cl::Prefix, cl::desc("Set a schedule parameter"),
+                              cl::value_desc("NAME=VALUE"), Checking, cl::cat(Category));
+cl::opt<bool> Werror("werror", cl::desc("Treat warnings as errors"), Checking, cl::cat(Category));
+cl::opt<uint64_t> MaxActivations(
+    "max-activations",
+    cl::desc("Error when a rank holds more micro-batches' activations (default: no limit)"),
+    cl::value_desc("N"), Checking, cl::cat(Category));
+cl::opt<uint64_t> MaxOps("max-ops", cl::desc("Refuse schedules with more ops than this"),
+                         cl::init(pipec::ElabLimits().maxOps), Checking, cl::cat(Category));
+cl::opt<uint64_t> MaxIterations("max-iterations",
+                                cl::desc("Refuse schedules whose loops run more iterations"),
+                                cl::init(pipec::ElabLimits().maxIterations), Checking,
+                                cl::cat(Category));
+cl::opt<bool> TimePasses("time-passes", cl::desc("Print the time each phase takes"), Checking,
+                         cl::cat(Category));
+cl::opt<bool> NoColor("no-color", cl::desc("Never color diagnostics"), Checking,
+                      cl::cat(Category));
+cl::opt<pipec::DiagFormat> Format(
+    "format", cl::desc("How to print diagnostics"), cl::init(pipec::DiagFormat::Text),
+    LintFormat, cl::cat(Category),
+    cl::values(clEnumValN(pipec::DiagFormat::Text, "text", "clang-style text on stderr"),
+               clEnumValN(pipec::DiagFormat::Json, "json", "one JSON document on stdout"),
+               clEnumValN(pipec::DiagFormat::Sarif, "sarif", "SARIF 2.1.0 on stdout"),
+               clEnumValN(pipec::DiagFormat::Github, "github",
+                          "GitHub workflow annotations on stdout")));
+// sim's output is its results; its diagnostics are always text on stderr.
+enum class SimFormat { Text, Json };
+cl::opt<SimFormat> SimResultFormat(
+    "format", cl::desc("How to print the results (diagnostics are text on stderr)"),
+    cl::init(SimFormat::Text), cl::sub(SimCmd), cl::cat(Category),
+    cl::values(clEnumValN(SimFormat::Text, "text", "a report on stdout"),
+               clEnumValN(SimFormat::Json, "json", "one JSON document on stdout")));
+
 // Costs drive the memory check, the simulator and the CUDA program's overlap plans.
 cl::list<std::string> CostFlags("cost", cl::desc("Override a cost (repeatable)"),
-                                cl::value_desc("NAME=V or NAME[STAGE]=V"), cl::sub(SimCmd),
-                                cl::sub(EmitCmd), cl::sub(BuildCmd), cl::sub(CheckCmd),
+                                cl::value_desc("NAME=V or NAME[STAGE]=V"), Costed,
                                 cl::cat(Category));
 cl::opt<std::string> CostsFile("costs", cl::desc("Read costs from a JSON object"),
-                               cl::value_desc("file.json"), cl::sub(SimCmd), cl::sub(EmitCmd),
-                               cl::sub(BuildCmd), cl::sub(CheckCmd), cl::cat(Category));
+                               cl::value_desc("file.json"), Costed, cl::cat(Category));
+
+// --- check ---------------------------------------------------------------------
+cl::list<std::string> CheckFiles(cl::Positional, cl::OneOrMore, cl::desc("<file.pipe>..."),
+                                 cl::sub(CheckCmd));
+cl::opt<bool> Explain("explain",
+                      cl::desc("Describe placement, gradient-sync groups, memory and messages"),
+                      cl::sub(CheckCmd), cl::cat(Category));
+
+// --- sim -----------------------------------------------------------------------
+cl::list<std::string> SimFiles(cl::Positional, cl::OneOrMore, cl::desc("<file.pipe>..."),
+                               cl::sub(SimCmd));
 cl::opt<bool> Compare("compare", cl::desc("One table row per schedule"), cl::sub(SimCmd),
                       cl::cat(Category));
 cl::opt<std::string> Sweep("sweep", cl::desc("One row per value of a parameter"),
@@ -42,6 +111,8 @@ cl::opt<std::string> SvgPath("svg", cl::desc("Write the timeline as SVG"),
                              cl::value_desc("out.svg"), cl::sub(SimCmd), cl::cat(Category));
 cl::opt<std::string> TracePath("trace", cl::desc("Write a Chrome/Perfetto trace"),
                                cl::value_desc("out.json"), cl::sub(SimCmd), cl::cat(Category));
+
+// --- emit ----------------------------------------------------------------------
 cl::opt<std::string> EmitFile(cl::Positional, cl::Required, cl::desc("<file.pipe>"),
                               cl::sub(EmitCmd));
 cl::opt<pipec::EmitTarget> Target(
@@ -58,6 +129,7 @@ cl::opt<std::string> Output("o", cl::desc("Output file (default: standard output
                             cl::value_desc("file"), cl::init("-"), cl::sub(EmitCmd),
                             cl::cat(Category));
 
+// --- build ---------------------------------------------------------------------
 cl::opt<std::string> BuildFile(cl::Positional, cl::Required, cl::desc("<file.pipe>"),
                                cl::sub(BuildCmd));
 cl::opt<pipec::BuildTarget> BuildBackend(
@@ -70,6 +142,7 @@ cl::opt<std::string> KeepSource("keep-source",
                                 cl::desc("Write the generated C++ into DIR and keep it"),
                                 cl::value_desc("dir"), cl::sub(BuildCmd), cl::cat(Category));
 
+// --- import --------------------------------------------------------------------
 enum class ImportSource { TorchCsv };
 cl::opt<std::string> ImportFile(cl::Positional, cl::Required, cl::desc("<file.csv>"),
                                 cl::sub(ImportCmd));
@@ -89,114 +162,220 @@ cl::opt<pipec::DiagFormat> ImportFormat(
                clEnumValN(pipec::DiagFormat::Github, "github",
                           "GitHub workflow annotations on stdout")));
 
-cl::list<std::string> Defines("D", cl::Prefix, cl::desc("Set a schedule parameter"),
-                              cl::value_desc("NAME=VALUE"), cl::sub(CheckCmd), cl::sub(EmitCmd),
-                              cl::sub(SimCmd), cl::sub(BuildCmd), cl::cat(Category));
-cl::opt<pipec::DiagFormat> Format(
-    "format", cl::desc("How to print diagnostics"), cl::init(pipec::DiagFormat::Text),
-    cl::sub(CheckCmd), cl::sub(SimCmd), cl::cat(Category),
-    cl::values(clEnumValN(pipec::DiagFormat::Text, "text", "clang-style text on stderr"),
-               clEnumValN(pipec::DiagFormat::Json, "json", "one JSON document on stdout"),
-               clEnumValN(pipec::DiagFormat::Sarif, "sarif", "SARIF 2.1.0 on stdout"),
-               clEnumValN(pipec::DiagFormat::Github, "github",
-                          "GitHub workflow annotations on stdout")));
-cl::opt<bool> Explain("explain",
-                      cl::desc("Describe placement, gradient-sync groups, memory and messages"),
-                      cl::sub(CheckCmd), cl::cat(Category));
-cl::opt<int64_t> MaxActivations(
-    "max-activations", cl::desc("Error when a rank holds more micro-batches' activations"),
-    cl::init(-1), cl::sub(CheckCmd), cl::cat(Category));
-cl::opt<bool> Werror("werror", cl::desc("Treat warnings as errors"), cl::sub(CheckCmd),
-                     cl::sub(EmitCmd), cl::sub(SimCmd), cl::cat(Category));
-cl::opt<bool> TimePasses("time-passes", cl::desc("Print the time each phase takes"),
-                         cl::sub(CheckCmd), cl::sub(EmitCmd), cl::sub(SimCmd), cl::cat(Category));
-cl::opt<bool> NoColor("no-color", cl::desc("Never color diagnostics"), cl::sub(CheckCmd),
-                      cl::sub(EmitCmd), cl::sub(SimCmd), cl::cat(Category));
-cl::opt<uint64_t> MaxOps("max-ops", cl::desc("Refuse schedules with more ops than this"),
-                         cl::init(pipec::ElabLimits().maxOps), cl::sub(CheckCmd),
-                         cl::sub(EmitCmd), cl::sub(SimCmd), cl::cat(Category));
-cl::opt<uint64_t> MaxIterations("max-iterations",
-                                cl::desc("Refuse schedules whose loops run more iterations"),
-                                cl::init(pipec::ElabLimits().maxIterations), cl::sub(CheckCmd),
-                                cl::sub(EmitCmd), cl::sub(SimCmd), cl::cat(Category));
+// --- usage errors ----------------------------------------------------------------
+// Each prints "pipec: error: ..." and returns false; the caller exits with status 2.
 
-// Parses -D NAME=VALUE; prints a usage error and returns false when malformed.
+bool usage(const Twine &message) {
+  errs() << "pipec: error: " << message << "\n";
+  return false;
+}
+
+// Two options (or an option and a mode) of which one would be silently ignored.
+bool conflict(StringRef first, StringRef second, StringRef why) {
+  return usage(first + " and " + second + " cannot be used together: " + why);
+}
+
+bool given(const cl::Option &option) { return option.getNumOccurrences() > 0; }
+
+// The first of `options` given on the command line, or null.
+const cl::Option *firstGiven(std::initializer_list<const cl::Option *> options) {
+  for (const cl::Option *option : options)
+    if (given(*option))
+      return option;
+  return nullptr;
+}
+
+std::string spelling(const cl::Option &option) {
+  return (option.ArgStr.size() == 1 ? "-" : "--") + option.ArgStr.str();
+}
+
+// A path option given as '' would otherwise mean "write nothing".
+bool requirePath(const cl::opt<std::string> &option) {
+  if (given(option) && option.empty())
+    return usage(spelling(option) + " expects a file name, got ''");
+  return true;
+}
+
+StringRef formatName(pipec::DiagFormat format) {
+  switch (format) {
+  case pipec::DiagFormat::Text: return "text";
+  case pipec::DiagFormat::Json: return "json";
+  case pipec::DiagFormat::Sarif: return "sarif";
+  case pipec::DiagFormat::Github: return "github";
+  }
+  return "text";
+}
+
+StringRef targetName(pipec::EmitTarget target) {
+  switch (target) {
+  case pipec::EmitTarget::IR: return "ir";
+  case pipec::EmitTarget::AST: return "ast";
+  case pipec::EmitTarget::TorchCsv: return "torch-csv";
+  case pipec::EmitTarget::Cpu: return "cpu";
+  case pipec::EmitTarget::Cuda: return "cuda";
+  }
+  return "ir";
+}
+
+// The first cost option given, or empty.
+std::string costOption() {
+  if (given(CostsFile))
+    return "--costs";
+  return given(CostFlags) ? "--cost" : "";
+}
+
+// --- the check options, read once for every subcommand ----------------------------
+
+// Parses -D NAME=VALUE; a malformed one, or two for one name, is a usage error.
 bool parseDefines(pipec::ElabOptions &options) {
+  StringMap<std::string> seen;
   for (const std::string &define : Defines) {
     auto [name, value] = StringRef(define).split('=');
     long long number;
     bool validName = !name.empty() && (isalpha(name[0]) || name[0] == '_') &&
                      name.find_if_not([](char c) { return isalnum(c) || c == '_'; }) ==
                          StringRef::npos;
-    if (!validName || value.empty() || value.getAsInteger(10, number)) {
-      errs() << "pipec: error: -D expects NAME=INTEGER, got '" << define << "'\n";
-      return false;
-    }
+    if (!validName || value.empty() || value.getAsInteger(10, number))
+      return usage("-D expects NAME=INTEGER, got '" + define + "'");
+    auto [previous, first] = seen.try_emplace(name, define);
+    if (!first)
+      return usage("-D " + previous->second + " and -D " + define + " both set " + name);
     options.defines.emplace_back(name.str(), number);
   }
   return true;
 }
 
-// Reads --costs then --cost; prints a usage error and returns false when malformed.
+// Reads --costs then --cost.
 bool parseCosts(std::vector<pipec::CostOverride> &costs) {
+  if (!requirePath(CostsFile))
+    return false;
   std::string error;
-  if (!CostsFile.empty()) {
+  if (given(CostsFile)) {
     auto fromFile = pipec::readCostsFile(CostsFile, error);
-    if (!fromFile) {
-      errs() << "pipec: error: --costs: " << error << "\n";
-      return false;
-    }
+    if (!fromFile)
+      return usage("--costs: " + error);
     costs = *fromFile;
   }
   for (const std::string &flag : CostFlags) {
     auto cost = pipec::parseCostOverride(flag, error);
-    if (!cost) {
-      errs() << "pipec: error: --cost: " << error << "\n";
-      return false;
-    }
+    if (!cost)
+      return usage("--cost: " + error);
     costs.push_back(*cost);
   }
   return true;
 }
 
-// Reads --sweep and the output options; prints a usage error and returns false when malformed.
-bool parseSimArgs(pipec::SimArgs &sim, const pipec::CommonArgs &args) {
-  if (!Sweep.empty()) {
+bool readCheckOptions(pipec::CommonArgs &args) {
+  args.werror = Werror;
+  args.timePasses = TimePasses;
+  args.color = !NoColor && sys::Process::StandardErrHasColors();
+  args.format = Format; // text for sim, whose --format is its results'
+  if (given(MaxActivations)) // absent: no limit
+    args.checks.maxActivations =
+        int64_t(std::min<uint64_t>(MaxActivations, std::numeric_limits<int64_t>::max()));
+  args.elab.limits.maxOps = MaxOps;
+  args.elab.limits.maxIterations = MaxIterations;
+  if (!parseDefines(args.elab) || !parseCosts(args.costs))
+    return false;
+  args.checks.costs = args.costs; // the memory check and --explain see the same costs
+  return true;
+}
+
+// --- what each subcommand accepts together ---------------------------------------
+
+bool validateCheck(const pipec::CommonArgs &args) {
+  if (Explain && args.format != pipec::DiagFormat::Text)
+    return conflict("--explain", "--format " + formatName(args.format).str(),
+                    "the explanation is text on standard output, where the document goes");
+  return true;
+}
+
+bool validateEmit(const pipec::CommonArgs &args) {
+  if (!requirePath(Output))
+    return false;
+  std::string target = "--target " + targetName(Target).str();
+  bool program = Target == pipec::EmitTarget::Cpu || Target == pipec::EmitTarget::Cuda;
+  if (given(MaxActivations) && !program)
+    return conflict("--max-activations", target,
+                    "only --target cpu and --target cuda run the checks");
+  if (Target == pipec::EmitTarget::AST) // (cl::list overloads &)
+    if (const cl::Option *option =
+            firstGiven({std::addressof(Defines), &MaxOps, &MaxIterations}))
+      return conflict(spelling(*option), target,
+                      "the syntax tree is written before the schedule is elaborated");
+  if (!costOption().empty() && Target != pipec::EmitTarget::Cuda)
+    return conflict(costOption(), target,
+                    "only --target cuda uses costs (for its overlap plans)");
+  if (args.format != pipec::DiagFormat::Text && Output == "-")
+    return conflict("--format " + formatName(args.format).str(), "-o - (the default)",
+                    "both would go to standard output; write the output elsewhere with -o FILE");
+  return true;
+}
+
+bool validateBuild() {
+  if (!requirePath(BuildOutput) || !requirePath(KeepSource))
+    return false;
+  // The kept source's path reaches the compiler's line markers, where a newline
+  // would start a preprocessor directive.
+  if (pipec::commentSafe(KeepSource) != KeepSource)
+    return usage("--keep-source expects a directory name without control characters");
+  if (!costOption().empty() && BuildBackend != pipec::BuildTarget::Cuda)
+    return conflict(costOption(), "--target cpu",
+                    "only --target cuda uses costs (for its overlap plans)");
+  return true;
+}
+
+// Reads --sweep and the output options.
+bool parseSimArgs(pipec::SimArgs &sim) {
+  if (!requirePath(SvgPath) || !requirePath(TracePath))
+    return false;
+  if (given(Sweep)) {
     auto [name, values] = StringRef(Sweep).split('=');
     SmallVector<StringRef, 8> parts;
     values.split(parts, ',', -1, /*KeepEmpty=*/false);
     for (StringRef part : parts) {
       long long value;
-      if (part.trim().getAsInteger(10, value)) {
-        errs() << "pipec: error: --sweep expects NAME=v1,v2,... with integers, got '" << Sweep
-               << "'\n";
-        return false;
-      }
+      if (part.trim().getAsInteger(10, value))
+        return usage("--sweep expects NAME=v1,v2,... with integers, got '" + Sweep + "'");
       sim.sweepValues.push_back(value);
     }
-    if (name.empty() || sim.sweepValues.empty()) {
-      errs() << "pipec: error: --sweep expects NAME=v1,v2,..., got '" << Sweep << "'\n";
-      return false;
-    }
+    if (name.empty() || sim.sweepValues.empty())
+      return usage("--sweep expects NAME=v1,v2,..., got '" + Sweep + "'");
     sim.sweepName = name.str();
   }
-  if (args.format == pipec::DiagFormat::Sarif || args.format == pipec::DiagFormat::Github) {
-    errs() << "pipec: error: sim prints --format text or json\n";
-    return false;
-  }
   sim.compare = Compare;
+  sim.json = SimResultFormat == SimFormat::Json;
   sim.timeline = Timeline;
   sim.svgPath = SvgPath;
   sim.tracePath = TracePath;
+
+  // A table (--compare, --sweep, several files) has one row per run: nothing
+  // per-run to draw, and it is text only.
+  std::string table = Compare          ? "--compare"
+                      : given(Sweep)   ? "--sweep"
+                      : SimFiles.size() > 1 ? "several input files"
+                                            : "";
+  if (!table.empty()) {
+    if (const cl::Option *option = firstGiven({&Timeline, &SvgPath, &TracePath}))
+      return conflict(spelling(*option), table,
+                      "a comparison table has no timeline; simulate one schedule for it");
+    if (sim.json)
+      return conflict("--format json", table, "the comparison table is text only");
+  }
+  if (sim.json && sim.timeline)
+    return conflict("--timeline", "--format json",
+                    "the timeline would break the JSON document on standard output");
   return true;
 }
+
+bool validateImport() { return requirePath(ImportOutput); }
 
 } // namespace
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(Category);
-  cl::SetVersionPrinter([](raw_ostream &out) { out << "pipec 0.1\n"; });
+  cl::SetVersionPrinter([](raw_ostream &out) { out << "pipec " << PIPEC_VERSION << "\n"; });
   if (!cl::ParseCommandLineOptions(argc, argv,
                                    "pipec: check, simulate and compile pipeline-parallel "
                                    "training schedules\n",
@@ -204,34 +383,38 @@ int main(int argc, char **argv) {
     return pipec::kExitUsage;
 
   pipec::CommonArgs args;
-  args.werror = Werror;
-  args.timePasses = TimePasses;
-  args.color = !NoColor && sys::Process::StandardErrHasColors();
-  args.format = Format;
-  args.explain = Explain;
-  args.checks.maxActivations = MaxActivations;
-  args.elab.limits.maxOps = MaxOps;
-  args.elab.limits.maxIterations = MaxIterations;
-  if (!parseDefines(args.elab) || !parseCosts(args.costs))
+  if (ImportCmd) {
+    args.color = sys::Process::StandardErrHasColors();
+    args.format = ImportFormat;
+    if (!validateImport())
+      return pipec::kExitUsage;
+    return pipec::runImport(ImportFile, ImportOutput, args);
+  }
+  if (!CheckCmd && !EmitCmd && !SimCmd && !BuildCmd) {
+    errs() << "pipec: error: no subcommand given; run 'pipec --help'\n";
     return pipec::kExitUsage;
-  args.checks.costs = args.costs; // the memory check and --explain see the same costs
+  }
+  if (!readCheckOptions(args))
+    return pipec::kExitUsage;
 
-  if (CheckCmd)
+  if (CheckCmd) {
+    args.explain = Explain;
+    if (!validateCheck(args))
+      return pipec::kExitUsage;
     return pipec::runCheck(CheckFiles, args);
-  if (EmitCmd)
+  }
+  if (EmitCmd) {
+    if (!validateEmit(args))
+      return pipec::kExitUsage;
     return pipec::runEmit(EmitFile, Target, Output, args);
+  }
   if (SimCmd) {
     pipec::SimArgs sim;
-    if (!parseSimArgs(sim, args))
+    if (!parseSimArgs(sim))
       return pipec::kExitUsage;
     return pipec::runSim(SimFiles, sim, args);
   }
-  if (BuildCmd)
-    return pipec::runBuild(BuildFile, {BuildBackend, BuildOutput, KeepSource}, args);
-  if (ImportCmd) {
-    args.format = ImportFormat;
-    return pipec::runImport(ImportFile, ImportOutput, args);
-  }
-  errs() << "pipec: error: no subcommand given; run 'pipec --help'\n";
-  return pipec::kExitUsage;
+  if (!validateBuild())
+    return pipec::kExitUsage;
+  return pipec::runBuild(BuildFile, {BuildBackend, BuildOutput, KeepSource}, args);
 }

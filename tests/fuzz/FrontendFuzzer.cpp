@@ -1,15 +1,12 @@
-// libFuzzer target: any bytes through the whole front end and every check
-// (parse, resolve, elaborate, check, print IR and diagnostics). It must never crash or hang; limits are
-// lowered so that every input finishes quickly.
-#include "check/Checks.h"
+// libFuzzer target: any bytes through the whole front end and every check, by
+// the driver's own pipeline (parse, resolve, elaborate, check), then the IR
+// printer and every diagnostic renderer. It must never crash or hang; limits
+// are lowered so that every input finishes quickly.
 #include "diag/DiagnosticRenderer.h"
 #include "diag/LintRenderers.h"
-#include "elab/Elaborator.h"
+#include "driver/Compilation.h"
 #include "emit/IRPrinter.h"
-#include "sema/NameResolver.h"
-#include "syntax/Parser.h"
 
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstddef>
@@ -17,25 +14,18 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   using namespace pipec;
-  llvm::SourceMgr sources;
-  DiagnosticEngine diags(sources);
-  llvm::StringRef text(reinterpret_cast<const char *>(data), size);
-  unsigned buffer = sources.AddNewSourceBuffer(
-      llvm::MemoryBuffer::getMemBufferCopy(text, "fuzz.pipe"), llvm::SMLoc());
-  std::unique_ptr<ast::Schedule> schedule = parseSchedule(buffer, diags);
-  if (schedule && resolveNames(*schedule, diags)) {
-    ElabOptions options;
-    options.limits.maxOps = 20000;
-    options.limits.maxIterations = 200000;
-    if (auto ir = elaborate(*schedule, options, diags)) {
-      printIR(*ir, llvm::nulls());
-      CheckOptions checks;
-      checks.maxActivations = 3;
-      runChecks(*ir, checks, diags);
-    }
-  }
-  renderText(diags, llvm::nulls(), false);
-  FileDiagnostics file{"fuzz.pipe", &diags};
+  auto compilation = Compilation::fromText(
+      "fuzz.pipe", llvm::StringRef(reinterpret_cast<const char *>(data), size));
+  ElabOptions options;
+  options.limits.maxOps = 20000;
+  options.limits.maxIterations = 200000;
+  CheckOptions checks;
+  checks.maxActivations = 3;
+  compilation->runAll(options, checks);
+  if (const ScheduleIR *ir = compilation->ir())
+    printIR(*ir, llvm::nulls());
+  renderText(compilation->diags(), llvm::nulls(), false);
+  FileDiagnostics file{"fuzz.pipe", &compilation->diags()};
   renderSarif(file, llvm::nulls());
   renderGithub(file, llvm::nulls());
   return 0;

@@ -3,6 +3,7 @@
 #include "TestSupport.h"
 
 #include "diag/LintRenderers.h"
+#include "PipecVersion.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -214,7 +215,7 @@ TEST_CASE("SARIF has one rule per kind used and results that point at them", "[l
   const json::Object &run = object(&runs[0]);
   const json::Object &driver = field(field(run, "tool"), "driver");
   CHECK(str(driver, "name") == "pipec");
-  CHECK(str(driver, "version") == "0.1");
+  CHECK(str(driver, "version") == PIPEC_VERSION);
 
   const json::Array &rules = list(driver, "rules");
   std::vector<std::string> ruleIds;

@@ -2,13 +2,14 @@
 
 #include "diag/DiagnosticRenderer.h"
 #include "emit/IRPrinter.h"
-#include "sema/NameResolver.h"
-#include "syntax/Parser.h"
 
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace pipec::test {
+
+Compiled::Compiled(std::unique_ptr<Compilation> compilation)
+    : compilation(std::move(compilation)), sources(this->compilation->sources()),
+      diags(this->compilation->diags()) {}
 
 bool Compiled::has(DiagKind kind) const {
   for (const Diagnostic &d : diags.diagnostics())
@@ -33,12 +34,10 @@ std::string Compiled::ir_text() const {
 }
 
 std::unique_ptr<Compiled> compile(const std::string &source, const ElabOptions &options) {
-  auto c = std::make_unique<Compiled>();
-  unsigned buffer = c->sources.AddNewSourceBuffer(
-      llvm::MemoryBuffer::getMemBufferCopy(source, "test.pipe"), llvm::SMLoc());
-  c->ast = parseSchedule(buffer, c->diags);
-  if (c->ast && resolveNames(*c->ast, c->diags))
-    c->ir = elaborate(*c->ast, options, c->diags);
+  auto c = std::make_unique<Compiled>(Compilation::fromText("test.pipe", source));
+  c->compilation->runFrontEnd(options);
+  c->ast = c->compilation->ast();
+  c->ir = c->compilation->ir();
   return c;
 }
 

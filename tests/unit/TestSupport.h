@@ -1,23 +1,28 @@
-// Helpers for unit tests: run the front end on a source string.
+// Helpers for unit tests: run the front end on a source string, through the
+// driver's own pipeline (Compilation::fromText).
 #pragma once
 
 #include "diag/Diagnostics.h"
+#include "driver/Compilation.h"
 #include "elab/Elaborator.h"
 #include "syntax/AST.h"
 
 #include "llvm/Support/SourceMgr.h"
 
 #include <memory>
-#include <optional>
 #include <string>
 
 namespace pipec::test {
 
+// A compilation of "test.pipe" up to elaboration, with its parts in reach.
 struct Compiled {
-  llvm::SourceMgr sources;
-  DiagnosticEngine diags{sources};
-  std::unique_ptr<ast::Schedule> ast;
-  std::optional<ScheduleIR> ir;
+  explicit Compiled(std::unique_ptr<Compilation> compilation);
+
+  std::unique_ptr<Compilation> compilation;
+  llvm::SourceMgr &sources;
+  DiagnosticEngine &diags;
+  const ast::Schedule *ast = nullptr; // null when parsing failed
+  const ScheduleIR *ir = nullptr;     // null when any phase failed
 
   bool has(DiagKind kind) const;
   std::string renderedDiagnostics() const;
