@@ -19,7 +19,7 @@ std::vector<OptionSpec> sharedProgramOptions() {
       {"tolerance", K::Number, "X", nullptr, 0, INFINITY,
        "relative error --check allows (default per dtype: 1e-4 fp32,\n1e-10 fp64, 5e-2 bf16)"},
       {"trace", K::Text, "FILE", nullptr, 0, 0,
-       "write a Chrome/Perfetto trace of the last step: one slice per op,\nnamed as `pipec sim --trace` names it, and an arrow per message"},
+       "write a Chrome/Perfetto trace of the last step, drawn as\n`pipec sim --trace` draws it: a slice per op, an arrow per message"},
       {"seed", K::Integer, "N", "1", 0, 4611686018427387904.0, "initialization and data seed"},
       {"timeout", K::Number, "SECONDS", "60", 0, kMaxTimeoutSeconds,
        "watchdog: give up when a rank (or, on CUDA, a step) makes no\nprogress for this long"},
