@@ -7,7 +7,6 @@
 #include "pipert/Program.h"
 
 #include "exec/PipelineRun.h"
-#include "exec/Replay.h"
 
 #include "pipert/Reference.h"
 #include "pipert/Trace.h"
@@ -104,10 +103,6 @@ int run(const Program &program, const RunOptions &options) {
   const StepResult &first = last[0];
   if (!options.tracePath.empty() && !writeTrace(options.tracePath, program, first.timings))
     return 2;
-  double replayed = replayedMillis(program, first.timings);
-  std::printf("step time %.3f ms, schedule with the measured op times %.3f ms: efficiency %.1f%%\n",
-              first.milliseconds, replayed,
-              first.milliseconds > 0 ? 100 * replayed / first.milliseconds : 100.0);
   if (options.empty) {
     int64_t ops = 0;
     for (int r = 0; r < program.numRanks; ++r)

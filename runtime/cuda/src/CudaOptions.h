@@ -13,8 +13,8 @@ enum class ModelKind { Mlp, Moe, Empty };
 
 struct CudaOptions {
   int steps = 1;
-  int hidden = 64;
-  int seq = 64;            // tokens per micro-batch
+  int hidden = 16;         // (defaults: pipert/SharedOptions.h)
+  int seq = 8;             // tokens per micro-batch (one sequence)
   ModelKind model = ModelKind::Mlp;
   DType dtype = DType::F32;
   TransportKind transport = TransportKind::InProcess; // nccl when WORLD_SIZE is set

@@ -8,7 +8,7 @@ namespace pipert {
 
 struct RunOptions {
   int steps = 1;
-  int hidden = 16;        // h
+  int hidden = 16;        // h (defaults: pipert/SharedOptions.h)
   int seq = 8;            // tokens per sequence
   int microBatchSize = 1; // sequences per micro-batch: tokens = seq * microBatchSize
   bool moe = false;       // --model mlp|moe|empty
@@ -19,7 +19,7 @@ struct RunOptions {
   bool check = false;     // compare with the single-device reference
   std::string tracePath;
   uint64_t seed = 1;
-  double timeoutSeconds = 30; // watchdog: longest wait without progress
+  double timeoutSeconds = 60; // watchdog: longest wait without progress
   int64_t dropMessage = -1;   // testing: never send this message id
   double tolerance = -1;      // --tolerance; default per dtype
 };

@@ -2,6 +2,9 @@
 // ends the program with a message naming the rank, the op and what it waited for.
 #pragma once
 
+#include "pipert/SharedOptions.h"
+
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -14,10 +17,12 @@ constexpr int kRankErrorExit = 4;
 
 class Watchdog {
 public:
+  // Clamped as --timeout is: now() + a longer timeout overflows the clock.
   explicit Watchdog(double timeoutSeconds)
-      : timeout_(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-            std::chrono::duration<double>(timeoutSeconds))),
-        seconds_(timeoutSeconds) {}
+      : seconds_(std::min(timeoutSeconds, kMaxTimeoutSeconds)) {
+    timeout_ = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(seconds_));
+  }
 
   std::chrono::steady_clock::time_point deadline() const {
     return std::chrono::steady_clock::now() + timeout_;
@@ -31,8 +36,8 @@ public:
   }
 
 private:
-  std::chrono::steady_clock::duration timeout_;
   double seconds_;
+  std::chrono::steady_clock::duration timeout_;
 };
 
 // An error inside a rank's work (a broken invariant in a stage): report and stop
