@@ -5,11 +5,17 @@
 // the simulator's two-stream plan) and a main() that hands both to
 // pipert::runCudaProgram. It is host C++: the kernels live in the CUDA runtime
 // it links.
+//
+// The header comment records every input that changed the program beyond the
+// schedule: the cost settings (the schedule's costs block, --costs, --cost),
+// the default sub-operation split where it was used, and pipec's version. Each
+// rank's commands come with a legend of its streams, and each step names its
+// op(s) as the simulator does (F0.3).
 #pragma once
 
 #include "check/Checks.h"
+#include "codegen/StreamLowering.h"
 #include "elab/ScheduleIR.h"
-#include "sim/CostModel.h"
 
 #include "llvm/Support/raw_ostream.h"
 
@@ -18,7 +24,7 @@
 namespace pipec {
 
 // Requires a schedule whose checks passed; `costs` decides the overlap plans.
-void emitCudaProgram(const ScheduleIR &ir, const CheckReport &report, const CostModel &costs,
+void emitCudaProgram(const ScheduleIR &ir, const CheckReport &report, const StreamPlanCosts &costs,
                      const std::string &sourcePath, llvm::raw_ostream &out);
 
 } // namespace pipec

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "elab/ScheduleIR.h"
+#include "pipert/SubOp.h"
 
 #include "llvm/ADT/StringRef.h"
 
@@ -20,7 +21,7 @@ namespace pipec {
 
 // Sub-operations of one chunk, in DeepSeek-V3's split (report, Figure 4): compute
 // (attention, MLP) and communication (the MoE dispatch and combine all-to-alls).
-enum class SubOp : uint8_t { Attention, Dispatch, Mlp, Combine };
+using SubOp = pipert::SubOp;
 inline constexpr int kSubOps = 4;
 
 struct CostOverride {

@@ -1,7 +1,7 @@
 // The CUDA backend's stream programs (codegen/StreamLowering), run by an
 // independent model of CUDA stream semantics: each stream runs its commands in
-// order; a Wait holds its stream until the event's Record has run; a Send and
-// the Recv of the same message, each at the front of its channel stream,
+// order; a WaitEvent holds its stream until its RecordEvent has run; a Send and
+// the Receive of the same message, each at the front of its channel stream,
 // complete together (rendezvous); Run takes a random time. Under many random
 // durations, every op must start only after everything it reads is complete
 // (its input, its own earlier sub-operations, its forward's stored state), every
@@ -53,7 +53,7 @@ Lowered lower(const std::string &name, int P, int M, const std::vector<CostOverr
   REQUIRE(l.report.ok);
   const ScheduleIR &ir = *l.compiled->ir;
   l.programs = lowerToStreams(ir, l.report, zeroSubOps ? CostModel::build(ir, costs)
-                                                       : streamPlanCosts(ir, costs));
+                                                       : streamPlanCosts(ir, costs).model);
   return l;
 }
 
@@ -159,13 +159,13 @@ private:
     Stream &stream = streams_[r][s];
     const StreamCommand c = stream.queue.front();
     switch (c.cmd) {
-    case StreamCmd::Record:
+    case StreamCmd::RecordEvent:
       if (eventTime_[r][c.arg] >= 0)
         fail("event " + std::to_string(c.arg) + " of rank " + std::to_string(r) +
              " is recorded twice");
       eventTime_[r][c.arg] = stream.clock;
       break;
-    case StreamCmd::Wait:
+    case StreamCmd::WaitEvent:
       if (eventTime_[r][c.arg] < 0)
         return false;
       stream.clock = std::max(stream.clock, eventTime_[r][c.arg]);
@@ -187,7 +187,7 @@ private:
       break;
     }
     case StreamCmd::Send:
-    case StreamCmd::Recv: {
+    case StreamCmd::Receive: {
       const Message &m = comm_.messages[c.arg];
       bool send = c.cmd == StreamCmd::Send;
       if (send && !pendingRecv_.count(c.arg)) {
@@ -242,13 +242,13 @@ void checkStatic(const Lowered &l) {
     const RankStreamProgram &p = l.programs[r];
     std::vector<int> recorded(p.numEvents, 0);
     for (const StreamCommand &c : p.commands) {
-      if (c.cmd == StreamCmd::Record)
+      if (c.cmd == StreamCmd::RecordEvent)
         ++recorded.at(c.arg);
-      if (c.cmd == StreamCmd::Wait)
+      if (c.cmd == StreamCmd::WaitEvent)
         CHECK(recorded.at(c.arg) == 1);
       if (c.cmd == StreamCmd::Send)
         ++sends[c.arg];
-      if (c.cmd == StreamCmd::Recv)
+      if (c.cmd == StreamCmd::Receive)
         ++receives[c.arg];
     }
     for (int count : recorded)
@@ -327,7 +327,7 @@ TEST_CASE("a model without the events finds the race the events prevent", "[code
   for (RankStreamProgram &p : l.programs) {
     std::vector<StreamCommand> kept;
     for (const StreamCommand &c : p.commands)
-      if (c.cmd != StreamCmd::Wait)
+      if (c.cmd != StreamCmd::WaitEvent)
         kept.push_back(c);
     p.commands = kept;
   }
