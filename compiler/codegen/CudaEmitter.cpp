@@ -1,7 +1,7 @@
 #include "codegen/CudaEmitter.h"
 
-#include "check/OpText.h"
 #include "codegen/ProgramTables.h"
+#include "sim/SimOutputs.h"
 
 #include "llvm/Support/Format.h"
 
@@ -70,14 +70,20 @@ void writeLegend(const RankStreamProgram &rank, llvm::raw_ostream &out) {
   }
 }
 
-// "op 4: F0.3", "ops 7-8: F0.5 + B1.2, overlap pair"
+// The step as `pipec sim` labels it (sim/SimOutputs.h: kind, chunk, index in
+// its flow), with stage and micro-batch: "op 4: F0.3 (stage 0, micro-batch
+// 3)", "ops 7-8: FB(F0.5|B1.2) (stages 0 and 1, micro-batches 5 and 2)".
 std::string stepComment(const ScheduleIR &ir, size_t r, const StreamStep &step) {
-  const std::vector<Op> &ops = ir.ranks[r].ops;
+  const Op &first = ir.ranks[r].ops[step.firstOp];
+  std::string label = stepLabel(ir, int64_t(r), step.firstOp);
   if (step.firstOp == step.lastOp)
-    return "op " + std::to_string(step.firstOp) + ": " + opShortName(ir, ops[step.firstOp]);
-  return "ops " + std::to_string(step.firstOp) + "-" + std::to_string(step.lastOp) + ": " +
-         opShortName(ir, ops[step.firstOp]) + " + " + opShortName(ir, ops[step.lastOp]) +
-         ", overlap pair";
+    return "op " + std::to_string(step.firstOp) + ": " + label + " (stage " +
+           std::to_string(first.stage) + ", micro-batch " + std::to_string(first.microbatch) + ")";
+  const Op &second = ir.ranks[r].ops[step.lastOp];
+  return "ops " + std::to_string(step.firstOp) + "-" + std::to_string(step.lastOp) + ": " + label +
+         " (stages " + std::to_string(first.stage) + " and " + std::to_string(second.stage) +
+         ", micro-batches " + std::to_string(first.microbatch) + " and " +
+         std::to_string(second.microbatch) + ")";
 }
 
 void writeRankCommands(const ScheduleIR &ir, size_t r, const RankStreamProgram &rank,

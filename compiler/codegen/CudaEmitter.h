@@ -10,7 +10,7 @@
 // schedule: the cost settings (the schedule's costs block, --costs, --cost),
 // the default sub-operation split where it was used, and pipec's version. Each
 // rank's commands come with a legend of its streams, and each step names its
-// op(s) as the simulator does (F0.3).
+// op(s) as the simulator does (F0.3, FB(F0.5|B1.2)), with stage and micro-batch.
 #pragma once
 
 #include "check/Checks.h"

@@ -262,6 +262,37 @@ void checkStatic(const Lowered &l) {
     CHECK(count == 1);
 }
 
+// What an emitted program's comments say: each channel stream's legend entry
+// (peer, direction, kind) fits every message moved on it, and the steps cover
+// the rank's ops in order, each with its commands, one op or an overlap pair.
+void checkLegendAndSteps(const Lowered &l) {
+  const CommPlan &comm = *l.report.comm;
+  for (size_t r = 0; r < l.programs.size(); ++r) {
+    const RankStreamProgram &p = l.programs[r];
+    REQUIRE(p.channels.size() + kFirstChannelStream == p.numStreams);
+    for (const StreamCommand &c : p.commands) {
+      if (c.cmd != StreamCmd::Send && c.cmd != StreamCmd::Receive)
+        continue;
+      REQUIRE(c.stream >= kFirstChannelStream);
+      const StreamChannel &channel = p.channels[c.stream - kFirstChannelStream];
+      const Message &m = comm.messages[c.arg];
+      CHECK(channel.sends == (c.cmd == StreamCmd::Send));
+      CHECK(channel.peer == (channel.sends ? m.to : m.from));
+      CHECK(channel.gradient == (m.kind == MessageKind::Gradient));
+    }
+    const std::vector<Op> &ops = l.compiled->ir->ranks[r].ops;
+    uint32_t nextOp = 0, nextCommand = 0;
+    for (const StreamStep &step : p.steps) {
+      CHECK(step.firstOp == nextOp);
+      CHECK(step.lastOp == (ops[step.firstOp].pair == PairRole::First ? nextOp + 1 : nextOp));
+      CHECK(step.firstCommand >= nextCommand);
+      nextOp = step.lastOp + 1;
+      nextCommand = step.firstCommand + 1;
+    }
+    CHECK(nextOp == ops.size());
+  }
+}
+
 const std::vector<CostOverride> kSubOpCosts = {
     {"attn_f", -1, 1}, {"dispatch_f", -1, 1}, {"mlp_f", -1, 1}, {"combine_f", -1, 1},
     {"attn_b", -1, 2}, {"dispatch_b", -1, 1}, {"mlp_b", -1, 2}, {"combine_b", -1, 1}};
@@ -285,6 +316,7 @@ TEST_CASE("stream programs of every library schedule respect every dependency", 
                         costs == Zero);
       INFO(c.name << " P=" << c.P << " M=" << c.M << " costs " << int(costs));
       checkStatic(l);
+      checkLegendAndSteps(l);
       for (int trial = 0; trial < 10; ++trial)
         CHECK(StreamModel(l, random).run() == "");
     }
