@@ -57,7 +57,7 @@ std::string costText(const std::string &name, int64_t stage, double value) {
   if (stage >= 0)
     text += "[" + std::to_string(stage) + "]";
   llvm::raw_string_ostream out(text);
-  out << " = " << llvm::format("%g", value);
+  out << "=" << llvm::format("%.15g", value); // one word: a wrapped comment keeps it whole
   return out.str();
 }
 

@@ -33,7 +33,7 @@ void writeProgramTables(const ScheduleIR &ir, const CheckReport &report,
                         const std::string &sourcePath, const ProgramTarget &target,
                         llvm::raw_ostream &out);
 
-// "F = 1, B[2] = 3": cost settings as a header comment quotes them.
+// "B[2]=3": a cost setting as a header comment quotes it (as --cost takes it).
 std::string costText(const std::string &name, int64_t stage, double value);
 
 // Writes `text` as // comment lines no wider than 80 columns where words allow.

@@ -3,31 +3,42 @@
 #include "pipert/SubOp.h"
 
 #include <map>
-#include <set>
-#include <tuple>
 #include <vector>
 
 namespace pipert {
 
 namespace {
 
-std::string at(const std::string &table, size_t index) {
-  return table + "[" + std::to_string(index) + "]";
-}
-std::string rankTable(size_t rank, const char *what) {
-  return "kRank" + std::to_string(rank) + what;
-}
 std::string str(int64_t value) { return std::to_string(value); }
+std::string rankTable(int32_t rank, const char *what) { return "kRank" + str(rank) + what; }
 
-[[noreturn]] void fail(const std::string &entry, const std::string &problem) {
-  throw InvalidProgram("invalid program table " + entry + ": " + problem);
+// An entry of a table, named as the emitted file names it only when it is
+// wrong (names are strings; the checks run over every entry).
+struct Entry {
+  const char *table; // "kMessages", or "Ops" of "kRank<rank>Ops"
+  int32_t rank;      // -1: a table of the whole program
+  size_t index;
+};
+Entry at(const char *table, size_t index) { return {table, -1, index}; }
+Entry at(int32_t rank, const char *table, size_t index) { return {table, rank, index}; }
+std::string name(const Entry &e) {
+  return (e.rank < 0 ? std::string(e.table) : rankTable(e.rank, e.table)) + "[" + str(e.index) +
+         "]";
 }
 
-void checkRange(const std::string &entry, const char *what, int64_t value, int64_t end,
-                const char *unit) {
+[[noreturn]] void fail(const std::string &table, const std::string &problem) {
+  throw InvalidProgram("invalid program table " + table + ": " + problem);
+}
+[[noreturn]] void fail(const Entry &entry, const std::string &problem) {
+  fail(name(entry), problem);
+}
+
+// `unit` counted on rank `onRank` when that is not -1.
+void checkRange(const Entry &entry, const char *what, int64_t value, int64_t end,
+                const char *unit, int32_t onRank = -1) {
   if (value < 0 || value >= end)
     fail(entry, std::string(what) + " " + str(value) + " is out of range (the program has " +
-                    str(end) + " " + unit + ")");
+                    str(end) + " " + unit + (onRank < 0 ? "" : " on rank " + str(onRank)) + ")");
 }
 
 bool isBackward(OpCode kind) { return kind == OpCode::B || kind == OpCode::I; }
@@ -90,12 +101,11 @@ private:
 
   void checkRankOps(int32_t r) {
     const RankTable &t = p_.ranks[r];
-    std::string table = rankTable(r, "Ops");
     produces_[r].assign(t.numOps, ~0u);
     consumes_[r].assign(t.numOps, ~0u);
     for (uint32_t i = 0; i < t.numOps; ++i) {
       const ProgramOp &op = t.ops[i];
-      std::string entry = at(table, i);
+      Entry entry = at(r, "Ops", i);
       if (static_cast<int>(op.kind) >= kNumOpCodes)
         fail(entry, "op kind " + str(static_cast<int>(op.kind)) + " is not F, B, I or W");
       checkRange(entry, "stage", op.stage, p_.numStages, "stages");
@@ -121,7 +131,7 @@ private:
   void checkMessages() {
     for (uint32_t id = 0; id < p_.numMessages; ++id) {
       const ProgramMessage &m = p_.messages[id];
-      std::string entry = at("kMessages", id);
+      Entry entry = at("kMessages", id);
       if (m.gradient > 1)
         fail(entry, "kind " + str(m.gradient) + " is neither activation (0) nor gradient (1)");
       checkRange(entry, "from rank", m.from, p_.numRanks, "ranks");
@@ -130,10 +140,8 @@ private:
         fail(entry, "goes from rank " + str(m.from) + " to itself");
       checkRange(entry, "stage", m.stage, p_.numStages, "stages");
       checkRange(entry, "micro-batch", m.microbatch, p_.numMicrobatches, "micro-batches");
-      checkRange(entry, "producer op", m.producerOp, p_.ranks[m.from].numOps,
-                 ("ops on rank " + str(m.from)).c_str());
-      checkRange(entry, "consumer op", m.consumerOp, p_.ranks[m.to].numOps,
-                 ("ops on rank " + str(m.to)).c_str());
+      checkRange(entry, "producer op", m.producerOp, p_.ranks[m.from].numOps, "ops", m.from);
+      checkRange(entry, "consumer op", m.consumerOp, p_.ranks[m.to].numOps, "ops", m.to);
       const ProgramOp &producer = p_.ranks[m.from].ops[m.producerOp];
       const ProgramOp &consumer = p_.ranks[m.to].ops[m.consumerOp];
       bool gradient = m.gradient == kGradientMessage;
@@ -164,10 +172,9 @@ private:
     for (int receive = 0; receive < 2; ++receive) {
       const uint32_t *ids = receive ? t.receives : t.sends;
       uint32_t count = receive ? t.numReceives : t.numSends;
-      std::string table = rankTable(r, receive ? "Receives" : "Sends");
       std::vector<bool> &seen = receive ? received_ : sent_;
       for (uint32_t k = 0; k < count; ++k) {
-        std::string entry = at(table, k);
+        Entry entry = at(r, receive ? "Receives" : "Sends", k);
         checkRange(entry, "message", ids[k], p_.numMessages, "messages");
         const ProgramMessage &m = p_.messages[ids[k]];
         if ((receive ? m.to : m.from) != r)
@@ -184,22 +191,29 @@ private:
   // (a pair's halves run at once, so neither may need the other).
   void checkInputs(int32_t r) {
     const RankTable &t = p_.ranks[r];
-    // (F / B or I / W, stage, micro-batch), on any chunk and on a given one
-    std::set<std::tuple<int, int32_t, int32_t>> done;
-    std::set<std::tuple<int, int32_t, int32_t, int16_t>> doneOnChunk;
+    // Done so far: (F / B or I / W, stage, micro-batch) on any chunk, and per
+    // chunk (which holds one stage) (F / B or I / W, micro-batch).
+    const size_t M = size_t(p_.numMicrobatches);
+    std::vector<uint8_t> done(3 * size_t(p_.numStages) * M, 0);
+    std::map<int, std::vector<uint8_t>> doneOnChunk;
+    auto slot = [&](int group, int32_t stage, int32_t mb) {
+      return (size_t(group) * size_t(p_.numStages) + size_t(stage)) * M + size_t(mb);
+    };
     auto group = [](OpCode kind) { return kind == OpCode::F ? 0 : kind == OpCode::W ? 2 : 1; };
     for (uint32_t i = 0; i < t.numOps; ++i) {
       uint32_t last = t.ops[i].pairedWithNext ? i + 1 : i;
       for (uint32_t j = i; j <= last; ++j) {
         const ProgramOp &op = t.ops[j];
-        std::string entry = at(rankTable(r, "Ops"), j);
+        Entry entry = at(r, "Ops", j);
         bool forward = op.kind == OpCode::F;
         bool needsInput = forward ? op.stage > 0 : isBackward(op.kind) && op.stage + 1 < p_.numStages;
         if (needsInput && consumes_[r][j] == ~0u &&
-            !done.count({forward ? 0 : 1, forward ? op.stage - 1 : op.stage + 1, op.microbatch}))
+            !done[slot(forward ? 0 : 1, forward ? op.stage - 1 : op.stage + 1, op.microbatch)])
           fail(entry, "its input comes neither by a message nor from an earlier op of this rank");
         bool weight = op.kind == OpCode::W;
-        if (!forward && !doneOnChunk.count({weight ? 1 : 0, op.stage, op.microbatch, op.chunk}))
+        std::vector<uint8_t> &onChunk = doneOnChunk[op.chunk];
+        onChunk.resize(3 * M, 0);
+        if (!forward && !onChunk[size_t(weight ? 1 : 0) * M + size_t(op.microbatch)])
           fail(entry, std::string(weight ? "the weight gradient" : "the backward") + " of stage " +
                           str(op.stage) + ", micro-batch " + str(op.microbatch) +
                           " comes before its " + (weight ? "input-gradient half" : "forward") +
@@ -207,8 +221,8 @@ private:
       }
       for (uint32_t j = i; j <= last; ++j) {
         const ProgramOp &op = t.ops[j];
-        done.insert({group(op.kind), op.stage, op.microbatch});
-        doneOnChunk.insert({group(op.kind), op.stage, op.microbatch, op.chunk});
+        done[slot(group(op.kind), op.stage, op.microbatch)] = 1;
+        doneOnChunk[op.chunk][size_t(group(op.kind)) * M + size_t(op.microbatch)] = 1;
       }
       i = last;
     }
@@ -216,7 +230,7 @@ private:
   void checkSyncGroups() {
     for (uint32_t g = 0; g < p_.numSyncGroups; ++g) {
       const SyncGroupTable &group = p_.syncGroups[g];
-      std::string entry = at("kSyncGroups", g);
+      Entry entry = at("kSyncGroups", g);
       checkRange(entry, "stage", group.stage, p_.numStages, "stages");
       if (group.size > 0 && (!group.ranks || !group.chunks))
         fail(entry, "has " + str(group.size) + " slots but no rank or chunk array");
@@ -260,10 +274,10 @@ public:
       for (size_t k = 0; k < order.size(); ++k)
         if (receives[k].message != order[k].message) {
           const ProgramMessage &m = p_.messages[order[k].message];
-          fail(at(rankTable(m.to, "Commands"), receives[k].command),
+          fail(at(m.to, "Commands", receives[k].command),
                "receive " + str(k) + " from rank " + str(m.from) + " on its channel is message " +
                    str(receives[k].message) + ", but send " + str(k) + " there (" +
-                   at(rankTable(m.from, "Commands"), order[k].command) + ") is message " +
+                   name(at(m.from, "Commands", order[k].command)) + ") is message " +
                    str(order[k].message) + ": a channel delivers in posting order");
         }
     }
@@ -277,7 +291,6 @@ private:
   void checkRank(int32_t r) {
     const RankStreams &mine = s_.ranks[r];
     const RankTable &t = p_.ranks[r];
-    std::string table = rankTable(r, "Commands");
     if (mine.numCommands && !mine.commands)
       fail(at("kRankStreams", r), "counts " + str(mine.numCommands) + " commands but points to none");
     if (mine.numStreams < kFirstChannelStream)
@@ -292,7 +305,7 @@ private:
         incoming[p_.messages[id].consumerOp] = id;
     for (uint32_t k = 0; k < mine.numCommands; ++k) {
       const StreamCommand &c = mine.commands[k];
-      std::string entry = at(table, k);
+      Entry entry = at(r, "Commands", k);
       if (static_cast<int>(c.cmd) >= kNumStreamCmds)
         fail(entry, "command " + str(static_cast<int>(c.cmd)) + " is unknown");
       if (static_cast<int>(c.part) >= kNumRunParts)
@@ -362,7 +375,7 @@ private:
     }
     for (uint32_t i = 0; i < t.numOps; ++i)
       if (parts[i] < 4)
-        fail(table, "op " + str(i) + " runs " + str(parts[i]) + " of its 4 parts");
+        fail(rankTable(r, "Commands"), "op " + str(i) + " runs " + str(parts[i]) + " of its 4 parts");
   }
 
   const Program &p_;
