@@ -10,16 +10,6 @@ namespace pipec {
 
 namespace {
 
-RunPart partOf(SubOp op) {
-  switch (op) {
-  case SubOp::Attention: return RunPart::Attention;
-  case SubOp::Dispatch: return RunPart::Dispatch;
-  case SubOp::Mlp: return RunPart::Mlp;
-  case SubOp::Combine: return RunPart::Combine;
-  }
-  return RunPart::Whole;
-}
-
 // Builds one rank's command list.
 class RankLowering {
 public:
@@ -155,7 +145,7 @@ private:
         waitInputs(op[half], stream);
       else if (lastStream[half] != stream)
         wait(stream, handoff[half]);
-      emit(StreamCmd::Run, stream, op[half], partOf(sub.op));
+      emit(StreamCmd::Run, stream, op[half], pipert::runPartOf(sub.op));
       lastStream[half] = stream;
       // The next sub-op of this half, or the sends after it, may run elsewhere.
       if (++done[half] < kSubOps)

@@ -326,7 +326,7 @@ private:
         if (c.part == RunPart::Whole) {
           inOrder = parts[c.arg] == 0;
         } else {
-          SubOp sub = static_cast<SubOp>(static_cast<int>(c.part) - 1);
+          SubOp sub = subOpOf(c.part);
           int position = op.kind == OpCode::F ? forwardPosition(sub) : backwardPosition(sub);
           inOrder = op.kind != OpCode::W && position == parts[c.arg];
         }

@@ -13,15 +13,6 @@ namespace {
 constexpr uint32_t kNone = ~0u;
 constexpr size_t kBlasWorkspaceBytes = 32u << 20; // cuBLAS must not allocate during capture
 
-SubOp subOpOf(RunPart part) {
-  switch (part) {
-  case RunPart::Attention: return SubOp::Attention;
-  case RunPart::Dispatch: return SubOp::Dispatch;
-  case RunPart::Mlp: return SubOp::Mlp;
-  default: return SubOp::Combine;
-  }
-}
-
 } // namespace
 
 RankExecutor::RankExecutor(int rank, const StepInputs &shared, Transport &transport,

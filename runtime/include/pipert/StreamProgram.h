@@ -10,6 +10,7 @@
 #pragma once
 
 #include "pipert/ProgramFormat.h"
+#include "pipert/SubOp.h"
 
 #include <cstdint>
 
@@ -22,6 +23,14 @@ inline constexpr int kNumStreamCmds = 5;
 // What a Run executes: the whole op, or one sub-operation of a pair's half.
 enum class RunPart : uint8_t { Whole = 0, Attention = 1, Dispatch = 2, Mlp = 3, Combine = 4 };
 inline constexpr int kNumRunParts = 5;
+
+// The part that runs sub-operation `sub`, and back (for a part other than Whole).
+constexpr RunPart runPartOf(SubOp sub) { return static_cast<RunPart>(static_cast<int>(sub) + 1); }
+constexpr SubOp subOpOf(RunPart part) { return static_cast<SubOp>(static_cast<int>(part) - 1); }
+static_assert(runPartOf(SubOp::Attention) == RunPart::Attention &&
+                  runPartOf(SubOp::Dispatch) == RunPart::Dispatch &&
+                  runPartOf(SubOp::Mlp) == RunPart::Mlp && runPartOf(SubOp::Combine) == RunPart::Combine,
+              "RunPart lists the sub-operations in SubOp's order, after Whole");
 
 inline constexpr uint16_t kComputeStream = 0;
 inline constexpr uint16_t kExpertStream = 1;
