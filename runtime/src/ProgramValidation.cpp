@@ -3,6 +3,7 @@
 #include "pipert/SubOp.h"
 
 #include <map>
+#include <unordered_set>
 #include <vector>
 
 namespace pipert {
@@ -191,13 +192,13 @@ private:
   // (a pair's halves run at once, so neither may need the other).
   void checkInputs(int32_t r) {
     const RankTable &t = p_.ranks[r];
-    // Done so far: (F / B or I / W, stage, micro-batch) on any chunk, and per
-    // chunk (which holds one stage) (F / B or I / W, micro-batch).
-    const size_t M = size_t(p_.numMicrobatches);
-    std::vector<uint8_t> done(3 * size_t(p_.numStages) * M, 0);
-    std::map<int, std::vector<uint8_t>> doneOnChunk;
-    auto slot = [&](int group, int32_t stage, int32_t mb) {
-      return (size_t(group) * size_t(p_.numStages) + size_t(stage)) * M + size_t(mb);
+    // Done so far: (F / B or I / W, stage, micro-batch) on any chunk, and
+    // (F / B or I / W, chunk, micro-batch) on a given one (a chunk holds one
+    // stage). Sets, not tables over stages x micro-batches: a bad table's
+    // counts must not decide how much memory the check takes.
+    std::unordered_set<uint64_t> done, doneOnChunk;
+    auto key = [](int group, int64_t where, int32_t mb) {
+      return (uint64_t(group) << 62) | (uint64_t(uint32_t(where)) << 31) | uint64_t(uint32_t(mb));
     };
     auto group = [](OpCode kind) { return kind == OpCode::F ? 0 : kind == OpCode::W ? 2 : 1; };
     for (uint32_t i = 0; i < t.numOps; ++i) {
@@ -208,12 +209,10 @@ private:
         bool forward = op.kind == OpCode::F;
         bool needsInput = forward ? op.stage > 0 : isBackward(op.kind) && op.stage + 1 < p_.numStages;
         if (needsInput && consumes_[r][j] == ~0u &&
-            !done[slot(forward ? 0 : 1, forward ? op.stage - 1 : op.stage + 1, op.microbatch)])
+            !done.count(key(forward ? 0 : 1, forward ? op.stage - 1 : op.stage + 1, op.microbatch)))
           fail(entry, "its input comes neither by a message nor from an earlier op of this rank");
         bool weight = op.kind == OpCode::W;
-        std::vector<uint8_t> &onChunk = doneOnChunk[op.chunk];
-        onChunk.resize(3 * M, 0);
-        if (!forward && !onChunk[size_t(weight ? 1 : 0) * M + size_t(op.microbatch)])
+        if (!forward && !doneOnChunk.count(key(weight ? 1 : 0, op.chunk, op.microbatch)))
           fail(entry, std::string(weight ? "the weight gradient" : "the backward") + " of stage " +
                           str(op.stage) + ", micro-batch " + str(op.microbatch) +
                           " comes before its " + (weight ? "input-gradient half" : "forward") +
@@ -221,8 +220,8 @@ private:
       }
       for (uint32_t j = i; j <= last; ++j) {
         const ProgramOp &op = t.ops[j];
-        done[slot(group(op.kind), op.stage, op.microbatch)] = 1;
-        doneOnChunk[op.chunk][size_t(group(op.kind)) * M + size_t(op.microbatch)] = 1;
+        done.insert(key(group(op.kind), op.stage, op.microbatch));
+        doneOnChunk.insert(key(group(op.kind), op.chunk, op.microbatch));
       }
       i = last;
     }
@@ -296,6 +295,15 @@ private:
     if (mine.numStreams < kFirstChannelStream)
       fail(at("kRankStreams", r), "has " + str(mine.numStreams) +
                                       " streams; a rank has at least the compute and expert streams");
+    // The runtime creates every stream and event: bound them by what a program
+    // can use (a stream per peer, direction and kind; an event per command).
+    int64_t maxStreams = kFirstChannelStream + 4 * int64_t(p_.numRanks - 1);
+    if (mine.numStreams > maxStreams)
+      fail(at("kRankStreams", r), "has " + str(mine.numStreams) + " streams; " +
+                                      str(p_.numRanks) + " ranks need at most " + str(maxStreams));
+    if (mine.numEvents > mine.numCommands)
+      fail(at("kRankStreams", r), "has " + str(mine.numEvents) + " events for " +
+                                      str(mine.numCommands) + " commands to record them");
     std::vector<int> parts(t.numOps, 0);
     std::vector<bool> recorded(mine.numEvents, false);
     std::vector<uint32_t> incoming(t.numOps, ~0u);

@@ -126,6 +126,27 @@ TEST_CASE("validation: indices out of range name the table and entry", "[runtime
   }
 }
 
+TEST_CASE("validation: counts the runtime allocates by are bounded", "[runtime][validation]") {
+  Tables t;
+  SECTION("more streams than channels") {
+    t.numStreams = 7;
+    CHECK_THAT(t.error(), Contains("kRankStreams[0]: has 7 streams; 2 ranks need at most 6"));
+  }
+  SECTION("more events than commands") {
+    t.numEvents = 100000;
+    CHECK_THAT(t.error(), Contains("kRankStreams[0]: has 100000 events for 16 commands"));
+  }
+  SECTION("stages and micro-batches far beyond the ops") {
+    // Checked without tables over stages x micro-batches: stage 1 is no longer
+    // the last, so its backward lacks a gradient.
+    t.link();
+    t.program.numStages = 2000000000;
+    t.program.numMicrobatches = 2000000000;
+    CHECK_THAT(programTableError(t.program),
+               Contains("kRank1Ops[1]: its input comes neither by a message nor from an earlier op"));
+  }
+}
+
 TEST_CASE("validation: every message is sent once and received once", "[runtime][validation]") {
   Tables t;
   SECTION("posted twice") {

@@ -233,7 +233,7 @@ private:
   std::string failure_;
 };
 
-// Static rules: a Wait comes after its event's Record in the command order
+// Static rules: a WaitEvent comes after its RecordEvent in the command order
 // (a CUDA wait on an unrecorded event does not wait), every event is recorded
 // once, and every message is sent and received exactly once.
 void checkStatic(const Lowered &l) {
