@@ -44,9 +44,8 @@ void checkRange(const Entry &entry, const char *what, int64_t value, int64_t end
 
 bool isBackward(OpCode kind) { return kind == OpCode::B || kind == OpCode::I; }
 
-// What an op needs done before it, on its own rank or by a message: its input
-// (activation or gradient) and, for B, I and W, the state of its own forward
-// or input-gradient half.
+// The Program tables, each check relying only on those before it (an index is
+// checked before what it indexes is read).
 class ProgramChecker {
 public:
   explicit ProgramChecker(const Program &p) : p_(p) {}
@@ -55,6 +54,7 @@ public:
     checkHeader();
     for (int32_t r = 0; r < p_.numRanks; ++r)
       checkRankOps(r);
+    checkCounts();
     checkMessages();
     for (int32_t r = 0; r < p_.numRanks; ++r)
       checkPostingOrder(r);
@@ -127,6 +127,31 @@ private:
           fail(entry, "an overlap pair is a forward and then a backward (B or I)");
       }
     }
+  }
+
+  // The runtime builds numStages stages and numMicrobatches inputs: each must
+  // run ops, which also bounds them by the tables' real size.
+  void checkCounts() {
+    uint64_t ops = 0;
+    for (int32_t r = 0; r < p_.numRanks; ++r)
+      ops += p_.ranks[r].numOps;
+    for (auto [count, what] : {std::pair{p_.numStages, "numStages"},
+                               std::pair{p_.numMicrobatches, "numMicrobatches"}})
+      if (uint64_t(count) > ops)
+        fail("kProgram", std::string(what) + " is " + str(count) + " but the ranks run only " +
+                             str(int64_t(ops)) + " ops");
+    std::vector<bool> stageRuns(size_t(p_.numStages)), microbatchRuns(size_t(p_.numMicrobatches));
+    for (int32_t r = 0; r < p_.numRanks; ++r)
+      for (uint32_t i = 0; i < p_.ranks[r].numOps; ++i) {
+        stageRuns[size_t(p_.ranks[r].ops[i].stage)] = true;
+        microbatchRuns[size_t(p_.ranks[r].ops[i].microbatch)] = true;
+      }
+    for (size_t s = 0; s < stageRuns.size(); ++s)
+      if (!stageRuns[s])
+        fail("kProgram", "stage " + str(int64_t(s)) + " runs no op");
+    for (size_t mb = 0; mb < microbatchRuns.size(); ++mb)
+      if (!microbatchRuns[mb])
+        fail("kProgram", "micro-batch " + str(int64_t(mb)) + " runs no op");
   }
 
   void checkMessages() {

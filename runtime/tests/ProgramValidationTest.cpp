@@ -137,13 +137,20 @@ TEST_CASE("validation: counts the runtime allocates by are bounded", "[runtime][
     CHECK_THAT(t.error(), Contains("kRankStreams[0]: has 100000 events for 16 commands"));
   }
   SECTION("stages and micro-batches far beyond the ops") {
-    // Checked without tables over stages x micro-batches: stage 1 is no longer
-    // the last, so its backward lacks a gradient.
+    // The runtime would build a model and a batch that size.
     t.link();
     t.program.numStages = 2000000000;
-    t.program.numMicrobatches = 2000000000;
     CHECK_THAT(programTableError(t.program),
-               Contains("kRank1Ops[1]: its input comes neither by a message nor from an earlier op"));
+               Contains("kProgram: numStages is 2000000000 but the ranks run only 8 ops"));
+    t.program.numStages = 2;
+    t.program.numMicrobatches = 9;
+    CHECK_THAT(programTableError(t.program),
+               Contains("kProgram: numMicrobatches is 9 but the ranks run only 8 ops"));
+  }
+  SECTION("a stage no op runs") {
+    t.link();
+    t.program.numStages = 3;
+    CHECK_THAT(programTableError(t.program), Contains("kProgram: stage 2 runs no op"));
   }
 }
 
