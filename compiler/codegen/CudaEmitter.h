@@ -5,9 +5,16 @@
 // the simulator's two-stream plan) and a main() that hands both to
 // pipert::runCudaProgram. It is host C++: the kernels live in the CUDA runtime
 // it links.
+//
+// The header comment records every input that changed the program beyond the
+// schedule: the cost settings (the schedule's costs block, --costs, --cost),
+// the default sub-operation split where it was used, and pipec's version. Each
+// rank's commands come with a legend of its streams, and each step names its
+// op(s) as the simulator does (F0.3, FB(F0.5|B1.2)), with stage and micro-batch.
 #pragma once
 
 #include "check/Checks.h"
+#include "codegen/StreamLowering.h"
 #include "cost/CostModel.h"
 #include "elab/ScheduleIR.h"
 
@@ -18,7 +25,7 @@
 namespace pipec {
 
 // Requires a schedule whose checks passed; `costs` decides the overlap plans.
-void emitCudaProgram(const ScheduleIR &ir, const CheckReport &report, const CostModel &costs,
+void emitCudaProgram(const ScheduleIR &ir, const CheckReport &report, const StreamPlanCosts &costs,
                      const std::string &sourcePath, llvm::raw_ostream &out);
 
 } // namespace pipec

@@ -10,6 +10,7 @@
 #include "support/SafeText.h"
 
 #include "PipecVersion.h"
+#include "pipert/Program.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Format.h"
@@ -45,6 +46,15 @@ std::string escapeString(llvm::StringRef text) {
 }
 
 } // namespace
+
+std::string costText(const std::string &name, int64_t stage, double value) {
+  std::string text = name;
+  if (stage >= 0)
+    text += "[" + std::to_string(stage) + "]";
+  llvm::raw_string_ostream out(text);
+  out << "=" << llvm::format("%.15g", value); // one word: a wrapped comment keeps it whole
+  return out.str();
+}
 
 void writeComment(llvm::StringRef text, llvm::raw_ostream &out) {
   llvm::SmallVector<llvm::StringRef, 32> words;
@@ -120,7 +130,9 @@ void writeHeader(const ScheduleIR &ir, const CheckReport &report, const std::str
       << "`) from " << commentSafe(sourcePath)
       << ".\n"
       << "// Do not edit: regenerate it, or build it with `pipec build --target " << target
-      << "`.\n//\n";
+      << "`.\n"
+      << "// Program format " << pipert::kProgramFormatVersion
+      << " (pipert/ProgramFormat.h): a runtime of another format refuses to compile it.\n//\n";
   writeComment("Schedule " + ir.name + " (" + parameterText(ir) + "): " +
                    plural(ir.numRanks, "rank", "ranks") + ", " +
                    plural(ir.numStages, "stage", "stages") + ", " +
@@ -165,9 +177,19 @@ void writeAliases(const ScheduleIR &ir, const CommPlan &comm, llvm::raw_ostream 
   for (const Message &m : comm.messages)
     usedMessage[m.kind == MessageKind::Gradient] = true;
   if (usedMessage[0])
-    out << "constexpr uint8_t Act = 0;  // an activation, to the next stage\n";
+    out << "constexpr uint8_t Act = pipert::kActivationMessage; // to the next stage\n";
   if (usedMessage[1])
-    out << "constexpr uint8_t Grad = 1; // a gradient, to the previous stage\n";
+    out << "constexpr uint8_t Grad = pipert::kGradientMessage;  // to the previous stage\n";
+}
+
+// Compiled against runtime headers of another format, the tables would be
+// misread; stop at compile time instead.
+void writeFormatCheck(llvm::raw_ostream &out) {
+  int version = pipert::kProgramFormatVersion;
+  out << "static_assert(pipert::kProgramFormatVersion == " << version << ",\n"
+      << "              \"this program was written by pipec " << PIPEC_VERSION
+      << " in program format " << version << ", which \"\n"
+      << "              \"these runtime headers do not read: re-emit it with a matching pipec\");\n\n";
 }
 
 void writeRank(const ScheduleIR &ir, const CheckReport &report, size_t r,
@@ -277,9 +299,12 @@ void writeProgramTables(const ScheduleIR &ir, const CheckReport &report,
   assert(ir.numRanks > 0 && report.comm->ranks.size() == ir.ranks.size() &&
          report.memory.size() == ir.ranks.size());
   writeHeader(ir, report, sourcePath, target.name, out);
-  if (target.extraComment)
-    writeComment(target.extraComment, out);
+  for (const std::string &paragraph : target.paragraphs) {
+    out << "//\n";
+    writeComment(paragraph, out);
+  }
   out << "\n#include <" << target.header << ">\n\n";
+  writeFormatCheck(out);
   writeAliases(ir, *report.comm, out);
   for (size_t r = 0; r < ir.ranks.size(); ++r)
     writeRank(ir, report, r, out);

@@ -10,16 +10,6 @@ namespace pipec {
 
 namespace {
 
-RunPart partOf(SubOp op) {
-  switch (op) {
-  case SubOp::Attention: return RunPart::Attention;
-  case SubOp::Dispatch: return RunPart::Dispatch;
-  case SubOp::Mlp: return RunPart::Mlp;
-  case SubOp::Combine: return RunPart::Combine;
-  }
-  return RunPart::Whole;
-}
-
 // Builds one rank's command list.
 class RankLowering {
 public:
@@ -46,6 +36,7 @@ public:
     for (uint32_t i = 0; i < ops_.size(); ++i) {
       bool pair = ops_[i].pair == PairRole::First && i + 1 < ops_.size();
       uint32_t last = pair ? i + 1 : i;
+      program_.steps.push_back({uint32_t(program_.commands.size()), i, last});
       postReceivesFor(i, last);
       if (pair)
         lowerPair(i, i + 1);
@@ -68,18 +59,22 @@ private:
   }
   uint32_t record(uint16_t stream) {
     uint32_t event = program_.numEvents++;
-    emit(StreamCmd::Record, stream, event);
+    emit(StreamCmd::RecordEvent, stream, event);
     return event;
   }
   void wait(uint16_t stream, uint32_t event) {
     assert(event != kNoEvent);
-    emit(StreamCmd::Wait, stream, event);
+    emit(StreamCmd::WaitEvent, stream, event);
   }
 
   uint16_t channelStream(const Message &m) {
     auto [it, inserted] = channels_.try_emplace(channelKey(m), program_.numStreams);
-    if (inserted)
+    if (inserted) {
       ++program_.numStreams;
+      bool sends = size_t(m.from) == rank_;
+      program_.channels.push_back(
+          {sends ? m.to : m.from, sends, m.kind == MessageKind::Gradient});
+    }
     return it->second;
   }
 
@@ -93,7 +88,7 @@ private:
     for (; nextReceive_ < until; ++nextReceive_) {
       uint32_t id = order[nextReceive_];
       uint16_t stream = channelStream(comm_.messages[id]);
-      emit(StreamCmd::Recv, stream, id);
+      emit(StreamCmd::Receive, stream, id);
       arrived_[id] = record(stream);
     }
   }
@@ -150,7 +145,7 @@ private:
         waitInputs(op[half], stream);
       else if (lastStream[half] != stream)
         wait(stream, handoff[half]);
-      emit(StreamCmd::Run, stream, op[half], partOf(sub.op));
+      emit(StreamCmd::Run, stream, op[half], pipert::runPartOf(sub.op));
       lastStream[half] = stream;
       // The next sub-op of this half, or the sends after it, may run elsewhere.
       if (++done[half] < kSubOps)
@@ -182,11 +177,13 @@ private:
 
 } // namespace
 
-CostModel streamPlanCosts(const ScheduleIR &ir, std::vector<CostOverride> overrides) {
-  CostModel given = CostModel::build(ir, overrides);
+StreamPlanCosts streamPlanCosts(const ScheduleIR &ir, std::vector<CostOverride> overrides) {
+  StreamPlanCosts result{CostModel::build(ir, overrides), overrides, {}};
+  const CostModel &given = result.model;
   for (int64_t s = 0; s < ir.numStages; ++s) {
     if (given.hasSubOps(s))
       continue;
+    result.defaultSplitStages.push_back(s);
     for (auto [suffix, kind] : {std::pair{"_f", OpKind::F}, std::pair{"_b", OpKind::B}}) {
       double op = given.op(kind, s);
       for (auto [name, share] : {std::pair{"attn", 0.5}, std::pair{"mlp", 0.5},
@@ -194,7 +191,9 @@ CostModel streamPlanCosts(const ScheduleIR &ir, std::vector<CostOverride> overri
         overrides.push_back({std::string(name) + suffix, s, share * op});
     }
   }
-  return CostModel::build(ir, overrides);
+  if (!result.defaultSplitStages.empty())
+    result.model = CostModel::build(ir, overrides);
+  return result;
 }
 
 std::vector<RankStreamProgram> lowerToStreams(const ScheduleIR &ir, const CheckReport &report,
@@ -204,16 +203,6 @@ std::vector<RankStreamProgram> lowerToStreams(const ScheduleIR &ir, const CheckR
   for (size_t r = 0; r < ir.ranks.size(); ++r)
     programs.push_back(RankLowering(ir, *report.comm, costs, r).run());
   return programs;
-}
-
-const char *streamCmdName(StreamCmd cmd) {
-  static const char *kNames[] = {"Run", "Send", "Recv", "Rec", "Wait"};
-  return kNames[static_cast<int>(cmd)];
-}
-
-const char *runPartName(RunPart part) {
-  static const char *kNames[] = {"All", "Attn", "Disp", "Mlp", "Comb"};
-  return kNames[static_cast<int>(part)];
 }
 
 } // namespace pipec

@@ -22,32 +22,43 @@
 // done; receives in the proved receive order, each just before the first op
 // that needs it (posting order within a channel is what the deadlock check
 // proved; the placement only decides how early the host enqueues them).
+// The commands, parts and stream numbers are the runtime's own definitions
+// (pipert/StreamProgram.h), so the lowering and the interpreter cannot drift.
 #pragma once
 
 #include "check/Checks.h"
 #include "elab/ScheduleIR.h"
 #include "cost/CostModel.h"
 
+#include "pipert/StreamProgram.h"
+
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace pipec {
 
-enum class StreamCmd : uint8_t { Run, Send, Recv, Record, Wait };
+using pipert::kComputeStream;
+using pipert::kExpertStream;
+using pipert::kFirstChannelStream;
+using pipert::runPartName;
+using pipert::RunPart;
+using pipert::StreamCmd;
+using pipert::streamCmdName;
+using pipert::StreamCommand;
 
-// What a Run executes: the whole op (F, B, I or W), or one sub-operation of an
-// overlap pair's half.
-enum class RunPart : uint8_t { Whole, Attention, Dispatch, Mlp, Combine };
+// The point-to-point channel a stream 2.. carries, seen from its rank.
+struct StreamChannel {
+  int32_t peer;   // the other rank
+  bool sends;     // this rank sends on it (else receives)
+  bool gradient;  // gradients (else activations)
+};
 
-inline constexpr uint16_t kComputeStream = 0;
-inline constexpr uint16_t kExpertStream = 1;
-inline constexpr uint16_t kFirstChannelStream = 2;
-
-struct StreamCommand {
-  StreamCmd cmd;
-  RunPart part;    // Run only
-  uint16_t stream;
-  uint32_t arg;    // Run: op index; Send/Recv: message id; Record/Wait: event id
+// A step of the rank: one op, or the two ops of an overlap pair, and where its
+// commands start (a step's commands run up to the next step's first).
+struct StreamStep {
+  uint32_t firstCommand;
+  uint32_t firstOp, lastOp;
 };
 
 struct RankStreamProgram {
@@ -55,6 +66,8 @@ struct RankStreamProgram {
   uint16_t numStreams = kFirstChannelStream;
   uint32_t numEvents = 0;
   uint32_t numPairs = 0;
+  std::vector<StreamChannel> channels; // stream kFirstChannelStream + i carries channels[i]
+  std::vector<StreamStep> steps;
 };
 
 // The cost model the overlap plans use: the schedule's costs and `overrides`,
@@ -62,14 +75,16 @@ struct RankStreamProgram {
 // MLP half of F (or B) each, dispatch and combine a quarter each — so that the
 // all-to-alls have compute to hide under (all-zero costs would run one half of
 // every pair after the other). Measured costs (`--cost attn_f=...`) replace it.
-CostModel streamPlanCosts(const ScheduleIR &ir, std::vector<CostOverride> overrides);
+// It keeps what went into it, so an emitted program can say.
+struct StreamPlanCosts {
+  CostModel model;
+  std::vector<CostOverride> overrides;   // --costs then --cost, as given
+  std::vector<int64_t> defaultSplitStages; // stages that got the default split
+};
+StreamPlanCosts streamPlanCosts(const ScheduleIR &ir, std::vector<CostOverride> overrides);
 
 // Requires report.ok (and so report.comm).
 std::vector<RankStreamProgram> lowerToStreams(const ScheduleIR &ir, const CheckReport &report,
                                               const CostModel &costs);
-
-// Short names, as the emitted CUDA program spells the commands.
-const char *streamCmdName(StreamCmd cmd); // "Run", "Send", "Recv", "Rec", "Wait"
-const char *runPartName(RunPart part);    // "All", "Attn", "Disp", "Mlp", "Comb"
 
 } // namespace pipec

@@ -24,6 +24,7 @@
 #pragma once
 
 #include "elab/ScheduleIR.h"
+#include "pipert/Program.h"
 
 #include <cstdint>
 #include <vector>
@@ -45,8 +46,7 @@ struct Message {
 
 // The channel a message travels on: (from, to, kind), each with its own order.
 inline uint64_t channelKey(const Message &m) {
-  return (uint64_t(uint32_t(m.from)) << 33) | (uint64_t(uint32_t(m.to)) << 1) |
-         uint64_t(m.kind == MessageKind::Gradient);
+  return pipert::channelKey(m.from, m.to, m.kind == MessageKind::Gradient);
 }
 
 struct RankComm {

@@ -3,12 +3,14 @@
 // all-to-alls). Shared by the cost model and the overlap plan.
 #pragma once
 
+#include "pipert/SubOp.h"
+
 #include <array>
 #include <cstdint>
 
 namespace pipec {
 
-enum class SubOp : uint8_t { Attention, Dispatch, Mlp, Combine };
+using SubOp = pipert::SubOp; // one definition, shared with the programs pipec emits
 inline constexpr int kSubOps = 4;
 
 // The durations of one direction's sub-operations of one stage, indexed by SubOp.

@@ -8,6 +8,7 @@
 
 #include "exec/PipelineRun.h"
 
+#include "pipert/ProgramValidation.h"
 #include "pipert/Reference.h"
 #include "pipert/Trace.h"
 
@@ -158,6 +159,7 @@ int runProgram(const Program &program, int argc, char **argv) {
   if (!parseRunOptions(argc, argv, options, status))
     return status;
   try {
+    validateProgram(program); // a bad table is an error here, not a crash or hang later
     return options.fp64 ? run<double>(program, options) : run<float>(program, options);
   } catch (const std::exception &e) {
     std::fprintf(stderr, "pipert: error: %s\n", e.what());

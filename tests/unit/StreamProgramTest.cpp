@@ -1,7 +1,7 @@
 // The CUDA backend's stream programs (codegen/StreamLowering), run by an
 // independent model of CUDA stream semantics: each stream runs its commands in
-// order; a Wait holds its stream until the event's Record has run; a Send and
-// the Recv of the same message, each at the front of its channel stream,
+// order; a WaitEvent holds its stream until its RecordEvent has run; a Send and
+// the Receive of the same message, each at the front of its channel stream,
 // complete together (rendezvous); Run takes a random time. Under many random
 // durations, every op must start only after everything it reads is complete
 // (its input, its own earlier sub-operations, its forward's stored state), every
@@ -53,7 +53,7 @@ Lowered lower(const std::string &name, int P, int M, const std::vector<CostOverr
   REQUIRE(l.report.ok);
   const ScheduleIR &ir = *l.compiled->ir;
   l.programs = lowerToStreams(ir, l.report, zeroSubOps ? CostModel::build(ir, costs)
-                                                       : streamPlanCosts(ir, costs));
+                                                       : streamPlanCosts(ir, costs).model);
   return l;
 }
 
@@ -159,13 +159,13 @@ private:
     Stream &stream = streams_[r][s];
     const StreamCommand c = stream.queue.front();
     switch (c.cmd) {
-    case StreamCmd::Record:
+    case StreamCmd::RecordEvent:
       if (eventTime_[r][c.arg] >= 0)
         fail("event " + std::to_string(c.arg) + " of rank " + std::to_string(r) +
              " is recorded twice");
       eventTime_[r][c.arg] = stream.clock;
       break;
-    case StreamCmd::Wait:
+    case StreamCmd::WaitEvent:
       if (eventTime_[r][c.arg] < 0)
         return false;
       stream.clock = std::max(stream.clock, eventTime_[r][c.arg]);
@@ -187,7 +187,7 @@ private:
       break;
     }
     case StreamCmd::Send:
-    case StreamCmd::Recv: {
+    case StreamCmd::Receive: {
       const Message &m = comm_.messages[c.arg];
       bool send = c.cmd == StreamCmd::Send;
       if (send && !pendingRecv_.count(c.arg)) {
@@ -233,7 +233,7 @@ private:
   std::string failure_;
 };
 
-// Static rules: a Wait comes after its event's Record in the command order
+// Static rules: a WaitEvent comes after its RecordEvent in the command order
 // (a CUDA wait on an unrecorded event does not wait), every event is recorded
 // once, and every message is sent and received exactly once.
 void checkStatic(const Lowered &l) {
@@ -242,13 +242,13 @@ void checkStatic(const Lowered &l) {
     const RankStreamProgram &p = l.programs[r];
     std::vector<int> recorded(p.numEvents, 0);
     for (const StreamCommand &c : p.commands) {
-      if (c.cmd == StreamCmd::Record)
+      if (c.cmd == StreamCmd::RecordEvent)
         ++recorded.at(c.arg);
-      if (c.cmd == StreamCmd::Wait)
+      if (c.cmd == StreamCmd::WaitEvent)
         CHECK(recorded.at(c.arg) == 1);
       if (c.cmd == StreamCmd::Send)
         ++sends[c.arg];
-      if (c.cmd == StreamCmd::Recv)
+      if (c.cmd == StreamCmd::Receive)
         ++receives[c.arg];
     }
     for (int count : recorded)
@@ -260,6 +260,37 @@ void checkStatic(const Lowered &l) {
     CHECK(count == 1);
   for (auto &[id, count] : receives)
     CHECK(count == 1);
+}
+
+// What an emitted program's comments say: each channel stream's legend entry
+// (peer, direction, kind) fits every message moved on it, and the steps cover
+// the rank's ops in order, each with its commands, one op or an overlap pair.
+void checkLegendAndSteps(const Lowered &l) {
+  const CommPlan &comm = *l.report.comm;
+  for (size_t r = 0; r < l.programs.size(); ++r) {
+    const RankStreamProgram &p = l.programs[r];
+    REQUIRE(p.channels.size() + kFirstChannelStream == p.numStreams);
+    for (const StreamCommand &c : p.commands) {
+      if (c.cmd != StreamCmd::Send && c.cmd != StreamCmd::Receive)
+        continue;
+      REQUIRE(c.stream >= kFirstChannelStream);
+      const StreamChannel &channel = p.channels[c.stream - kFirstChannelStream];
+      const Message &m = comm.messages[c.arg];
+      CHECK(channel.sends == (c.cmd == StreamCmd::Send));
+      CHECK(channel.peer == (channel.sends ? m.to : m.from));
+      CHECK(channel.gradient == (m.kind == MessageKind::Gradient));
+    }
+    const std::vector<Op> &ops = l.compiled->ir->ranks[r].ops;
+    uint32_t nextOp = 0, nextCommand = 0;
+    for (const StreamStep &step : p.steps) {
+      CHECK(step.firstOp == nextOp);
+      CHECK(step.lastOp == (ops[step.firstOp].pair == PairRole::First ? nextOp + 1 : nextOp));
+      CHECK(step.firstCommand >= nextCommand);
+      nextOp = step.lastOp + 1;
+      nextCommand = step.firstCommand + 1;
+    }
+    CHECK(nextOp == ops.size());
+  }
 }
 
 const std::vector<CostOverride> kSubOpCosts = {
@@ -285,6 +316,7 @@ TEST_CASE("stream programs of every library schedule respect every dependency", 
                         costs == Zero);
       INFO(c.name << " P=" << c.P << " M=" << c.M << " costs " << int(costs));
       checkStatic(l);
+      checkLegendAndSteps(l);
       for (int trial = 0; trial < 10; ++trial)
         CHECK(StreamModel(l, random).run() == "");
     }
@@ -327,7 +359,7 @@ TEST_CASE("a model without the events finds the race the events prevent", "[code
   for (RankStreamProgram &p : l.programs) {
     std::vector<StreamCommand> kept;
     for (const StreamCommand &c : p.commands)
-      if (c.cmd != StreamCmd::Wait)
+      if (c.cmd != StreamCmd::WaitEvent)
         kept.push_back(c);
     p.commands = kept;
   }

@@ -7,6 +7,7 @@
 #include "CudaOptions.h"
 #include "StepRunner.h"
 
+#include "pipert/ProgramValidation.h"
 #include "pipert/cuda/CudaCheck.h"
 
 #include <cstdio>
@@ -43,6 +44,13 @@ int runCudaProgram(const Program &program, const StreamProgram &streams, int arg
   int status = 0;
   if (!parseCudaOptions(argc, argv, options, status))
     return status;
+  // Before the device probe: a bad table is exit 2 on any machine.
+  try {
+    validateProgram(program, streams);
+  } catch (const InvalidProgram &e) {
+    std::fprintf(stderr, "pipert: error: %s\n", e.what());
+    return 2;
+  }
   configureEnvironment(options);
   int devices = 0;
   cudaError_t probe = cudaGetDeviceCount(&devices);

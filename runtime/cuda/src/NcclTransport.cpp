@@ -9,10 +9,6 @@ namespace pipert::cuda {
 
 namespace {
 
-uint64_t channelKey(const ProgramMessage &m) {
-  return (uint64_t(uint32_t(m.from)) << 33) | (uint64_t(uint32_t(m.to)) << 1) | m.gradient;
-}
-
 // Greedy rounds: each item (a set of ranks) goes into the first round where
 // none of its ranks is used yet, so a rank joins at most one communicator per
 // ncclCommSplit. Every rank computes the same rounds.

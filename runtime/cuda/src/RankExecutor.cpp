@@ -13,15 +13,6 @@ namespace {
 constexpr uint32_t kNone = ~0u;
 constexpr size_t kBlasWorkspaceBytes = 32u << 20; // cuBLAS must not allocate during capture
 
-SubOp subOpOf(RunPart part) {
-  switch (part) {
-  case RunPart::Attention: return SubOp::Attention;
-  case RunPart::Dispatch: return SubOp::Dispatch;
-  case RunPart::Mlp: return SubOp::Mlp;
-  default: return SubOp::Combine;
-  }
-}
-
 } // namespace
 
 RankExecutor::RankExecutor(int rank, const StepInputs &shared, Transport &transport,
@@ -130,10 +121,10 @@ bool RankExecutor::advance() {
     case StreamCmd::Run:
       run(c);
       break;
-    case StreamCmd::Record:
+    case StreamCmd::RecordEvent:
       PIPERT_CUDA(cudaEventRecord(events_.at(c.arg), stream));
       break;
-    case StreamCmd::Wait:
+    case StreamCmd::WaitEvent:
       PIPERT_CUDA(cudaStreamWaitEvent(stream, events_.at(c.arg), 0));
       break;
     case StreamCmd::Send: {
@@ -145,7 +136,7 @@ bool RankExecutor::advance() {
       toSend_.erase(it);
       break;
     }
-    case StreamCmd::Recv:
+    case StreamCmd::Receive:
       if (!transport_.canReceive(c.arg))
         return false;
       received_[c.arg] = transport_.receive(c.arg, shared_.activationBytes, stream);
@@ -161,7 +152,7 @@ std::string RankExecutor::position() const {
     return "rank " + std::to_string(rank_) + " is done";
   const StreamCommand &c = mine.commands[pc_];
   std::string text = "rank " + std::to_string(rank_) + " at command " + std::to_string(pc_);
-  if (c.cmd == StreamCmd::Recv) {
+  if (c.cmd == StreamCmd::Receive) {
     const ProgramMessage &m = shared_.program->messages[c.arg];
     text += ", receiving message " + std::to_string(c.arg) + " from rank " +
             std::to_string(m.from);

@@ -1,5 +1,5 @@
 // How a rank's point-to-point messages travel. The executor hands a transport
-// each Send and Recv command on the channel's stream; the transport enqueues
+// each Send and Receive command on the channel's stream; the transport enqueues
 // the transfer there, stream-ordered, so the host never waits on the GPU.
 //   InProcessTransport: every rank in this process on one GPU (NCCL refuses
 //     two ranks on one device); a receive is a device-to-device copy ordered

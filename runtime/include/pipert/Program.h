@@ -4,13 +4,23 @@
 // communication model; the gradient-sync groups of replicated stages; the peak
 // activations the checker predicts). `pipec emit --target cpu` writes these
 // tables and a main() that calls runProgram.
+//
+// The one definition of the tables: pipec includes this header to write them
+// (it is dependency-free), so compiler and runtime share every struct and name.
 #pragma once
+
+#include "pipert/ProgramFormat.h"
 
 #include <cstdint>
 
 namespace pipert {
 
 enum class OpCode : uint8_t { F = 0, B = 1, I = 2, W = 3 };
+inline constexpr int kNumOpCodes = 4;
+
+// ProgramMessage::gradient
+inline constexpr uint8_t kActivationMessage = 0; // to the next stage
+inline constexpr uint8_t kGradientMessage = 1;   // to the previous stage
 
 struct ProgramOp {
   OpCode kind;
@@ -28,6 +38,16 @@ struct ProgramMessage {
   uint32_t producerOp;    // op index on `from`
   uint32_t consumerOp;    // op index on `to`
 };
+
+// The channel a message travels on: each (sender, receiver, kind) has its own
+// in-order stream on both ends and its own posting order. Compiler (deadlock
+// check, simulator, stream lowering) and runtime (transports) key channels alike.
+constexpr uint64_t channelKey(int32_t from, int32_t to, bool gradient) {
+  return (uint64_t(uint32_t(from)) << 33) | (uint64_t(uint32_t(to)) << 1) | uint64_t(gradient);
+}
+constexpr uint64_t channelKey(const ProgramMessage &m) {
+  return channelKey(m.from, m.to, m.gradient != kActivationMessage);
+}
 
 struct RankTable {
   const ProgramOp *ops;

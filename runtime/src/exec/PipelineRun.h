@@ -158,7 +158,7 @@ public:
   }
 
 private:
-  using ChannelKey = std::tuple<int, int, int>; // from, to, gradient?
+  using ChannelKey = uint64_t; // pipert::channelKey: (from, to, gradient?)
 
   struct RankState {
     std::map<int, std::unique_ptr<Stage<T>>> stages; // by chunk
@@ -170,7 +170,7 @@ private:
     std::vector<OpTiming> timings;
   };
 
-  static ChannelKey channelOf(const ProgramMessage &m) { return {m.from, m.to, m.gradient}; }
+  static ChannelKey channelOf(const ProgramMessage &m) { return channelKey(m); }
 
   // The hand-off from a compute stream to a send stream.
   class SendQueue {

@@ -1,0 +1,15 @@
+// The version of the program format: the tables of <pipert/Program.h> and
+// <pipert/StreamProgram.h>, the names emitted programs spell them with, and
+// what they mean. pipec and the runtime include these same headers, so the two
+// cannot disagree on a layout; a program emitted by another pipec can, and its
+// static_assert against this constant stops it at compile time.
+//
+// Bump it whenever a table struct, an enum value or the meaning of a field
+// changes. Dependency-free: the compiler includes it too.
+#pragma once
+
+namespace pipert {
+
+inline constexpr int kProgramFormatVersion = 2;
+
+} // namespace pipert

@@ -1,0 +1,254 @@
+// Table validation (pipert/ProgramValidation.h) on hand-made tables: a correct
+// 2-rank 1F1B with its stream program passes, and each broken copy is refused
+// with the table and entry named, before anything runs.
+#include "pipert/ProgramValidation.h"
+
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+using namespace pipert;
+using Catch::Matchers::Contains;
+
+namespace {
+
+constexpr OpCode F = OpCode::F, B = OpCode::B;
+constexpr StreamCmd Run = StreamCmd::Run, Send = StreamCmd::Send, Receive = StreamCmd::Receive,
+                    RecordEvent = StreamCmd::RecordEvent, WaitEvent = StreamCmd::WaitEvent;
+constexpr RunPart All = RunPart::Whole;
+
+// 1F1B, P = 2, M = 2. Rank 0: F0 F1 B0 B1; rank 1: F0 B0 F1 B1. Streams 2 and 3
+// of each rank are its two channels (rank 0 sends activations on 2, receives
+// gradients on 3; rank 1 the other way round).
+struct Tables {
+  std::vector<ProgramOp> ops[2] = {
+      {{F, 0, 0, 0, 0}, {F, 0, 0, 0, 1}, {B, 0, 0, 0, 0}, {B, 0, 0, 0, 1}},
+      {{F, 0, 0, 1, 0}, {B, 0, 0, 1, 0}, {F, 0, 0, 1, 1}, {B, 0, 0, 1, 1}}};
+  std::vector<ProgramMessage> messages = {
+      {0, 0, 1, 0, 0, 0, 0}, {0, 0, 1, 0, 1, 1, 2}, {1, 1, 0, 1, 0, 1, 2}, {1, 1, 0, 1, 1, 3, 3}};
+  std::vector<uint32_t> sends[2] = {{0, 1}, {2, 3}}, receives[2] = {{2, 3}, {0, 1}};
+  std::vector<int64_t> peaks = {2, 1};
+  std::vector<StreamCommand> commands[2] = {
+      {{Run, All, 0, 0}, {RecordEvent, All, 0, 0}, {WaitEvent, All, 2, 0}, {Send, All, 2, 0},
+       {Run, All, 0, 1}, {RecordEvent, All, 0, 1}, {WaitEvent, All, 2, 1}, {Send, All, 2, 1},
+       {Receive, All, 3, 2}, {RecordEvent, All, 3, 2}, {WaitEvent, All, 0, 2}, {Run, All, 0, 2},
+       {Receive, All, 3, 3}, {RecordEvent, All, 3, 3}, {WaitEvent, All, 0, 3}, {Run, All, 0, 3}},
+      {{Receive, All, 2, 0}, {RecordEvent, All, 2, 0}, {WaitEvent, All, 0, 0}, {Run, All, 0, 0},
+       {Run, All, 0, 1}, {RecordEvent, All, 0, 1}, {WaitEvent, All, 3, 1}, {Send, All, 3, 2},
+       {Receive, All, 2, 1}, {RecordEvent, All, 2, 2}, {WaitEvent, All, 0, 2}, {Run, All, 0, 2},
+       {Run, All, 0, 3}, {RecordEvent, All, 0, 3}, {WaitEvent, All, 3, 3}, {Send, All, 3, 3}}};
+  uint16_t numStreams = 4;
+  uint32_t numEvents = 4;
+
+  std::vector<RankTable> ranks;
+  std::vector<RankStreams> rankStreams;
+  Program program{};
+  StreamProgram streams{};
+
+  // The Program and StreamProgram over the vectors as they are now.
+  void link() {
+    ranks.clear();
+    rankStreams.clear();
+    for (int r = 0; r < 2; ++r) {
+      ranks.push_back({ops[r].data(), uint32_t(ops[r].size()), sends[r].data(),
+                       uint32_t(sends[r].size()), receives[r].data(),
+                       uint32_t(receives[r].size())});
+      rankStreams.push_back({commands[r].data(), uint32_t(commands[r].size()), numStreams, numEvents});
+    }
+    program = {"one_f_one_b", "P = 2, M = 2", 2, 2, 2, ranks.data(), messages.data(),
+               uint32_t(messages.size()), nullptr, 0, peaks.data()};
+    streams = {rankStreams.data()};
+  }
+  std::string error() {
+    link();
+    return streamProgramError(program, streams);
+  }
+  std::string tableError() {
+    link();
+    return programTableError(program);
+  }
+};
+
+} // namespace
+
+TEST_CASE("validation: correct tables pass", "[runtime][validation]") {
+  Tables t;
+  CHECK(t.tableError() == "");
+  CHECK(t.error() == "");
+}
+
+TEST_CASE("validation: indices out of range name the table and entry", "[runtime][validation]") {
+  Tables t;
+  SECTION("a message's rank") {
+    t.messages[1].to = 7;
+    CHECK_THAT(t.tableError(), Contains("kMessages[1]: to rank 7 is out of range (the program has 2 ranks)"));
+  }
+  SECTION("an op's stage") {
+    t.ops[1][2].stage = 5;
+    CHECK_THAT(t.tableError(), Contains("kRank1Ops[2]: stage 5 is out of range"));
+  }
+  SECTION("an op's micro-batch") {
+    t.ops[0][3].microbatch = -1;
+    CHECK_THAT(t.tableError(), Contains("kRank0Ops[3]: micro-batch -1 is out of range"));
+  }
+  SECTION("a message's consumer op") {
+    t.messages[3].consumerOp = 4;
+    CHECK_THAT(t.tableError(), Contains("kMessages[3]: consumer op 4 is out of range"));
+  }
+  SECTION("a posted message id") {
+    t.receives[0][1] = 9;
+    CHECK_THAT(t.tableError(), Contains("kRank0Receives[1]: message 9 is out of range"));
+  }
+  SECTION("a sync group's rank") {
+    int32_t groupRanks[] = {0, 3}, groupChunks[] = {0, 0};
+    SyncGroupTable group{0, groupRanks, groupChunks, 2};
+    t.link();
+    t.program.syncGroups = &group;
+    t.program.numSyncGroups = 1;
+    CHECK_THAT(programTableError(t.program), Contains("kSyncGroups[0]: rank 3 is out of range"));
+  }
+  SECTION("a command's stream") {
+    t.commands[1][7].stream = 9;
+    CHECK_THAT(t.error(), Contains("kRank1Commands[7]: stream 9 is out of range (the program has 4 streams on this rank)"));
+  }
+  SECTION("a command's event") {
+    t.commands[0][5].arg = 4;
+    CHECK_THAT(t.error(), Contains("kRank0Commands[5]: event 4 is out of range"));
+  }
+  SECTION("a command's op") {
+    t.commands[0][15].arg = 12;
+    CHECK_THAT(t.error(), Contains("kRank0Commands[15]: op 12 is out of range"));
+  }
+  SECTION("a command's message") {
+    t.commands[0][3].arg = 40;
+    CHECK_THAT(t.error(), Contains("kRank0Commands[3]: message 40 is out of range"));
+  }
+}
+
+TEST_CASE("validation: counts the runtime allocates by are bounded", "[runtime][validation]") {
+  Tables t;
+  SECTION("more streams than channels") {
+    t.numStreams = 7;
+    CHECK_THAT(t.error(), Contains("kRankStreams[0]: has 7 streams; 2 ranks need at most 6"));
+  }
+  SECTION("more events than commands") {
+    t.numEvents = 100000;
+    CHECK_THAT(t.error(), Contains("kRankStreams[0]: has 100000 events for 16 commands"));
+  }
+  SECTION("stages and micro-batches far beyond the ops") {
+    // The runtime would build a model and a batch that size.
+    t.link();
+    t.program.numStages = 2000000000;
+    CHECK_THAT(programTableError(t.program),
+               Contains("kProgram: numStages is 2000000000 but the ranks run only 8 ops"));
+    t.program.numStages = 2;
+    t.program.numMicrobatches = 9;
+    CHECK_THAT(programTableError(t.program),
+               Contains("kProgram: numMicrobatches is 9 but the ranks run only 8 ops"));
+  }
+  SECTION("a stage no op runs") {
+    t.link();
+    t.program.numStages = 3;
+    CHECK_THAT(programTableError(t.program), Contains("kProgram: stage 2 runs no op"));
+  }
+}
+
+TEST_CASE("validation: every message is sent once and received once", "[runtime][validation]") {
+  Tables t;
+  SECTION("posted twice") {
+    t.sends[0] = {0, 0};
+    CHECK_THAT(t.tableError(), Contains("kRank0Sends[1]: message 0 is posted twice"));
+  }
+  SECTION("never received") {
+    t.receives[0] = {2};
+    CHECK_THAT(t.tableError(), Contains("kMessages[3]: is in no receive order (kRank0Receives)"));
+  }
+  SECTION("posted by a rank it does not leave") {
+    t.sends[1] = {2, 1};
+    CHECK_THAT(t.tableError(), Contains("kRank1Sends[1]: message 1 goes from rank 0 to rank 1, not from this rank"));
+  }
+  SECTION("two messages into one op") {
+    t.messages[1].consumerOp = 0;
+    t.messages[1].microbatch = 0;
+    t.ops[0][1].microbatch = 0;
+    CHECK_THAT(t.tableError(), Contains("kMessages[1]: op 0 on rank 1 already consumes message 0"));
+  }
+  SECTION("a message that does not fit its ops") {
+    t.messages[2].stage = 0;
+    CHECK_THAT(t.tableError(), Contains("kMessages[2]: a gradient of stage 0, micro-batch 0, does not fit"));
+  }
+  SECTION("never sent by the stream program") {
+    t.commands[1][15] = {WaitEvent, All, 3, 3};
+    CHECK_THAT(t.error(), Contains("kMessages[3]: is never sent by kRank1Commands"));
+  }
+  SECTION("sent before its op ran") {
+    std::swap(t.commands[0][0], t.commands[0][3]);
+    CHECK_THAT(t.error(), Contains("kRank0Commands[0]: sends message 0 before op 0 produced it"));
+  }
+  SECTION("received on the compute stream") {
+    t.commands[1][0].stream = 0;
+    CHECK_THAT(t.error(), Contains("kRank1Commands[0]: moves message 0 on stream 0, not on a channel stream"));
+  }
+  SECTION("a channel's receives in another order than its sends") {
+    // Rank 1 receives both activations first, in the wrong order.
+    t.commands[1] = {{Receive, All, 2, 1}, {Receive, All, 2, 0}, {RecordEvent, All, 2, 0}, {WaitEvent, All, 0, 0},
+                     {Run, All, 0, 0}, {Run, All, 0, 1}, {RecordEvent, All, 0, 1}, {WaitEvent, All, 3, 1},
+                     {Send, All, 3, 2}, {Run, All, 0, 2}, {Run, All, 0, 3}, {RecordEvent, All, 0, 2},
+                     {WaitEvent, All, 3, 2}, {Send, All, 3, 3}};
+    CHECK_THAT(t.error(), Contains("kRank1Commands[0]: receive 0 from rank 0 on its channel is message 1, but send 0 there (kRank0Commands[3]) is message 0"));
+  }
+}
+
+TEST_CASE("validation: events are recorded before they are waited on", "[runtime][validation]") {
+  Tables t;
+  SECTION("wait before record") {
+    std::swap(t.commands[1][5], t.commands[1][6]);
+    CHECK_THAT(t.error(), Contains("kRank1Commands[5]: waits on event 1 before it is recorded"));
+  }
+  SECTION("recorded twice") {
+    t.commands[0][9].arg = 1;
+    CHECK_THAT(t.error(), Contains("kRank0Commands[9]: records event 1 a second time"));
+  }
+}
+
+TEST_CASE("validation: ops run once, whole or their parts in order", "[runtime][validation]") {
+  Tables t;
+  SECTION("an op run twice") {
+    t.commands[0][4].arg = 0;
+    CHECK_THAT(t.error(), Contains("kRank0Commands[4]: runs All of op 0 out of order"));
+  }
+  SECTION("a part out of its chain's order") {
+    t.commands[0][0].part = RunPart::Mlp;
+    CHECK_THAT(t.error(), Contains("kRank0Commands[0]: runs Mlp of op 0 out of order (0 of its 4 parts ran before)"));
+  }
+  SECTION("an op that runs before its input arrived") {
+    std::swap(t.commands[1][0], t.commands[1][3]);
+    CHECK_THAT(t.error(), Contains("kRank1Commands[0]: runs op 0 before receiving its input, message 0"));
+  }
+  SECTION("a Run on a channel stream") {
+    t.commands[0][4].stream = 2;
+    CHECK_THAT(t.error(), Contains("kRank0Commands[4]: runs op 1 on channel stream 2"));
+  }
+  SECTION("an unknown command") {
+    t.commands[0][2].cmd = static_cast<StreamCmd>(9);
+    CHECK_THAT(t.error(), Contains("kRank0Commands[2]: command 9 is unknown"));
+  }
+  SECTION("a pair that is not a forward then a backward") {
+    t.ops[0][2].pairedWithNext = 1;
+    CHECK_THAT(t.tableError(), Contains("kRank0Ops[2]: an overlap pair is a forward and then a backward"));
+  }
+  SECTION("a backward before its forward") {
+    t.ops[1][1].chunk = 1;
+    CHECK_THAT(t.tableError(), Contains("kRank1Ops[1]: the backward of stage 1, micro-batch 0 comes before its forward on this rank and chunk"));
+  }
+}
+
+TEST_CASE("validation: runProgram refuses a bad table with exit status 2", "[runtime][validation]") {
+  Tables t;
+  t.messages[0].from = 5;
+  t.link();
+  std::string name = "program";
+  char *argv[] = {name.data()};
+  CHECK(runProgram(t.program, 1, argv) == 2);
+}
