@@ -3,6 +3,7 @@
 #include "llvm/ADT/DenseMap.h"
 
 #include <algorithm>
+#include <tuple>
 
 namespace pipec {
 
@@ -98,8 +99,9 @@ bool elaboratePlacement(const Schedule &schedule, Evaluator &eval, DiagnosticEng
     int32_t stage;
     uint32_t flow;
   };
-  llvm::DenseMap<uint64_t, Holder> holders; // (rank << 32 | chunk) -> first stage placed there
-  std::vector<int32_t> chunksPerRank(ir.numRanks, 0);
+  // Keyed by the (rank, chunk) pair: its hash mixes both halves, where a packed
+  // 64-bit key hashes every (rank << 32 | chunk) to the same bucket.
+  llvm::DenseMap<std::pair<int32_t, int32_t>, Holder> holders; // first stage placed there
   bool ok = true;
   for (uint32_t f = 0; f < ir.flows.size(); ++f) {
     Flow &flow = ir.flows[f];
@@ -125,8 +127,9 @@ bool elaboratePlacement(const Schedule &schedule, Evaluator &eval, DiagnosticEng
         continue;
       }
       flow.stageSlots[s] = {static_cast<int32_t>(rank), static_cast<int32_t>(chunk)};
-      auto [it, inserted] = holders.try_emplace((uint64_t(rank) << 32) | uint64_t(chunk),
-                                                Holder{static_cast<int32_t>(s), f});
+      auto [it, inserted] =
+          holders.try_emplace({static_cast<int32_t>(rank), static_cast<int32_t>(chunk)},
+                              Holder{static_cast<int32_t>(s), f});
       if (!inserted && it->second.stage != s) {
         const Flow &other = ir.flows[it->second.flow];
         if (Diagnostic *d = diags.reportOnce(
@@ -139,27 +142,34 @@ bool elaboratePlacement(const Schedule &schedule, Evaluator &eval, DiagnosticEng
                       (schedule.placement ? "" : " by flow '" + other.name + "'"));
         ok = false;
       }
-      chunksPerRank[rank] = std::max<int32_t>(chunksPerRank[rank], chunk + 1);
     }
   }
   if (!ok)
     return false;
+  holders.shrink_and_clear();
 
+  // Every (flow, stage) in slot order, then each rank's slots appended in order.
+  struct Placed {
+    Slot slot;
+    int64_t begin; // the flow's first micro-batch: a slot's uses are kept sorted by it
+    uint32_t flow;
+    int32_t stage;
+  };
+  std::vector<Placed> placed;
+  placed.reserve(ir.flows.size() * ir.numStages);
+  for (uint32_t f = 0; f < ir.flows.size(); ++f)
+    for (int64_t s = 0; s < ir.numStages; ++s)
+      placed.push_back({ir.flows[f].stageSlots[s], ir.flows[f].begin, f, static_cast<int32_t>(s)});
+  std::sort(placed.begin(), placed.end(), [](const Placed &a, const Placed &b) {
+    return std::tie(a.slot.rank, a.slot.chunk, a.begin) < std::tie(b.slot.rank, b.slot.chunk, b.begin);
+  });
   slots.assign(ir.numRanks, {});
-  for (int64_t r = 0; r < ir.numRanks; ++r)
-    slots[r].resize(chunksPerRank[r]);
-  for (uint32_t f = 0; f < ir.flows.size(); ++f) {
-    const Flow &flow = ir.flows[f];
-    for (int64_t s = 0; s < ir.numStages; ++s) {
-      SlotState &slot = slots[flow.stageSlots[s].rank][flow.stageSlots[s].chunk];
-      slot.uses.push_back({f, static_cast<int32_t>(s), flow.begin, flow.end});
-      slot.count += flow.end - flow.begin;
-    }
+  for (const Placed &p : placed) {
+    const Flow &flow = ir.flows[p.flow];
+    SlotState &slot = slots[p.slot.rank].append(p.slot.chunk);
+    slot.uses.push_back({p.flow, p.stage, flow.begin, flow.end});
+    slot.count += flow.end - flow.begin;
   }
-  for (auto &rankSlots : slots)
-    for (SlotState &slot : rankSlots)
-      std::sort(slot.uses.begin(), slot.uses.end(),
-                [](const SlotUse &a, const SlotUse &b) { return a.begin < b.begin; });
   return true;
 }
 
