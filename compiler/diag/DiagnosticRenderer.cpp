@@ -5,6 +5,8 @@
 // moved to match.
 #include "diag/DiagnosticRenderer.h"
 
+#include "llvm/Support/raw_ostream.h"
+
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/WithColor.h"

@@ -7,6 +7,8 @@
 // Objects print with sorted keys (llvm::json does that), so output is deterministic.
 #include "diag/LintRenderers.h"
 
+#include "llvm/Support/raw_ostream.h"
+
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"

@@ -1,5 +1,8 @@
 #include "syntax/AstDumper.h"
 
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
 #include <cstdio>
 #include <cstdlib>
 
