@@ -21,7 +21,7 @@ const DiagKindInfo &diagInfo(DiagKind kind) {
 
 llvm::ArrayRef<DiagKindInfo> allDiagKinds() { return kKinds; }
 
-DiagnosticEngine::DiagnosticEngine(llvm::SourceMgr &sources) : sources_(sources) {}
+DiagnosticEngine::DiagnosticEngine(llvm::SourceMgr &sources) : sources_(sources), lines_(sources) {}
 DiagnosticEngine::~DiagnosticEngine() = default;
 
 Diagnostic &DiagnosticEngine::report(DiagKind kind, llvm::SMRange at, std::string message) {
@@ -54,7 +54,7 @@ Diagnostic *DiagnosticEngine::reportOnce(DiagKind kind, llvm::SMRange at, std::s
   return &report(kind, at, std::move(message));
 }
 
-SourcePosition DiagnosticEngine::locate(llvm::SMLoc loc) const {
+SourcePosition SourceLines::locate(llvm::SMLoc loc) const {
   SourcePosition pos;
   if (!loc.isValid())
     return pos;

@@ -75,6 +75,18 @@ struct SourcePosition {
   llvm::StringRef lineText;  // the whole line, without its line end
 };
 
+// Line and column lookup over a SourceMgr's buffers (llvm::SourceMgr counts only
+// "\n"). Each buffer's line starts are found once, on first use.
+class SourceLines {
+public:
+  explicit SourceLines(const llvm::SourceMgr &sources) : sources_(sources) {}
+  SourcePosition locate(llvm::SMLoc loc) const;
+
+private:
+  const llvm::SourceMgr &sources_;
+  mutable std::vector<std::vector<size_t>> lineStarts_; // [buffer id - 1]
+};
+
 class DiagnosticEngine {
 public:
   explicit DiagnosticEngine(llvm::SourceMgr &sources);
@@ -106,7 +118,7 @@ public:
   const std::deque<Diagnostic> &diagnostics() const { return diags_; }
   llvm::SourceMgr &sources() const { return sources_; }
 
-  SourcePosition locate(llvm::SMLoc loc) const;
+  SourcePosition locate(llvm::SMLoc loc) const { return lines_.locate(loc); }
 
 private:
   llvm::SourceMgr &sources_;
@@ -117,8 +129,7 @@ private:
   unsigned errorLimit_ = kDefaultErrorLimit;
   bool stopped_ = false;
   Diagnostic discarded_; // what report() hands out past the limit
-  // Per buffer (index: id - 1), the offset where each line starts; built on first use.
-  mutable std::vector<std::vector<size_t>> lineStarts_;
+  SourceLines lines_;
 };
 
 // Quotes bytes for a message: control characters become escapes ("\0", "\x01",

@@ -3,7 +3,7 @@
 #include "llvm/ADT/DenseMap.h"
 
 #include <algorithm>
-#include <tuple>
+#include <utility>
 
 namespace pipec {
 
@@ -148,27 +148,51 @@ bool elaboratePlacement(const Schedule &schedule, Evaluator &eval, DiagnosticEng
     return false;
   holders.shrink_and_clear();
 
-  // Every (flow, stage) in slot order, then each rank's slots appended in order.
+  // Every (flow, stage) grouped by rank (a counting sort: linear in the stages),
+  // then each rank's few sorted by chunk, and its slots appended in that order.
   struct Placed {
-    Slot slot;
-    int64_t begin; // the flow's first micro-batch: a slot's uses are kept sorted by it
-    uint32_t flow;
+    int32_t chunk;
     int32_t stage;
+    uint32_t flow;
   };
-  std::vector<Placed> placed;
-  placed.reserve(ir.flows.size() * ir.numStages);
+  std::vector<size_t> rankStart(ir.numRanks + 1, 0);
+  for (const Flow &flow : ir.flows)
+    for (const Slot &slot : flow.stageSlots)
+      ++rankStart[slot.rank + 1];
+  for (int64_t r = 0; r < ir.numRanks; ++r)
+    rankStart[r + 1] += rankStart[r];
+  std::vector<Placed> placed(rankStart.back());
+  std::vector<size_t> next(rankStart.begin(), rankStart.end() - 1);
   for (uint32_t f = 0; f < ir.flows.size(); ++f)
-    for (int64_t s = 0; s < ir.numStages; ++s)
-      placed.push_back({ir.flows[f].stageSlots[s], ir.flows[f].begin, f, static_cast<int32_t>(s)});
-  std::sort(placed.begin(), placed.end(), [](const Placed &a, const Placed &b) {
-    return std::tie(a.slot.rank, a.slot.chunk, a.begin) < std::tie(b.slot.rank, b.slot.chunk, b.begin);
-  });
+    for (int64_t s = 0; s < ir.numStages; ++s) {
+      const Slot &slot = ir.flows[f].stageSlots[s];
+      placed[next[slot.rank]++] = {slot.chunk, static_cast<int32_t>(s), f};
+    }
+  next = {};
   slots.assign(ir.numRanks, {});
-  for (const Placed &p : placed) {
-    const Flow &flow = ir.flows[p.flow];
-    SlotState &slot = slots[p.slot.rank].append(p.slot.chunk);
-    slot.uses.push_back({p.flow, p.stage, flow.begin, flow.end});
-    slot.count += flow.end - flow.begin;
+  for (int64_t r = 0; r < ir.numRanks; ++r) {
+    auto first = placed.begin() + rankStart[r], last = placed.begin() + rankStart[r + 1];
+    // A slot's uses are kept sorted by their flow's first micro-batch.
+    std::sort(first, last, [&](const Placed &a, const Placed &b) {
+      return std::make_pair(a.chunk, ir.flows[a.flow].begin) <
+             std::make_pair(b.chunk, ir.flows[b.flow].begin);
+    });
+    // Sized exactly: millions of small vectors grown one by one cost more in
+    // malloc than the rest of placement.
+    size_t chunks = 0;
+    for (auto it = first; it != last; ++it)
+      chunks += it == first || it->chunk != (it - 1)->chunk;
+    slots[r].all().reserve(chunks);
+    for (auto it = first; it != last;) {
+      auto end = std::find_if(it, last, [&](const Placed &p) { return p.chunk != it->chunk; });
+      SlotState &slot = slots[r].append(it->chunk);
+      slot.uses.reserve(end - it);
+      for (; it != end; ++it) {
+        const Flow &flow = ir.flows[it->flow];
+        slot.uses.push_back({it->flow, it->stage, flow.begin, flow.end});
+        slot.count += flow.end - flow.begin;
+      }
+    }
   }
   return true;
 }
