@@ -10,6 +10,7 @@
 #include "syntax/Parser.h"
 
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstddef>
