@@ -36,7 +36,8 @@ void LexerErrorListener::syntaxError(antlr4::Recognizer *recognizer, antlr4::Tok
   size_t start = lexer->tokenStartCharIndex;
   llvm::SMRange at = text_.rangeOf(start, start);
   std::string character(at.Start.getPointer(), at.End.getPointer());
-  diags_.report(DiagKind::UnexpectedCharacter, at, "unexpected character '" + escapeControlCharacters(character) + "'");
+  diags_.report(DiagKind::UnexpectedCharacter, at,
+                "unexpected character '" + escapeControlCharacters(character) + "'");
 }
 
 void SyntaxErrorStrategy::syntaxError(antlr4::Token *at, std::string message) {
