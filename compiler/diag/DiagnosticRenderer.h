@@ -3,7 +3,10 @@
 #pragma once
 
 #include "diag/Diagnostics.h"
-#include "llvm/Support/raw_ostream.h"
+
+namespace llvm {
+class raw_ostream;
+}
 
 namespace pipec {
 

@@ -9,12 +9,15 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/SMLoc.h"
-#include "llvm/Support/SourceMgr.h"
 
 #include <cstdint>
 #include <deque>
 #include <string>
 #include <vector>
+
+namespace llvm {
+class SourceMgr; // llvm/Support/SourceMgr.h, in the .cpp files that use it
+}
 
 namespace pipec {
 
@@ -39,13 +42,18 @@ struct DiagNote {
   std::string message;
 };
 
+struct DiagFixIt {
+  llvm::SMRange range; // the text to replace; empty: an insertion point
+  std::string replacement;
+};
+
 struct Diagnostic {
   DiagKind kind;
   Severity severity;
   llvm::SMRange range; // empty: no source location (command-line problems)
   std::string message;
   std::vector<DiagNote> notes;
-  std::vector<llvm::SMFixIt> fixits;
+  std::vector<DiagFixIt> fixits;
   unsigned repeats = 0; // further identical reports folded into this one
 
   Diagnostic &note(llvm::SMRange at, std::string text) {
@@ -54,16 +62,47 @@ struct Diagnostic {
   }
   Diagnostic &note(std::string text) { return note({}, std::move(text)); }
   Diagnostic &fixit(llvm::SMRange at, std::string replacement) {
-    fixits.emplace_back(at, replacement);
+    fixits.push_back({at, std::move(replacement)});
     return *this;
   }
 };
 
+// Where a location is in its buffer. "\n", "\r\n" and a lone "\r" each end a line.
+struct SourcePosition {
+  unsigned buffer = 0;       // 0: the location is in no buffer
+  unsigned line = 0;         // 1-based
+  unsigned column = 0;       // 1-based, in bytes
+  llvm::StringRef lineText;  // the whole line, without its line end
+};
+
+// Line and column lookup over a SourceMgr's buffers (llvm::SourceMgr counts only
+// "\n"). Each buffer's line starts are found once, on first use.
+class SourceLines {
+public:
+  explicit SourceLines(const llvm::SourceMgr &sources) : sources_(sources) {}
+  SourcePosition locate(llvm::SMLoc loc) const;
+
+private:
+  const llvm::SourceMgr &sources_;
+  mutable std::vector<std::vector<size_t>> lineStarts_; // [buffer id - 1]
+};
+
 class DiagnosticEngine {
 public:
-  explicit DiagnosticEngine(llvm::SourceMgr &sources) : sources_(sources) {}
+  explicit DiagnosticEngine(llvm::SourceMgr &sources);
+  ~DiagnosticEngine();
+
+  // Like clang's -ferror-limit: after this many errors, one TooManyErrors
+  // diagnostic is kept and every later report is dropped (still counted).
+  // 0: no limit.
+  static constexpr unsigned kDefaultErrorLimit = 20;
+  void setErrorLimit(unsigned limit) { errorLimit_ = limit; }
+  unsigned errorLimit() const { return errorLimit_; }
+  // True once the limit was hit: phases may stop early, nothing more is shown.
+  bool stopped() const { return stopped_; }
 
   // Reports a diagnostic; the returned reference stays valid (notes can be added).
+  // Past the error limit it is a scratch diagnostic that is never shown.
   Diagnostic &report(DiagKind kind, llvm::SMRange at, std::string message);
   Diagnostic &report(DiagKind kind, std::string message) {
     return report(kind, llvm::SMRange(), std::move(message));
@@ -79,13 +118,24 @@ public:
   const std::deque<Diagnostic> &diagnostics() const { return diags_; }
   llvm::SourceMgr &sources() const { return sources_; }
 
+  SourcePosition locate(llvm::SMLoc loc) const { return lines_.locate(loc); }
+
 private:
   llvm::SourceMgr &sources_;
   std::deque<Diagnostic> diags_; // deque: references stay valid as it grows
   llvm::DenseMap<std::pair<unsigned, const char *>, size_t> seen_;
   unsigned errors_ = 0;
   unsigned warnings_ = 0;
+  unsigned errorLimit_ = kDefaultErrorLimit;
+  bool stopped_ = false;
+  Diagnostic discarded_; // what report() hands out past the limit
+  SourceLines lines_;
 };
+
+// Quotes bytes for a message: control characters become escapes ("\0", "\x01",
+// "\t"), everything else is kept. A NUL or an escape sequence printed raw would
+// garble a terminal or a log.
+std::string escapeControlCharacters(llvm::StringRef text);
 
 // Returns the candidate closest to `word` by edit distance, or "" if none is close.
 std::string closestMatch(llvm::StringRef word, llvm::ArrayRef<llvm::StringRef> candidates);

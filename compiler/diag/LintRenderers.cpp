@@ -9,10 +9,13 @@
 
 #include "PipecVersion.h"
 
+#include "llvm/Support/raw_ostream.h"
+
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
 
 #include <algorithm>
 #include <optional>
@@ -60,14 +63,16 @@ struct Place {
   std::optional<Position> end;
 };
 
-Position positionOf(llvm::SourceMgr &sm, unsigned buffer, llvm::SMLoc loc) {
+Position positionOf(const DiagnosticEngine &engine, llvm::SMLoc loc) {
+  SourcePosition at = engine.locate(loc);
   Position pos;
-  std::tie(pos.line, pos.column) = sm.getLineAndColumn(loc, buffer);
+  pos.line = at.line;
+  pos.column = at.column;
   // Count code points from the line start: every byte that is not a continuation.
-  const char *lineStart = loc.getPointer() - (pos.column - 1);
+  llvm::StringRef before = at.lineText.take_front(at.column - 1);
   pos.charColumn = 1;
-  for (const char *p = lineStart; p < loc.getPointer(); ++p)
-    if ((static_cast<unsigned char>(*p) & 0xC0) != 0x80)
+  for (char c : before)
+    if ((static_cast<unsigned char>(c) & 0xC0) != 0x80)
       ++pos.charColumn;
   return pos;
 }
@@ -88,11 +93,11 @@ std::optional<Place> locate(const FileDiagnostics &file, llvm::SMRange range,
   place.path = buffer == sm.getMainFileID()
                    ? file.path
                    : sm.getMemoryBuffer(buffer)->getBufferIdentifier().str();
-  place.start = positionOf(sm, buffer, range.Start);
+  place.start = positionOf(*file.engine, range.Start);
   if (range.End.isValid() && sm.FindBufferContainingLoc(range.End) == buffer &&
       (range.End.getPointer() > range.Start.getPointer() ||
        (keepEmpty && range.End.getPointer() == range.Start.getPointer())))
-    place.end = positionOf(sm, buffer, range.End);
+    place.end = positionOf(*file.engine, range.End);
   return place;
 }
 
@@ -137,11 +142,11 @@ json::Object jsonDiagnostic(const FileDiagnostics &file, const Diagnostic &d) {
   }
   object["notes"] = std::move(notes);
   json::Array fixits;
-  for (const llvm::SMFixIt &f : d.fixits) {
-    auto place = locate(file, f.getRange(), /*keepEmpty=*/true);
+  for (const DiagFixIt &f : d.fixits) {
+    auto place = locate(file, f.range, /*keepEmpty=*/true);
     if (!place || !place->end)
       continue;
-    json::Object fixit{{"replacement", jsonString(f.getText())}};
+    json::Object fixit{{"replacement", jsonString(f.replacement)}};
     addJsonPosition(fixit, *place, file.path);
     fixits.push_back(std::move(fixit));
   }
@@ -221,8 +226,8 @@ json::Object sarifResult(const FileDiagnostics &file, const Diagnostic &d, unsig
   // All fix-its of one diagnostic form one fix (they are meant to apply together).
   std::vector<std::string> uris;
   std::vector<json::Array> replacements;
-  for (const llvm::SMFixIt &f : d.fixits) {
-    auto place = locate(file, f.getRange(), /*keepEmpty=*/true);
+  for (const DiagFixIt &f : d.fixits) {
+    auto place = locate(file, f.range, /*keepEmpty=*/true);
     if (!place || !place->end)
       continue;
     std::string uri = toUri(place->path);
@@ -233,7 +238,7 @@ json::Object sarifResult(const FileDiagnostics &file, const Diagnostic &d, unsig
     }
     replacements[i].push_back(json::Object{
         {"deletedRegion", sarifRegion(*place)},
-        {"insertedContent", json::Object{{"text", jsonString(f.getText())}}},
+        {"insertedContent", json::Object{{"text", jsonString(f.replacement)}}},
     });
   }
   if (!uris.empty()) {

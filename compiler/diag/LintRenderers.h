@@ -6,9 +6,12 @@
 #include "diag/Diagnostics.h"
 
 #include "llvm/ADT/ArrayRef.h"
-#include "llvm/Support/raw_ostream.h"
 
 #include <string>
+
+namespace llvm {
+class raw_ostream;
+}
 
 namespace pipec {
 

@@ -3,6 +3,7 @@
 #include "llvm/ADT/DenseMap.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace pipec {
 
@@ -98,8 +99,9 @@ bool elaboratePlacement(const Schedule &schedule, Evaluator &eval, DiagnosticEng
     int32_t stage;
     uint32_t flow;
   };
-  llvm::DenseMap<uint64_t, Holder> holders; // (rank << 32 | chunk) -> first stage placed there
-  std::vector<int32_t> chunksPerRank(ir.numRanks, 0);
+  // Keyed by the (rank, chunk) pair: its hash mixes both halves, where a packed
+  // 64-bit key hashes every (rank << 32 | chunk) to the same bucket.
+  llvm::DenseMap<std::pair<int32_t, int32_t>, Holder> holders; // first stage placed there
   bool ok = true;
   for (uint32_t f = 0; f < ir.flows.size(); ++f) {
     Flow &flow = ir.flows[f];
@@ -125,8 +127,9 @@ bool elaboratePlacement(const Schedule &schedule, Evaluator &eval, DiagnosticEng
         continue;
       }
       flow.stageSlots[s] = {static_cast<int32_t>(rank), static_cast<int32_t>(chunk)};
-      auto [it, inserted] = holders.try_emplace((uint64_t(rank) << 32) | uint64_t(chunk),
-                                                Holder{static_cast<int32_t>(s), f});
+      auto [it, inserted] =
+          holders.try_emplace({static_cast<int32_t>(rank), static_cast<int32_t>(chunk)},
+                              Holder{static_cast<int32_t>(s), f});
       if (!inserted && it->second.stage != s) {
         const Flow &other = ir.flows[it->second.flow];
         if (Diagnostic *d = diags.reportOnce(
@@ -139,27 +142,58 @@ bool elaboratePlacement(const Schedule &schedule, Evaluator &eval, DiagnosticEng
                       (schedule.placement ? "" : " by flow '" + other.name + "'"));
         ok = false;
       }
-      chunksPerRank[rank] = std::max<int32_t>(chunksPerRank[rank], chunk + 1);
     }
   }
   if (!ok)
     return false;
+  holders.shrink_and_clear();
 
-  slots.assign(ir.numRanks, {});
+  // Every (flow, stage) grouped by rank (a counting sort: linear in the stages),
+  // then each rank's few sorted by chunk, and its slots appended in that order.
+  struct Placed {
+    int32_t chunk;
+    int32_t stage;
+    uint32_t flow;
+  };
+  std::vector<size_t> rankStart(ir.numRanks + 1, 0);
+  for (const Flow &flow : ir.flows)
+    for (const Slot &slot : flow.stageSlots)
+      ++rankStart[slot.rank + 1];
   for (int64_t r = 0; r < ir.numRanks; ++r)
-    slots[r].resize(chunksPerRank[r]);
-  for (uint32_t f = 0; f < ir.flows.size(); ++f) {
-    const Flow &flow = ir.flows[f];
+    rankStart[r + 1] += rankStart[r];
+  std::vector<Placed> placed(rankStart.back());
+  std::vector<size_t> next(rankStart.begin(), rankStart.end() - 1);
+  for (uint32_t f = 0; f < ir.flows.size(); ++f)
     for (int64_t s = 0; s < ir.numStages; ++s) {
-      SlotState &slot = slots[flow.stageSlots[s].rank][flow.stageSlots[s].chunk];
-      slot.uses.push_back({f, static_cast<int32_t>(s), flow.begin, flow.end});
-      slot.count += flow.end - flow.begin;
+      const Slot &slot = ir.flows[f].stageSlots[s];
+      placed[next[slot.rank]++] = {slot.chunk, static_cast<int32_t>(s), f};
+    }
+  next = {};
+  slots.assign(ir.numRanks, {});
+  for (int64_t r = 0; r < ir.numRanks; ++r) {
+    auto first = placed.begin() + rankStart[r], last = placed.begin() + rankStart[r + 1];
+    // A slot's uses are kept sorted by their flow's first micro-batch.
+    std::sort(first, last, [&](const Placed &a, const Placed &b) {
+      return std::make_pair(a.chunk, ir.flows[a.flow].begin) <
+             std::make_pair(b.chunk, ir.flows[b.flow].begin);
+    });
+    // Sized exactly: millions of small vectors grown one by one cost more in
+    // malloc than the rest of placement.
+    size_t chunks = 0;
+    for (auto it = first; it != last; ++it)
+      chunks += it == first || it->chunk != (it - 1)->chunk;
+    slots[r].all().reserve(chunks);
+    for (auto it = first; it != last;) {
+      auto end = std::find_if(it, last, [&](const Placed &p) { return p.chunk != it->chunk; });
+      SlotState &slot = slots[r].append(it->chunk);
+      slot.uses.reserve(end - it);
+      for (; it != end; ++it) {
+        const Flow &flow = ir.flows[it->flow];
+        slot.uses.push_back({it->flow, it->stage, flow.begin, flow.end});
+        slot.count += flow.end - flow.begin;
+      }
     }
   }
-  for (auto &rankSlots : slots)
-    for (SlotState &slot : rankSlots)
-      std::sort(slot.uses.begin(), slot.uses.end(),
-                [](const SlotUse &a, const SlotUse &b) { return a.begin < b.begin; });
   return true;
 }
 

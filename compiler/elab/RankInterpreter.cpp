@@ -8,7 +8,7 @@ static std::string slotText(int64_t rank, int64_t chunk) {
   return "chunk " + std::to_string(chunk) + " of rank " + std::to_string(rank);
 }
 
-bool RankInterpreter::run(int64_t rank, const RankProgram &program, std::vector<SlotState> &slots) {
+bool RankInterpreter::run(int64_t rank, const RankProgram &program, RankSlots &slots) {
   rank_ = rank;
   slots_ = &slots;
   loops_.clear();
@@ -150,16 +150,14 @@ bool RankInterpreter::opStatement(const OpStmt &s) {
 }
 
 SlotState *RankInterpreter::slotFor(const OpCall &call, int64_t chunk) {
-  std::vector<SlotState> &slots = *slots_;
-  if (chunk >= 0 && chunk < static_cast<int64_t>(slots.size()) && !slots[chunk].uses.empty())
-    return &slots[chunk];
+  if (SlotState *slot = slots_->find(chunk))
+    return slot;
   std::string held;
-  int heldCount = 0;
-  for (size_t c = 0; c < slots.size(); ++c)
-    if (!slots[c].uses.empty()) {
-      held += (held.empty() ? "" : ", ") + std::to_string(c);
-      ++heldCount;
-    }
+  size_t heldCount = slots_->all().size();
+  for (size_t i = 0; i < heldCount && i < 8; ++i)
+    held += (i ? ", " : "") + std::to_string(slots_->all()[i].chunk);
+  if (heldCount > 8)
+    held += ", ... (" + std::to_string(heldCount) + " chunks)";
   llvm::SMRange at = call.chunk ? call.chunk->range : call.range;
   if (Diagnostic *d = error(DiagKind::EmptyChunk, at,
                             slotText(rank_, chunk) + " holds no stage"))
@@ -233,21 +231,20 @@ bool RankInterpreter::resolveW(const OpCall &call, Op &op, bool hasChunk, int64_
   int64_t wantedMb = -1;
   if (call.mb && !eval_.eval(*call.mb, wantedMb))
     return false;
-  std::vector<SlotState> &slots = *slots_;
-  if (hasChunk && !slotFor(call, chunk))
+  SlotState *only = nullptr;
+  if (hasChunk && !(only = slotFor(call, chunk)))
     return false;
 
   SlotState *bestSlot = nullptr;
-  std::deque<DeferredI>::iterator best;
-  for (size_t c = 0; c < slots.size(); ++c) {
-    if (hasChunk && static_cast<int64_t>(c) != chunk)
+  DeferredQueue::iterator best;
+  for (SlotState &slot : slots_->all()) {
+    if (only && &slot != only)
       continue;
-    auto &queue = slots[c].deferred;
-    for (auto it = queue.begin(); it != queue.end(); ++it) {
+    for (auto it = slot.deferred.begin(); it != slot.deferred.end(); ++it) {
       if (wantedMb >= 0 && it->microbatch != wantedMb)
         continue;
       if (!bestSlot || it->sequence < best->sequence) {
-        bestSlot = &slots[c];
+        bestSlot = &slot;
         best = it;
       }
       break; // queues are in sequence order: the first match is this chunk's oldest
@@ -261,7 +258,7 @@ bool RankInterpreter::resolveW(const OpCall &call, Op &op, bool hasChunk, int64_
       d->note("every W completes an earlier I (the input-gradient half of a backward)");
     return false;
   }
-  op.chunk = static_cast<int32_t>(bestSlot - slots.data());
+  op.chunk = bestSlot->chunk;
   op.stage = best->stage;
   op.flow = best->flow;
   op.microbatch = best->microbatch;

@@ -24,7 +24,7 @@ public:
       : ir_(ir), eval_(eval), diags_(diags), budget_(budget) {}
 
   // Appends rank `rank`'s ops to ir.ranks[rank]. Returns false after an error.
-  bool run(int64_t rank, const ast::RankProgram &program, std::vector<SlotState> &slots);
+  bool run(int64_t rank, const ast::RankProgram &program, RankSlots &slots);
 
 private:
   struct LoopLevel {
@@ -50,7 +50,7 @@ private:
   ElabBudget &budget_;
 
   int64_t rank_ = 0;
-  std::vector<SlotState> *slots_ = nullptr;
+  RankSlots *slots_ = nullptr;
   std::vector<LoopLevel> loops_;
   uint64_t deferredSequence_ = 0;
 };

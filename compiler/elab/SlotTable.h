@@ -1,10 +1,14 @@
 // Per-(rank, chunk) bookkeeping used while running rank programs: which stage and
 // flows a slot serves, the next micro-batch for F and for B/I, and the queue of
 // I's whose W is still owed.
+//
+// Only slots that hold a stage exist: a rank's chunk numbers may be sparse (stage
+// s on rank s, chunk s), so memory follows the number of placed stages, never
+// ranks x highest chunk.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <optional>
 #include <vector>
 
@@ -53,11 +57,37 @@ struct DeferredI {
   uint64_t sequence; // rank-wide order of the I's, for first-in-first-out W
 };
 
+// First-in-first-out, with removal anywhere (W(mb = ...)). A vector and a head
+// index: an empty queue allocates nothing, unlike std::deque.
+class DeferredQueue {
+public:
+  using iterator = std::vector<DeferredI>::iterator;
+  iterator begin() { return items_.begin() + head_; }
+  iterator end() { return items_.end(); }
+  void push_back(const DeferredI &item) { items_.push_back(item); }
+  void erase(iterator it) {
+    if (it == begin()) {
+      ++head_;
+      if (head_ == items_.size() || head_ > 64 && head_ * 2 > items_.size()) {
+        items_.erase(items_.begin(), items_.begin() + head_);
+        head_ = 0;
+      }
+      return;
+    }
+    items_.erase(it);
+  }
+
+private:
+  std::vector<DeferredI> items_;
+  size_t head_ = 0; // items before it were taken from the front
+};
+
 struct SlotState {
-  std::vector<SlotUse> uses; // sorted by begin; empty: the chunk holds no stage
+  int32_t chunk = 0;
+  std::vector<SlotUse> uses; // sorted by begin
   size_t count = 0;          // micro-batches over all uses
   MicrobatchCursor forward, backward;
-  std::deque<DeferredI> deferred;
+  DeferredQueue deferred;
 
   int64_t positionOf(int64_t microbatch) const {
     int64_t offset = 0;
@@ -81,6 +111,33 @@ struct SlotState {
   }
 };
 
-using SlotTable = std::vector<std::vector<SlotState>>; // [rank][chunk]
+// The slots of one rank, sorted by chunk.
+class RankSlots {
+public:
+  std::vector<SlotState> &all() { return slots_; }
+  const std::vector<SlotState> &all() const { return slots_; }
+
+  SlotState *find(int64_t chunk) {
+    auto it = lowerBound(chunk);
+    return it != slots_.end() && it->chunk == chunk ? &*it : nullptr;
+  }
+  // Chunks must come in ascending order; a repeated chunk returns its slot.
+  SlotState &append(int32_t chunk) {
+    if (slots_.empty() || slots_.back().chunk != chunk) {
+      slots_.emplace_back();
+      slots_.back().chunk = chunk;
+    }
+    return slots_.back();
+  }
+
+private:
+  std::vector<SlotState>::iterator lowerBound(int64_t chunk) {
+    return std::lower_bound(slots_.begin(), slots_.end(), chunk,
+                            [](const SlotState &s, int64_t c) { return s.chunk < c; });
+  }
+  std::vector<SlotState> slots_;
+};
+
+using SlotTable = std::vector<RankSlots>; // [rank]
 
 } // namespace pipec

@@ -67,35 +67,45 @@ public:
 private:
   struct Entry {
     VarDecl *decl;
+    size_t scope; // depth of the scope that declares it
     bool used = false;
   };
 
+  // Each name maps to the stack of its visible declarations, innermost last, so a
+  // lookup costs the same however deep the scopes are (a long else-if chain nests
+  // one scope per branch).
   void pushScope() { scopes_.emplace_back(); }
-  void popScope() { scopes_.pop_back(); }
+  void popScope() {
+    for (int id : scopes_.back()) {
+      auto it = visible_.find(decls_[id].decl->name);
+      it->second.pop_back();
+      if (it->second.empty())
+        visible_.erase(it);
+    }
+    scopes_.pop_back();
+  }
 
   void declare(VarDecl &var, bool warnIfHiding = true) {
     var.id = static_cast<int>(decls_.size());
-    decls_.push_back({&var});
-    llvm::StringMap<int> &innermost = scopes_.back();
-    auto existing = innermost.find(var.name);
-    if (existing != innermost.end()) {
+    decls_.push_back({&var, scopes_.size()});
+    int existing = lookup(var.name);
+    if (existing >= 0 && decls_[existing].scope == scopes_.size()) {
       diags_.report(DiagKind::Redefinition, var.range, "redefinition of '" + var.name + "'")
-          .note(decls_[existing->second].decl->range, "previously declared here");
-      decls_[existing->second].used = true; // reported once; don't also call it unused
-    } else if (int outer = lookup(var.name); outer >= 0 && warnIfHiding) {
+          .note(decls_[existing].decl->range, "previously declared here");
+      decls_[existing].used = true; // reported once; don't also call it unused
+    } else if (existing >= 0 && warnIfHiding) {
       diags_.report(DiagKind::ShadowedName, var.range,
                     "'" + var.name + "' hides an outer declaration of the same name")
-          .note(decls_[outer].decl->range, "outer declaration is here");
-      decls_[outer].used = true; // hiding is reported once; don't also call it unused
+          .note(decls_[existing].decl->range, "outer declaration is here");
+      decls_[existing].used = true; // hiding is reported once; don't also call it unused
     }
-    innermost[var.name] = var.id;
+    visible_[var.name].push_back(var.id);
+    scopes_.back().push_back(var.id);
   }
 
   int lookup(llvm::StringRef name) const {
-    for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope)
-      if (auto it = scope->find(name); it != scope->end())
-        return it->second;
-    return -1;
+    auto it = visible_.find(name);
+    return it == visible_.end() ? -1 : it->second.back();
   }
 
   void placement(Placement &p) {
@@ -181,9 +191,8 @@ private:
       return;
     }
     std::vector<llvm::StringRef> visible;
-    for (const auto &scope : scopes_)
-      for (const auto &entry : scope)
-        visible.push_back(entry.getKey());
+    for (const auto &entry : visible_)
+      visible.push_back(entry.getKey());
     std::string suggestion = closestMatch(ref.name, visible);
     auto &d = diags_.report(DiagKind::UndefinedName, ref.range,
                             "use of undeclared name '" + ref.name + "'" +
@@ -206,7 +215,8 @@ private:
   }
 
   DiagnosticEngine &diags_;
-  std::vector<llvm::StringMap<int>> scopes_;
+  std::vector<std::vector<int>> scopes_;            // ids declared in each open scope
+  llvm::StringMap<std::vector<int>> visible_;       // name -> visible declarations' ids
   std::vector<Entry> decls_;
 };
 

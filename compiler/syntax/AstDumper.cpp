@@ -1,5 +1,10 @@
 #include "syntax/AstDumper.h"
 
+#include "diag/Diagnostics.h"
+
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
 #include <cstdio>
 #include <cstdlib>
 
@@ -35,7 +40,7 @@ std::string shortest(double value) {
 
 class Dumper {
 public:
-  Dumper(const llvm::SourceMgr &sources, llvm::raw_ostream &out) : sources_(sources), out_(out) {}
+  Dumper(const llvm::SourceMgr &sources, llvm::raw_ostream &out) : lines_(sources), out_(out) {}
 
   void schedule(const Schedule &s) {
     line(0, "Schedule " + s.name, s.range);
@@ -81,8 +86,8 @@ public:
 
 private:
   void line(int depth, const std::string &text, SMRange at) {
-    auto [row, col] = sources_.getLineAndColumn(at.Start);
-    out_.indent(depth * 2) << text << " <" << row << ':' << col << ">\n";
+    SourcePosition pos = lines_.locate(at.Start);
+    out_.indent(depth * 2) << text << " <" << pos.line << ':' << pos.column << ">\n";
   }
 
   void sized(const std::optional<Sized> &decl, const char *what) {
@@ -193,7 +198,7 @@ private:
     }
   }
 
-  const llvm::SourceMgr &sources_;
+  SourceLines lines_;
   llvm::raw_ostream &out_;
 };
 

@@ -4,8 +4,10 @@
 
 #include "syntax/AST.h"
 
-#include "llvm/Support/SourceMgr.h"
-#include "llvm/Support/raw_ostream.h"
+namespace llvm {
+class SourceMgr;
+class raw_ostream;
+} // namespace llvm
 
 namespace pipec {
 

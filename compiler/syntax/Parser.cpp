@@ -10,6 +10,7 @@
 #include "PipeParser.h"
 
 #include "llvm/Support/ConvertUTF.h"
+#include "llvm/Support/SourceMgr.h"
 
 namespace pipec {
 
@@ -43,31 +44,57 @@ static void reportMalformedTokens(antlr4::CommonTokenStream &tokens, const Sourc
 
 // The parser, the AST builder and the evaluator recurse on nesting; these bounds
 // keep every recursion far from the stack's end (tens of thousands of levels crash).
+// An else-if chain nests too: each `else if` is parsed, resolved and run inside the
+// branch before it, so its branches count like blocks.
 constexpr int kMaxNesting = 256;
 constexpr int kMaxStatementTokens = 2000;
 
 static bool checkNesting(antlr4::CommonTokenStream &tokens, const SourceText &text,
                          DiagnosticEngine &diags) {
+  std::vector<antlr4::Token *> visible;
+  for (antlr4::Token *token : tokens.getTokens())
+    if (token->getChannel() == antlr4::Token::DEFAULT_CHANNEL)
+      visible.push_back(token);
   int depth = 0, statementTokens = 0;
-  for (antlr4::Token *token : tokens.getTokens()) {
-    if (token->getChannel() != antlr4::Token::DEFAULT_CHANNEL)
-      continue;
+  // Per open bracket, the else-if branches of the chain running at that level.
+  std::vector<int> chainAt{0};
+  int chained = 0;
+  auto tooDeep = [&](antlr4::Token *token, const char *what) {
+    diags.report(DiagKind::NestingTooDeep,
+                 text.rangeOf(token->getStartIndex(), token->getStopIndex()),
+                 std::string(what) + " are nested more than " + std::to_string(kMaxNesting) +
+                     " deep here");
+    return false;
+  };
+  for (size_t i = 0; i < visible.size(); ++i) {
+    antlr4::Token *token = visible[i];
+    size_t type = token->getType();
+    if (i > 0 && visible[i - 1]->getType() == PipeLexer::RBRACE && type != PipeLexer::ELSE) {
+      chained -= chainAt.back(); // the statement before ended: so did its chain
+      chainAt.back() = 0;
+    }
+    if (type == PipeLexer::IF && i > 0 && visible[i - 1]->getType() == PipeLexer::ELSE) {
+      ++chainAt.back();
+      if (depth + ++chained > kMaxNesting)
+        return tooDeep(token, "blocks and else-if branches");
+    }
     std::string t = token->getText();
-    llvm::SMRange at = text.rangeOf(token->getStartIndex(), token->getStopIndex());
     if (t == "(" || t == "{" || t == "[") {
-      if (++depth > kMaxNesting) {
-        diags.report(DiagKind::NestingTooDeep, at,
-                     "brackets and blocks are nested more than " + std::to_string(kMaxNesting) +
-                         " deep here");
-        return false;
-      }
+      chainAt.push_back(0);
+      if (++depth + chained > kMaxNesting)
+        return tooDeep(token, chained ? "blocks and else-if branches" : "brackets and blocks");
     } else if (t == ")" || t == "}" || t == "]") {
       --depth;
+      if (chainAt.size() > 1) {
+        chained -= chainAt.back();
+        chainAt.pop_back();
+      }
     }
     if (t == ";" || t == "{" || t == "}") {
       statementTokens = 0;
     } else if (++statementTokens > kMaxStatementTokens) {
-      diags.report(DiagKind::NestingTooDeep, at,
+      diags.report(DiagKind::NestingTooDeep,
+                   text.rangeOf(token->getStartIndex(), token->getStopIndex()),
                    "this statement is longer than " + std::to_string(kMaxStatementTokens) +
                        " tokens; split it with 'let'");
       return false;

@@ -24,17 +24,20 @@ static std::string describeTokenType(size_t type, const antlr4::dfa::Vocabulary 
 static std::string describeToken(antlr4::Token *token) {
   if (token->getType() == antlr4::Token::EOF)
     return "end of file";
-  return "'" + token->getText() + "'";
+  return "'" + escapeControlCharacters(token->getText()) + "'";
 }
 
 void LexerErrorListener::syntaxError(antlr4::Recognizer *recognizer, antlr4::Token *,
                                      size_t, size_t, const std::string &,
                                      std::exception_ptr) {
+  if (diags_.stopped())
+    return; // past the error limit: nothing more is shown
   auto *lexer = static_cast<antlr4::Lexer *>(recognizer);
   size_t start = lexer->tokenStartCharIndex;
   llvm::SMRange at = text_.rangeOf(start, start);
   std::string character(at.Start.getPointer(), at.End.getPointer());
-  diags_.report(DiagKind::UnexpectedCharacter, at, "unexpected character '" + character + "'");
+  diags_.report(DiagKind::UnexpectedCharacter, at,
+                "unexpected character '" + escapeControlCharacters(character) + "'");
 }
 
 void SyntaxErrorStrategy::syntaxError(antlr4::Token *at, std::string message) {
@@ -91,7 +94,7 @@ void SyntaxErrorStrategy::reportMissingSemicolon(antlr4::Parser *parser) {
   ++errors_;
   llvm::SMRange after = text_.rangeOf(previous->getStopIndex() + 1, previous->getStopIndex());
   diags_.report(DiagKind::ExpectedSemicolon, after,
-                "expected ';' after '" + previous->getText() + "'")
+                "expected ';' after '" + escapeControlCharacters(previous->getText()) + "'")
       .fixit(after, ";");
 }
 

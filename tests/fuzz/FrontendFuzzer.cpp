@@ -7,6 +7,7 @@
 #include "driver/Compilation.h"
 #include "emit/IRPrinter.h"
 
+#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstddef>

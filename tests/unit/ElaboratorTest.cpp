@@ -92,3 +92,48 @@ TEST_CASE("errors repeated across ranks are reported once", "[elab]") {
   REQUIRE(c->diags.errorCount() == 1);
   CHECK(c->diags.diagnostics().front().repeats == 3);
 }
+
+TEST_CASE("a rank's chunks may be sparse and high", "[elab]") {
+  // Stage s on rank s, chunk P - 1: each rank holds only its one (high) chunk.
+  auto c = compile(R"(
+schedule h(P = 3, M = 2) {
+  ranks P; stages P; microbatches M;
+  place stage s -> rank s chunk P - 1;
+  rank r { F(2); F(2); I(2); I(2); W(2); W(mb = 1); }
+})");
+  REQUIRE(c->ir);
+  CHECK(c->ir_text() == "rank 0: F2.0 F2.1 I2.0 I2.1 W2.0 W2.1\n"
+                        "rank 1: F2.0 F2.1 I2.0 I2.1 W2.0 W2.1\n"
+                        "rank 2: F2.0 F2.1 I2.0 I2.1 W2.0 W2.1\n");
+  CHECK(c->ir->ranks[1].ops[0].stage == 1);
+  auto empty = compile(R"(
+schedule h(P = 3, M = 2) {
+  ranks P; stages P; microbatches M;
+  place stage s -> rank s chunk P - 1;
+  rank r { F(1); }
+})");
+  CHECK(empty->has(DiagKind::EmptyChunk));
+  CHECK(empty->renderedDiagnostics().find("rank 0 holds chunk 2") != std::string::npos);
+}
+
+TEST_CASE("stages placed out of order still fill each rank's chunks", "[elab]") {
+  auto c = compile(R"(
+schedule v(P = 2, M = 2) {
+  ranks P; stages 2 * P; microbatches M;
+  place stage s -> rank (s + 1) % P chunk 3 - s;
+  rank r { F(3 - (P - 1 + r) % P); F(3 - (P - 1 + r) % P); }
+})");
+  REQUIRE(c->ir);
+  CHECK(c->ir->ranks[0].ops[0].stage == 1);
+  CHECK(c->ir->ranks[1].ops[0].stage == 0);
+}
+
+TEST_CASE("a stage placed twice on one slot is a conflict", "[elab]") {
+  auto c = compile(R"(
+schedule t(P = 4, M = 2) {
+  ranks P; stages P; microbatches M;
+  place stage s -> rank s / 2;
+  rank r { F; }
+})");
+  CHECK(c->has(DiagKind::SlotConflict));
+}

@@ -73,3 +73,43 @@ TEST_CASE("source locations survive non-ASCII text", "[parser]") {
   CHECK(line == 3);
   CHECK(col == 10);
 }
+
+TEST_CASE("lines end at \\n, \\r\\n or a lone \\r", "[parser]") {
+  auto c = compile("schedule t() {\r  ranks 1;\r\n\r\n  ranks 1 stages 1;\n}\n");
+  REQUIRE(c->diags.hasErrors());
+  SourcePosition pos = c->diags.locate(c->diags.diagnostics().front().range.Start);
+  CHECK(pos.line == 4);
+  CHECK(pos.column == 10);
+  CHECK(pos.lineText == "  ranks 1 stages 1;");
+}
+
+TEST_CASE("after the error limit one last error is kept and the rest dropped", "[parser]") {
+  auto c = compile("schedule t() { " + std::string(100, '@') + " }");
+  const auto &diags = c->diags.diagnostics();
+  REQUIRE(diags.size() == DiagnosticEngine::kDefaultErrorLimit + 1);
+  CHECK(diags.back().kind == DiagKind::TooManyErrors);
+  CHECK(c->diags.stopped());
+  CHECK(c->diags.errorCount() > DiagnosticEngine::kDefaultErrorLimit);
+
+  llvm::SourceMgr sources;
+  DiagnosticEngine unlimited(sources);
+  unlimited.setErrorLimit(0);
+  for (int i = 0; i < 100; ++i)
+    unlimited.report(DiagKind::SyntaxError, "x");
+  CHECK(unlimited.diagnostics().size() == 100);
+  CHECK_FALSE(unlimited.stopped());
+
+  DiagnosticEngine three(sources);
+  three.setErrorLimit(3);
+  for (int i = 0; i < 5; ++i)
+    three.report(DiagKind::SyntaxError, "x").note("dropped with its error");
+  CHECK(three.reportOnce(DiagKind::SyntaxError, {}, "y") == nullptr);
+  CHECK(three.diagnostics().size() == 4);
+  CHECK(three.errorCount() == 6);
+}
+
+TEST_CASE("control characters are escaped for messages", "[parser]") {
+  CHECK(escapeControlCharacters(std::string("a\0b", 3)) == "a\\0b");
+  CHECK(escapeControlCharacters("\x01\x1f\x7f\t\n\r") == "\\x01\\x1f\\x7f\\t\\n\\r");
+  CHECK(escapeControlCharacters("ünï \\0") == "ünï \\0");
+}
