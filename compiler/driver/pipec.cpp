@@ -113,7 +113,8 @@ cl::opt<bool> NoColor("no-color", cl::desc("Never color diagnostics"), cl::sub(C
                       cl::sub(EmitCmd), cl::sub(SimCmd), cl::cat(Category));
 cl::opt<uint64_t> MaxOps("max-ops", cl::desc("Refuse schedules with more ops than this"),
                          cl::init(pipec::ElabLimits().maxOps), cl::sub(CheckCmd),
-                         cl::sub(EmitCmd), cl::sub(SimCmd), cl::cat(Category));
+                         cl::sub(EmitCmd), cl::sub(SimCmd), cl::sub(ImportCmd),
+                         cl::cat(Category));
 cl::opt<uint64_t> MaxIterations("max-iterations",
                                 cl::desc("Refuse schedules whose loops run more iterations"),
                                 cl::init(pipec::ElabLimits().maxIterations), cl::sub(CheckCmd),
