@@ -47,7 +47,7 @@ void writeTokens(const std::vector<std::string> &tokens, size_t column, llvm::ra
   const char *const kIndent = "      ";
   for (size_t i = 0; i < tokens.size(); ++i) {
     const std::string &t = tokens[i];
-    bool space = i > 0 && tokens[i - 1] != "(" && t != ")";
+    bool space = i > 0 && tokens[i - 1] != "(" && t != ")" && t != ";";
     if (space && column + t.size() > 96) {
       out << '\n' << kIndent;
       column = 6;
@@ -60,12 +60,13 @@ void writeTokens(const std::vector<std::string> &tokens, size_t column, llvm::ra
   }
 }
 
-void writePlacement(const PlacementPlan &plan, llvm::raw_ostream &out) {
-  out << "place stage s -> rank ";
-  writeTokens(plan.rank.tokens, 24, out);
-  out << " chunk ";
-  writeTokens(plan.chunk.tokens, 40, out);
-  out << ";";
+void writePlacement(const PlacementPlan &plan, size_t column, llvm::raw_ostream &out) {
+  std::vector<std::string> tokens = {"place", "stage", "s", "->", "rank"};
+  tokens.insert(tokens.end(), plan.rank.tokens.begin(), plan.rank.tokens.end());
+  tokens.push_back("chunk");
+  tokens.insert(tokens.end(), plan.chunk.tokens.begin(), plan.chunk.tokens.end());
+  tokens.push_back(";");
+  writeTokens(tokens, column, out);
 }
 
 void writeLets(const PlacementPlan &plan, llvm::raw_ostream &out) {
@@ -153,13 +154,15 @@ bool writePipe(const ImportedSchedule &schedule, llvm::StringRef name, llvm::Str
     writeLets(plan, out);
   if (!flows) {
     out << "  ";
-    writePlacement(plans[0], out);
+    writePlacement(plans[0], 2, out);
     out << "\n";
   } else {
     for (size_t f = 0; f < schedule.flows.size(); ++f) {
       const ImportedFlow &flow = schedule.flows[f];
-      out << "  flow f" << f << ": microbatches " << flow.begin << ".." << flow.end << " { ";
-      writePlacement(plans[f], out);
+      std::string head = "  flow f" + std::to_string(f) + ": microbatches " +
+                         std::to_string(flow.begin) + ".." + std::to_string(flow.end) + " { ";
+      out << head;
+      writePlacement(plans[f], head.size(), out);
       out << " }\n";
     }
   }

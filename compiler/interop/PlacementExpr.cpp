@@ -1,5 +1,6 @@
 #include "interop/PlacementExpr.h"
 
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <algorithm>

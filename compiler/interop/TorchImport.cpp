@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <tuple>
 
 namespace pipec {
 
@@ -33,7 +34,7 @@ public:
       : csv_(csv), limits_(limits), diags_(diags) {}
 
   std::optional<ImportedSchedule> run() {
-    if (!measure() || !findHomes() || !formFlows())
+    if (!measure() || !findHomes() || !matchWs() || !formFlows())
       return std::nullopt;
     numberChunks();
     writeOps();
@@ -127,6 +128,36 @@ private:
     if (home.rank >= 0)
       return home.rank;
     return stageRanks_[stage].size() == 1 ? stageRanks_[stage][0] : -1;
+  }
+
+  // A W completes an earlier I of its stage and micro-batch on its rank; the
+  // front end rejects one that has none, so import reports it in the CSV.
+  bool matchWs() {
+    std::map<std::tuple<int32_t, int64_t, int64_t>, int64_t> pending; // (rank, stage, mb)
+    const TorchAction *first = nullptr;
+    int64_t unmatched = 0;
+    forEachAction(csv_, [&](int32_t rank, const TorchAction &a) {
+      if (a.kind == ast::OpKind::I)
+        ++pending[{rank, a.stage, a.microbatch}];
+      if (a.kind != ast::OpKind::W)
+        return;
+      auto it = pending.find({rank, a.stage, a.microbatch});
+      if (it != pending.end() && it->second > 0) {
+        --it->second;
+      } else if (unmatched++ == 0) {
+        first = &a;
+      }
+    });
+    if (!first)
+      return true;
+    auto &d = diags_.report(DiagKind::UnmatchedW, first->range,
+                            "this W of " + stageAndMicrobatch(first->stage, first->microbatch) +
+                                " has no I of them before it on its rank to complete");
+    d.note("every W completes an earlier I (the input-gradient half of a backward)");
+    if (unmatched > 1)
+      d.note(std::to_string(unmatched - 1) + " more W" + (unmatched > 2 ? "s have" : " has") +
+             " no I before it");
+    return false;
   }
 
   llvm::SMRange actionOfLastStage(int64_t mb) const {
