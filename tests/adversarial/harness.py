@@ -9,6 +9,7 @@ Inputs are checked in batches (`pipec check a.pipe b.pipe ...`: one process
 for hundreds of files keeps the suite fast); a failing batch is split in
 halves until the failing files are found, so each report names one input.
 """
+import json
 import os
 import resource
 import shutil
@@ -16,7 +17,7 @@ import subprocess
 import sys
 
 MEMORY_CAP_BYTES = 2_000_000 * 1024  # as `ulimit -v 2000000`
-TIMEOUT_S = 20  # per run; the cases are sized to take well under a second
+TIMEOUT_S = 15  # per run; the cases are sized to take a second or less
 SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
                    "ERROR: UndefinedBehaviorSanitizer")
 OOM_MARKS = ("out of memory", "std::bad_alloc", "Cannot allocate memory")
@@ -30,15 +31,19 @@ def _limit_memory():
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
-def run(argv, stdin_bytes=None, timeout=TIMEOUT_S, cwd=None, allowed=(0, 1, 2)):
-    """Runs argv; returns None when it passes, else why it failed."""
+def run(argv, stdin_bytes=None, timeout=TIMEOUT_S, cwd=None, allowed=(0, 1, 2), output=None):
+    """Runs argv; returns None when it passes, else why it failed. `output`,
+    a list, receives standard output."""
     try:
         proc = subprocess.run(argv, input=stdin_bytes,
                               stdin=None if stdin_bytes is not None else subprocess.DEVNULL,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              stdout=subprocess.PIPE if output is not None else subprocess.DEVNULL,
+                              stderr=subprocess.PIPE,
                               timeout=timeout, preexec_fn=_limit_memory, cwd=cwd)
     except subprocess.TimeoutExpired:
         return f"timed out after {timeout} s"
+    if output is not None:
+        output.append(proc.stdout)
     err = proc.stderr.decode("utf-8", "replace")
     tail = err[-600:]
     if any(mark in err for mark in SANITIZER_MARKS):
@@ -87,6 +92,26 @@ class Suite:
         half = len(paths) // 2
         self.batch(label, args, paths[:half], extra, timeout)
         self.batch(label, args, paths[half:], extra, timeout)
+
+    def check_then_sim(self, paths, extra=()):
+        """`check` on every path, then `sim` on those that check clean (on the
+        others sim would only repeat check's work)."""
+        if not paths:
+            return
+        self.runs += 1
+        out = []
+        argv = [self.pipec, "check", "--format", "json", *extra, *paths]
+        if run(argv, output=out):
+            self.batch("check", ["check", *extra], paths)
+            self.batch("sim", ["sim", *extra], paths)
+            return
+        try:
+            files = json.loads(out[0])["files"]
+            clean = [f["path"] for f in files
+                     if not any(d["severity"] == "error" for d in f["diagnostics"])]
+        except (ValueError, KeyError, TypeError):
+            clean = paths
+        self.batch("sim", ["sim", *extra], clean)
 
     def finish(self):
         print(f"{self.name}: {self.runs} pipec runs, {len(self.failures)} failures")

@@ -95,9 +95,7 @@ def main():
         paths.append(harness.write(os.path.join(workdir, f"{stem}-{case}.pipe"),
                                    mutate(text, rng)))
     for i in range(0, len(paths), BATCH):
-        chunk = paths[i:i + BATCH]
-        suite.batch("check", ["check", *LIMITS], chunk)
-        suite.batch("sim", ["sim", "--timeline", *LIMITS], chunk)
+        suite.check_then_sim(paths[i:i + BATCH], LIMITS)
     return suite.finish()
 
 

@@ -36,7 +36,7 @@ def source_cases():
     yield "junk-in-schedule", schedule(body="$" * 1_000_000), []
     yield "many-lets", schedule(body="".join(f"let x{i} = {i};\n" for i in range(50_000))), []
     yield "many-statements", schedule(
-        program="rank r { " + "F(0, mb = 0); " * 100_000 + "}"), []
+        program="rank r { " + "F(0, mb = 0); " * 20_000 + "}"), []
     # Topology at and past the limits.
     yield "ranks-2^20", schedule(ranks="1048576", stages="2"), []
     yield "ranks-2^20+1", schedule(ranks="1048577"), []
@@ -124,7 +124,7 @@ def main():
         "junk-bytes.csv": bytes(range(256)) * 4000,
         "huge-ids.csv": "16777215F1073741823,16777215B1073741823\n",
         "many-rows.csv": "0F0,0B0\n" + "\n" * 1_100_000,
-        "long-row.csv": ",".join(f"0F{m},0B{m}" for m in range(200_000)) + "\n",
+        "long-row.csv": ",".join(f"0F{m},0B{m}" for m in range(100_000)) + "\n",
         "deep-pairs.csv": "(" * 100_000 + "\n",
     }
     for name, text in csv_cases.items():

@@ -10,7 +10,7 @@ import sys
 
 import harness
 
-BATCH = 400  # files per pipec process
+BATCH = 500  # files per pipec process
 
 
 def main():
@@ -24,9 +24,7 @@ def main():
         for cut in range(len(text)):
             paths.append(harness.write(os.path.join(workdir, f"{stem}-{cut}.pipe"), text[:cut]))
     for i in range(0, len(paths), BATCH):
-        chunk = paths[i:i + BATCH]
-        suite.batch("check", ["check"], chunk)
-        suite.batch("sim", ["sim", "--timeline"], chunk)
+        suite.check_then_sim(paths[i:i + BATCH])
     return suite.finish()
 
 
