@@ -83,6 +83,7 @@ private:
     homes_.assign(static_cast<size_t>(out_.numStages * out_.numMicrobatches), {});
     stageRanks_.assign(out_.numStages, {});
     bool ok = true;
+    unsigned conflicts = 0;
     forEachAction(csv_, [&](int32_t rank, const TorchAction &a) {
       Home &home = homes_[key(a.stage, a.microbatch)];
       if (home.rank < 0) {
@@ -96,14 +97,21 @@ private:
       }
       if (home.rank == rank)
         return;
+      ok = false;
+      if (++conflicts > kMaxReportedCells) // one per op could be millions
+        return;
       diags_
           .report(DiagKind::CsvPlacementConflict, a.range,
                   stageAndMicrobatch(a.stage, a.microbatch) + " runs on rank " +
                       std::to_string(rank) + " here and on rank " + std::to_string(home.rank) +
                       " too; all ops of one stage and micro-batch must run on one rank")
           .note(home.first->range, "on rank " + std::to_string(home.rank) + " here");
-      ok = false;
     });
+    if (conflicts > kMaxReportedCells)
+      diags_.report(DiagKind::CsvPlacementConflict,
+                    std::to_string(conflicts - kMaxReportedCells) +
+                        " more ops run on another rank than the first op of their stage and "
+                        "micro-batch");
     // One error for all stages without ops: there can be millions.
     int64_t missing = 0, firstMissing = -1;
     for (int64_t s = 0; s < out_.numStages; ++s)

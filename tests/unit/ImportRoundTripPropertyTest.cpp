@@ -175,6 +175,15 @@ TEST_CASE("an import refuses what the front end would, at the CSV", "[interop]")
     std::string csv = gen.validSchedule(200, 3000, 1);
     CHECK(importCsv(csv).refusals == std::vector<DiagKind>{DiagKind::CsvPlacementTooIrregular});
   }
+  SECTION("conflicts are reported up to a bound, then counted") {
+    std::string rank0, rank1;
+    for (int m = 0; m < 300; ++m) {
+      rank0 += "0F" + std::to_string(m) + ",";
+      rank1 += "0B" + std::to_string(m) + ",";
+    }
+    std::vector<DiagKind> refusals = importCsv(rank0 + "\n" + rank1 + "\n").refusals;
+    CHECK(refusals.size() == kMaxReportedCells + 1);
+  }
   SECTION("a W without an I before it") {
     CHECK(importCsv("0F0,0W0,0I0\n").refusals == std::vector<DiagKind>{DiagKind::UnmatchedW});
     CHECK(importCsv("0F0,0I0,0W0\n").refusals.empty());
