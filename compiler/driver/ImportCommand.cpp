@@ -1,6 +1,7 @@
 // `pipec import --from torch-csv FILE.csv [-o OUT.pipe]`: reads PyTorch's
 // compute-only schedule CSV strictly and writes it as an explicit .pipe file.
-// Nothing is written when the CSV has errors.
+// Nothing is written when the CSV has errors, nor when the written schedule
+// would not pass pipec's own front end (`check` reads what import writes).
 #include "driver/Commands.h"
 #include "driver/InputFile.h"
 #include "driver/Reporting.h"
@@ -9,6 +10,8 @@
 #include "interop/PipeWriter.h"
 #include "interop/TorchCsvReader.h"
 #include "interop/TorchImport.h"
+#include "sema/NameResolver.h"
+#include "syntax/Parser.h"
 
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -30,6 +33,26 @@ int report(const std::string &file, const DiagnosticEngine &diags, const CommonA
   return exitStatus(diags, args);
 }
 
+// Runs the written schedule through the front end, as `check` would. The
+// import's own checks make this pass; should one be missing, the user sees the
+// front end's errors on the text it was about to write instead of a file that
+// pipec rejects.
+bool elaboratesCleanly(const std::string &text, const CommonArgs &args) {
+  llvm::SourceMgr sources;
+  DiagnosticEngine diags(sources);
+  unsigned id = sources.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBuffer(text, "<imported schedule>"), llvm::SMLoc());
+  std::unique_ptr<ast::Schedule> ast = parseSchedule(id, diags);
+  bool ok = ast && resolveNames(*ast, diags) && elaborate(*ast, args.elab, diags) &&
+            !diags.hasErrors();
+  if (!ok) {
+    renderText(diags, llvm::errs(), args.color);
+    llvm::errs() << "pipec: error: the imported schedule does not pass pipec's front end; "
+                    "nothing is written\n";
+  }
+  return ok;
+}
+
 } // namespace
 
 int runImport(const std::string &file, const std::string &output, const CommonArgs &args) {
@@ -40,24 +63,28 @@ int runImport(const std::string &file, const std::string &output, const CommonAr
   }
   llvm::SourceMgr sources;
   DiagnosticEngine diags(sources);
-  std::optional<ImportedSchedule> schedule;
-  std::string error;
+  std::string text, error;
   if (std::unique_ptr<llvm::MemoryBuffer> buffer = readInputFile(file, error)) {
     unsigned id = sources.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
-    if (std::optional<TorchCsv> csv = readTorchCsv(id, diags))
-      schedule = inferSchedule(*csv, diags);
+    std::optional<ImportedSchedule> schedule;
+    if (std::optional<TorchCsv> csv = readTorchCsv(id, diags, args.elab.limits.maxOps))
+      schedule = inferSchedule(*csv, args.elab.limits, diags);
+    llvm::raw_string_ostream out(text);
+    if (schedule &&
+        !writePipe(*schedule, scheduleNameFor(file == "-" ? "stdin" : file),
+                   file == "-" ? "<stdin>" : llvm::sys::path::filename(file), diags, out))
+      text.clear();
+    out.flush();
   } else {
     diags.report(DiagKind::FileNotReadable, "cannot read '" + file + "': " + error);
   }
   int status = report(file, diags, args);
-  if (!schedule || status != kExitClean)
+  if (text.empty() || status != kExitClean)
     return status;
+  if (!elaboratesCleanly(text, args))
+    return kExitErrors;
 
-  bool written = writeOutputFile(output, [&](llvm::raw_ostream &out) {
-    writePipe(*schedule, scheduleNameFor(file == "-" ? "stdin" : file),
-              file == "-" ? "<stdin>" : llvm::sys::path::filename(file), out);
-  });
-  if (!written)
+  if (!writeOutputFile(output, [&](llvm::raw_ostream &out) { out << text; }))
     return kExitUsage;
   return kExitClean;
 }

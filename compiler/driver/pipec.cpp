@@ -58,8 +58,10 @@ cl::opt<uint64_t> MaxActivations(
     "max-activations",
     cl::desc("Error when a rank holds more micro-batches' activations (default: no limit)"),
     cl::value_desc("N"), Checking, cl::cat(Category));
+// import refuses a CSV whose schedule would be over the same limit.
 cl::opt<uint64_t> MaxOps("max-ops", cl::desc("Refuse schedules with more ops than this"),
-                         cl::init(pipec::ElabLimits().maxOps), Checking, cl::cat(Category));
+                         cl::init(pipec::ElabLimits().maxOps), Checking, cl::sub(ImportCmd),
+                         cl::cat(Category));
 cl::opt<uint64_t> MaxIterations("max-iterations",
                                 cl::desc("Refuse schedules whose loops run more iterations"),
                                 cl::init(pipec::ElabLimits().maxIterations), Checking,
@@ -386,6 +388,7 @@ int main(int argc, char **argv) {
   if (ImportCmd) {
     args.color = sys::Process::StandardErrHasColors();
     args.format = ImportFormat;
+    args.elab.limits.maxOps = MaxOps;
     if (!validateImport())
       return pipec::kExitUsage;
     return pipec::runImport(ImportFile, ImportOutput, args);

@@ -1,61 +1,78 @@
 #include "interop/PipeWriter.h"
 
+#include "interop/PlacementExpr.h"
+
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Path.h"
 
-#include <functional>
+#include <optional>
 
 namespace pipec {
 
 namespace {
 
-using Formula = std::function<int64_t(int64_t)>;
+struct PlacementPlan {
+  StageExpr rank, chunk;
+};
 
-// The expression of `s` that gives values[s] for every stage: a closed form
-// when one matches, else a balanced lookup over runs of equal values (its
-// nesting grows with the log of the number of runs).
-std::string expressionFor(const std::vector<int64_t> &values, int64_t ranks) {
-  int64_t R = ranks, S = static_cast<int64_t>(values.size());
-  std::string r = std::to_string(R);
-  const std::pair<std::string, Formula> candidates[] = {
-      {std::to_string(values[0]), [&](int64_t) { return values[0]; }},
-      {"s", [](int64_t s) { return s; }},
-      {std::to_string(S - 1) + " - s", [&](int64_t s) { return S - 1 - s; }},
-      {"s % " + r, [&](int64_t s) { return s % R; }},
-      {"s / " + r, [&](int64_t s) { return s / R; }},
-      {"s < " + r + " ? s : " + std::to_string(2 * R - 1) + " - s",
-       [&](int64_t s) { return s < R ? s : 2 * R - 1 - s; }},
-      {"s < " + r + " ? 0 : 1", [&](int64_t s) { return s < R ? 0 : 1; }},
-  };
-  for (const auto &[text, formula] : candidates) {
-    bool matches = true;
-    for (int64_t s = 0; s < S && matches; ++s)
-      matches = formula(s) == values[s];
-    if (matches)
-      return text;
-  }
-  std::vector<int64_t> starts; // first stage of each run of equal values
-  for (int64_t s = 0; s < S; ++s)
-    if (s == 0 || values[s] != values[s - 1])
-      starts.push_back(s);
-  std::function<std::string(size_t, size_t)> lookup = [&](size_t lo, size_t hi) {
-    if (hi - lo == 1)
-      return std::to_string(values[starts[lo]]);
-    size_t mid = (lo + hi) / 2;
-    return "(s < " + std::to_string(starts[mid]) + " ? " + lookup(lo, mid) + " : " +
-           lookup(mid, hi) + ")";
-  };
-  return lookup(0, starts.size());
+// `place stage s -> rank <rank> chunk <chunk> ;` holds 7 tokens of its own.
+size_t statementTokens(const PlacementPlan &plan) {
+  return 7 + plan.rank.tokens.size() + plan.chunk.tokens.size();
 }
 
-void writePlacement(const ImportedFlow &flow, int64_t ranks, llvm::raw_ostream &out) {
+// The most readable forms that fit one statement, or nullopt.
+std::optional<PlacementPlan> planPlacement(const ImportedFlow &flow, int64_t ranks,
+                                           const std::string &prefix) {
   std::vector<int64_t> rank, chunk;
   for (const Slot &slot : flow.stageSlots) {
     rank.push_back(slot.rank);
     chunk.push_back(slot.chunk);
   }
-  out << "place stage s -> rank " << expressionFor(rank, ranks) << " chunk "
-      << expressionFor(chunk, ranks) << ";";
+  PlacementPlan plan{closedFormOrLookup(rank, ranks), closedFormOrLookup(chunk, ranks)};
+  if (statementTokens(plan) <= kMaxStatementTokens)
+    return plan;
+  // Pack whichever side is larger first; the other stays readable if it can.
+  StageExpr packedRank = packedTables(rank, prefix + "rank_of");
+  StageExpr packedChunk = packedTables(chunk, prefix + "chunk_of");
+  for (PlacementPlan candidate : {PlacementPlan{plan.rank, packedChunk},
+                                  PlacementPlan{packedRank, plan.chunk},
+                                  PlacementPlan{packedRank, packedChunk}})
+    if (statementTokens(candidate) <= kMaxStatementTokens)
+      return candidate;
+  return std::nullopt;
+}
+
+// Tokens joined with spaces, wrapped so that no line grows past ~100 columns.
+void writeTokens(const std::vector<std::string> &tokens, size_t column, llvm::raw_ostream &out) {
+  const char *const kIndent = "      ";
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const std::string &t = tokens[i];
+    bool space = i > 0 && tokens[i - 1] != "(" && t != ")" && t != ";";
+    if (space && column + t.size() > 96) {
+      out << '\n' << kIndent;
+      column = 6;
+    } else if (space) {
+      out << ' ';
+      ++column;
+    }
+    out << t;
+    column += t.size();
+  }
+}
+
+void writePlacement(const PlacementPlan &plan, size_t column, llvm::raw_ostream &out) {
+  std::vector<std::string> tokens = {"place", "stage", "s", "->", "rank"};
+  tokens.insert(tokens.end(), plan.rank.tokens.begin(), plan.rank.tokens.end());
+  tokens.push_back("chunk");
+  tokens.insert(tokens.end(), plan.chunk.tokens.begin(), plan.chunk.tokens.end());
+  tokens.push_back(";");
+  writeTokens(tokens, column, out);
+}
+
+void writeLets(const PlacementPlan &plan, llvm::raw_ostream &out) {
+  for (const StageExpr *expr : {&plan.rank, &plan.chunk})
+    for (const auto &[name, value] : expr->lets)
+      out << "  let " << name << " = " << value << ";\n";
 }
 
 void writeOp(const ImportedOp &op, llvm::raw_ostream &out) {
@@ -84,9 +101,48 @@ std::string scheduleNameFor(llvm::StringRef path) {
   return name;
 }
 
-void writePipe(const ImportedSchedule &schedule, llvm::StringRef name, llvm::StringRef source,
-               llvm::raw_ostream &out) {
-  out << "// Imported by `pipec import --from torch-csv` from " << source << ".\n"
+std::string escapeForComment(llvm::StringRef text) {
+  std::string escaped;
+  for (unsigned char c : text) {
+    if (c == '\n')
+      escaped += "\\n";
+    else if (c == '\\')
+      escaped += "\\\\";
+    else if (c < 0x20 || c >= 0x7f)
+      escaped += "\\x" + llvm::utohexstr(c, /*LowerCase=*/true, /*Width=*/2);
+    else
+      escaped += static_cast<char>(c);
+  }
+  return escaped;
+}
+
+bool writePipe(const ImportedSchedule &schedule, llvm::StringRef name, llvm::StringRef source,
+               DiagnosticEngine &diags, llvm::raw_ostream &out) {
+  bool flows = schedule.flows.size() > 1;
+  std::vector<PlacementPlan> plans;
+  for (size_t f = 0; f < schedule.flows.size(); ++f) {
+    std::string prefix = flows ? "f" + std::to_string(f) + "_" : "";
+    std::optional<PlacementPlan> plan =
+        planPlacement(schedule.flows[f], schedule.numRanks, prefix);
+    if (!plan) {
+      const ImportedFlow &flow = schedule.flows[f];
+      diags
+          .report(DiagKind::CsvPlacementTooIrregular, flow.lastStageAction,
+                  "the placement of " + std::to_string(schedule.numStages) + " stages" +
+                      (flows ? " in micro-batches " + std::to_string(flow.begin) + ".." +
+                                   std::to_string(flow.end)
+                             : "") +
+                      " is too irregular to write as one .pipe place statement (at most " +
+                      std::to_string(kMaxStatementTokens) + " tokens)")
+          .note("place the stages in a regular pattern, such as stage s on rank s % P, or in "
+                "fewer runs of consecutive stages on one rank");
+      return false;
+    }
+    plans.push_back(std::move(*plan));
+  }
+
+  out << "// Imported by `pipec import --from torch-csv` from " << escapeForComment(source)
+      << ".\n"
       << "// Every op names its chunk and its global micro-batch, in the CSV's order.\n"
       << "schedule " << name << "() {\n"
       << "  ranks " << schedule.numRanks << ";\n"
@@ -94,15 +150,19 @@ void writePipe(const ImportedSchedule &schedule, llvm::StringRef name, llvm::Str
       << "  microbatches " << schedule.numMicrobatches << ";\n";
   if (schedule.copies > 1)
     out << "  copies " << schedule.copies << ";\n";
-  if (schedule.flows.size() == 1) {
+  for (const PlacementPlan &plan : plans)
+    writeLets(plan, out);
+  if (!flows) {
     out << "  ";
-    writePlacement(schedule.flows[0], schedule.numRanks, out);
+    writePlacement(plans[0], 2, out);
     out << "\n";
   } else {
     for (size_t f = 0; f < schedule.flows.size(); ++f) {
       const ImportedFlow &flow = schedule.flows[f];
-      out << "  flow f" << f << ": microbatches " << flow.begin << ".." << flow.end << " { ";
-      writePlacement(flow, schedule.numRanks, out);
+      std::string head = "  flow f" + std::to_string(f) + ": microbatches " +
+                         std::to_string(flow.begin) + ".." + std::to_string(flow.end) + " { ";
+      out << head;
+      writePlacement(plans[f], head.size(), out);
       out << " }\n";
     }
   }
@@ -121,6 +181,7 @@ void writePipe(const ImportedSchedule &schedule, llvm::StringRef name, llvm::Str
     out << "  }\n";
   }
   out << "}\n";
+  return true;
 }
 
 } // namespace pipec

@@ -1,5 +1,7 @@
 #include "interop/TorchCsvReader.h"
 
+#include "elab/Elaborator.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -218,19 +220,28 @@ private:
 
 } // namespace
 
-std::optional<TorchCsv> readTorchCsv(unsigned buffer, DiagnosticEngine &diags) {
+std::optional<TorchCsv> readTorchCsv(unsigned buffer, DiagnosticEngine &diags,
+                                     uint64_t maxActions) {
   const llvm::MemoryBuffer *file = diags.sources().getMemoryBuffer(buffer);
   llvm::StringRef text = file->getBuffer();
   TorchCsv csv;
   csv.path = file->getBufferIdentifier().str();
   if (text.startswith("\xEF\xBB\xBF")) // a UTF-8 byte-order mark, as spreadsheets write
     text = text.drop_front(3);
-  bool ok = true;
+  unsigned malformed = 0;
+  uint64_t actions = 0;
   while (!text.empty()) {
     auto [line, rest] = text.split('\n');
     text = rest;
     if (line.endswith("\r"))
       line = line.drop_back();
+    if (csv.rows.size() == static_cast<size_t>(kMaxRanks)) {
+      diags.report(DiagKind::TopologyOutOfRange, rangeOf(line.begin(), line.end()),
+                   "this row would be rank " + std::to_string(kMaxRanks) +
+                       ", but pipec supports at most " + std::to_string(kMaxRanks) +
+                       " ranks (one row per rank)");
+      return std::nullopt;
+    }
     std::vector<TorchCell> &row = csv.rows.emplace_back();
     llvm::SmallVector<llvm::StringRef, 64> cells;
     line.split(cells, ',');
@@ -238,13 +249,28 @@ std::optional<TorchCsv> readTorchCsv(unsigned buffer, DiagnosticEngine &diags) {
       cell = cell.trim(" \t");
       if (cell.empty())
         continue; // PyTorch's idle slot
-      if (std::optional<TorchCell> parsed = CellParser(cell, diags).parse())
-        row.push_back(*parsed);
-      else
-        ok = false;
+      std::optional<TorchCell> parsed = CellParser(cell, diags).parse();
+      if (!parsed) {
+        if (++malformed == kMaxReportedCells) {
+          diags.report(DiagKind::MalformedCsvCell, rangeOf(cell.begin(), cell.end()),
+                       "stopping after " + std::to_string(kMaxReportedCells) +
+                           " malformed cells; the rest of the file is not read");
+          return std::nullopt;
+        }
+        continue;
+      }
+      actions += parsed->second ? 2 : 1;
+      if (actions > maxActions) {
+        diags.report(DiagKind::OpLimitExceeded, parsed->range,
+                     "the CSV holds more than " + std::to_string(maxActions) +
+                         " actions, the op limit; this cell goes past it")
+            .note("raise the limit with --max-ops if this is intended");
+        return std::nullopt;
+      }
+      row.push_back(*parsed);
     }
   }
-  if (!ok)
+  if (malformed != 0)
     return std::nullopt;
   return csv;
 }

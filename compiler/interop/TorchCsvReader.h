@@ -45,7 +45,13 @@ struct TorchCsv {
 };
 
 // Reads buffer `buffer` of the engine's SourceMgr. Reports every malformed
-// cell; returns nullopt if there was any.
-std::optional<TorchCsv> readTorchCsv(unsigned buffer, DiagnosticEngine &diags);
+// cell (up to kMaxReportedCells, then stops reading); returns nullopt if there
+// was any. Stops with TopologyOutOfRange at a row beyond pipec's rank limit
+// and with OpLimitExceeded at the action beyond `maxActions`, before holding
+// a file of any size in memory.
+std::optional<TorchCsv> readTorchCsv(unsigned buffer, DiagnosticEngine &diags,
+                                     uint64_t maxActions = UINT64_MAX);
+
+constexpr unsigned kMaxReportedCells = 100;
 
 } // namespace pipec

@@ -3,14 +3,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <tuple>
 
 namespace pipec {
 
 namespace {
-
-// pipec refuses, by default, schedules above 20 000 000 ops; a schedule with
-// S stages and M micro-batches has at least 2*S*M.
-constexpr int64_t kMaxStageMicrobatchPairs = 10'000'000;
 
 // Where a (stage, micro-batch) runs: the rank of its first op.
 struct Home {
@@ -33,10 +30,11 @@ std::string stageAndMicrobatch(int64_t stage, int64_t mb) {
 
 class Inference {
 public:
-  Inference(const TorchCsv &csv, DiagnosticEngine &diags) : csv_(csv), diags_(diags) {}
+  Inference(const TorchCsv &csv, const ElabLimits &limits, DiagnosticEngine &diags)
+      : csv_(csv), limits_(limits), diags_(diags) {}
 
   std::optional<ImportedSchedule> run() {
-    if (!measure() || !findHomes() || !formFlows())
+    if (!measure() || !findHomes() || !matchWs() || !formFlows())
       return std::nullopt;
     numberChunks();
     writeOps();
@@ -61,14 +59,16 @@ private:
                 "3I1 or (0F7;7B3)OVERLAP_F_B");
       return false;
     }
-    if (out_.numStages * out_.numMicrobatches > kMaxStageMicrobatchPairs) {
+    // As elaboration does: every (stage, micro-batch) needs a forward and a
+    // backward. Ids are below 2^24 and 2^30, so this cannot overflow.
+    uint64_t minimumOps = 2 * uint64_t(out_.numStages) * uint64_t(out_.numMicrobatches);
+    if (minimumOps > limits_.maxOps) {
       diags_.report(DiagKind::OpLimitExceeded, largest->range,
                     "ids up to stage " + std::to_string(out_.numStages - 1) +
                         " and micro-batch " + std::to_string(out_.numMicrobatches - 1) +
-                        " make a schedule of at least " +
-                        std::to_string(2 * out_.numStages * out_.numMicrobatches) +
-                        " ops, above pipec's limit of " +
-                        std::to_string(2 * kMaxStageMicrobatchPairs));
+                        " make a schedule of at least " + std::to_string(minimumOps) +
+                        " ops, above the limit of " + std::to_string(limits_.maxOps))
+          .note("raise the limit with --max-ops if this is intended");
       return false;
     }
     return true;
@@ -83,10 +83,13 @@ private:
     homes_.assign(static_cast<size_t>(out_.numStages * out_.numMicrobatches), {});
     stageRanks_.assign(out_.numStages, {});
     bool ok = true;
+    unsigned conflicts = 0;
     forEachAction(csv_, [&](int32_t rank, const TorchAction &a) {
       Home &home = homes_[key(a.stage, a.microbatch)];
       if (home.rank < 0) {
         home = {rank, &a};
+        if (a.stage == out_.numStages - 1 && !lastStageFirst_)
+          lastStageFirst_ = &a;
         std::vector<int32_t> &ranks = stageRanks_[a.stage];
         if (std::find(ranks.begin(), ranks.end(), rank) == ranks.end())
           ranks.push_back(rank);
@@ -94,22 +97,35 @@ private:
       }
       if (home.rank == rank)
         return;
+      ok = false;
+      if (++conflicts > kMaxReportedCells) // one per op could be millions
+        return;
       diags_
           .report(DiagKind::CsvPlacementConflict, a.range,
                   stageAndMicrobatch(a.stage, a.microbatch) + " runs on rank " +
                       std::to_string(rank) + " here and on rank " + std::to_string(home.rank) +
                       " too; all ops of one stage and micro-batch must run on one rank")
           .note(home.first->range, "on rank " + std::to_string(home.rank) + " here");
-      ok = false;
     });
-    for (int64_t s = 0; s < out_.numStages; ++s) {
-      if (stageRanks_[s].empty()) {
-        diags_.report(DiagKind::CsvPlacementConflict,
-                      "stage " + std::to_string(s) + " has no op in '" + csv_.path +
-                          "' (its largest stage id is " + std::to_string(out_.numStages - 1) +
-                          "), so pipec cannot tell which rank holds it");
-        ok = false;
-      }
+    if (conflicts > kMaxReportedCells)
+      diags_.report(DiagKind::CsvPlacementConflict,
+                    std::to_string(conflicts - kMaxReportedCells) +
+                        " more ops run on another rank than the first op of their stage and "
+                        "micro-batch");
+    // One error for all stages without ops: there can be millions.
+    int64_t missing = 0, firstMissing = -1;
+    for (int64_t s = 0; s < out_.numStages; ++s)
+      if (stageRanks_[s].empty() && missing++ == 0)
+        firstMissing = s;
+    if (missing != 0) {
+      diags_.report(DiagKind::CsvPlacementConflict,
+                    "stage " + std::to_string(firstMissing) +
+                        (missing > 1 ? " and " + std::to_string(missing - 1) + " more stages have"
+                                     : " has") +
+                        " no op in '" + csv_.path + "' (its largest stage id is " +
+                        std::to_string(out_.numStages - 1) +
+                        "), so pipec cannot tell which rank holds it");
+      ok = false;
     }
     return ok;
   }
@@ -120,6 +136,41 @@ private:
     if (home.rank >= 0)
       return home.rank;
     return stageRanks_[stage].size() == 1 ? stageRanks_[stage][0] : -1;
+  }
+
+  // A W completes an earlier I of its stage and micro-batch on its rank; the
+  // front end rejects one that has none, so import reports it in the CSV.
+  bool matchWs() {
+    std::map<std::tuple<int32_t, int64_t, int64_t>, int64_t> pending; // (rank, stage, mb)
+    const TorchAction *first = nullptr;
+    int64_t unmatched = 0;
+    forEachAction(csv_, [&](int32_t rank, const TorchAction &a) {
+      if (a.kind == ast::OpKind::I)
+        ++pending[{rank, a.stage, a.microbatch}];
+      if (a.kind != ast::OpKind::W)
+        return;
+      auto it = pending.find({rank, a.stage, a.microbatch});
+      if (it != pending.end() && it->second > 0) {
+        --it->second;
+      } else if (unmatched++ == 0) {
+        first = &a;
+      }
+    });
+    if (!first)
+      return true;
+    auto &d = diags_.report(DiagKind::UnmatchedW, first->range,
+                            "this W of " + stageAndMicrobatch(first->stage, first->microbatch) +
+                                " has no I of them before it on its rank to complete");
+    d.note("every W completes an earlier I (the input-gradient half of a backward)");
+    if (unmatched > 1)
+      d.note(std::to_string(unmatched - 1) + " more W" + (unmatched > 2 ? "s have" : " has") +
+             " no I before it");
+    return false;
+  }
+
+  llvm::SMRange actionOfLastStage(int64_t mb) const {
+    const Home &home = homes_[key(out_.numStages - 1, mb)];
+    return home.first ? home.first->range : lastStageFirst_->range;
   }
 
   // Maximal runs of micro-batches with one placement.
@@ -140,7 +191,7 @@ private:
         }
       }
       if (current != previous) {
-        out_.flows.push_back({mb, mb + 1, {}});
+        out_.flows.push_back({mb, mb + 1, {}, actionOfLastStage(mb)});
         previous = current;
       } else {
         out_.flows.back().end = mb + 1;
@@ -196,7 +247,9 @@ private:
   }
 
   const TorchCsv &csv_;
+  const ElabLimits &limits_;
   DiagnosticEngine &diags_;
+  const TorchAction *lastStageFirst_ = nullptr;
   ImportedSchedule out_;
   std::vector<Home> homes_;
   std::vector<std::vector<int32_t>> stageRanks_;
@@ -205,8 +258,9 @@ private:
 
 } // namespace
 
-std::optional<ImportedSchedule> inferSchedule(const TorchCsv &csv, DiagnosticEngine &diags) {
-  return Inference(csv, diags).run();
+std::optional<ImportedSchedule> inferSchedule(const TorchCsv &csv, const ElabLimits &limits,
+                                              DiagnosticEngine &diags) {
+  return Inference(csv, limits, diags).run();
 }
 
 } // namespace pipec

@@ -15,6 +15,7 @@
 #pragma once
 
 #include "diag/Diagnostics.h"
+#include "elab/Elaborator.h"
 #include "elab/ScheduleIR.h"
 #include "interop/TorchCsvReader.h"
 
@@ -34,6 +35,7 @@ struct ImportedOp {
 struct ImportedFlow {
   int64_t begin, end;           // micro-batches [begin, end)
   std::vector<Slot> stageSlots; // stage -> slot
+  llvm::SMRange lastStageAction; // an action of its last stage, to locate errors at
 };
 
 struct ImportedSchedule {
@@ -42,8 +44,10 @@ struct ImportedSchedule {
   std::vector<std::vector<ImportedOp>> ranks;
 };
 
-// Reports CsvPlacementConflict, EmptyCsvSchedule or OpLimitExceeded and
-// returns nullopt when the CSV has no schedule pipec can express.
-std::optional<ImportedSchedule> inferSchedule(const TorchCsv &csv, DiagnosticEngine &diags);
+// Reports CsvPlacementConflict, EmptyCsvSchedule or OpLimitExceeded (the
+// schedule's minimum size against `limits`) and returns nullopt when the CSV
+// has no schedule pipec can express.
+std::optional<ImportedSchedule> inferSchedule(const TorchCsv &csv, const ElabLimits &limits,
+                                              DiagnosticEngine &diags);
 
 } // namespace pipec

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds the front-end fuzzer with clang (ASan + UBSan + libFuzzer) in its own
-# build directory and fuzzes for a fixed time, seeded with every .pipe file in
-# the repository. Fails on any crash, sanitizer report, leak or timeout.
+# Builds the fuzz targets with clang (ASan + UBSan + libFuzzer) in their own
+# build directory and fuzzes each for its share of a fixed time: the front end
+# and the simulator seeded with every .pipe file in the repository, import
+# with every .csv. Fails on any crash, sanitizer report, leak or timeout.
 # usage: run_fuzz_smoke.sh SOURCE_DIR BUILD_DIR SECONDS
 set -euo pipefail
 src=$1 build=$2 seconds=${3:-60}
@@ -13,11 +14,22 @@ run_logged() { # quiet unless it fails
 run_logged "$build.configure.log" cmake -S "$src" -B "$build" -G Ninja \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
   -DPIPEC_FUZZ=ON -DPIPEC_ENABLE_CUDA=OFF -DPIPEC_BUILD_TESTS=ON
-run_logged "$build.build.log" cmake --build "$build" --target pipec_frontend_fuzzer
+run_logged "$build.build.log" cmake --build "$build" \
+  --target pipec_frontend_fuzzer pipec_sim_fuzzer pipec_import_fuzzer
 
-corpus=$build/corpus
-mkdir -p "$corpus"
-find "$src/examples" "$src/tests" -name '*.pipe' -exec cp {} "$corpus/" \;
-"$build/bin/pipec_frontend_fuzzer" "$corpus" -dict="$src/tests/fuzz/pipe.dict" -max_total_time="$seconds" -timeout=10 \
-  -rss_limit_mb=2048 -max_len=4096 -print_final_stats=1 -artifact_prefix="$build/" 2>&1 | tail -n 15
+# The front end gets the largest share: it sees every input the others see.
+share() { echo $(( seconds * $1 / 4 > 1 ? seconds * $1 / 4 : 1 )); }
+
+fuzz() { # TARGET SECONDS CORPUS EXTENSION [libFuzzer options]
+  local target=$1 time=$2 corpus=$build/corpus-$1 extension=$3; shift 3
+  mkdir -p "$corpus"
+  find "$src/examples" "$src/tests" -name "*.$extension" -exec cp {} "$corpus/" \;
+  echo "== $target: ${time}s"
+  "$build/bin/pipec_${target}_fuzzer" "$corpus" -max_total_time="$time" -timeout=10 \
+    -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$build/$target-" "$@" 2>&1 |
+    tail -n 15
+}
+fuzz frontend "$(share 2)" pipe -dict="$src/tests/fuzz/pipe.dict" -max_len=4096
+fuzz sim "$(share 1)" pipe -dict="$src/tests/fuzz/pipe.dict" -max_len=4096
+fuzz import "$(share 1)" csv -dict="$src/tests/fuzz/csv.dict" -max_len=8192
 echo "fuzz smoke: no crash, hang or sanitizer report in ${seconds}s"

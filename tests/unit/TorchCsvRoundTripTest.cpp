@@ -40,7 +40,7 @@ std::string importCsv(const std::string &csv, std::string &why) {
                                            llvm::SMLoc());
   std::optional<ImportedSchedule> schedule;
   if (std::optional<TorchCsv> read = readTorchCsv(id, diags))
-    schedule = inferSchedule(*read, diags);
+    schedule = inferSchedule(*read, ElabLimits(), diags);
   if (!schedule) {
     for (const Diagnostic &d : diags.diagnostics())
       why += d.message + "\n";
@@ -48,7 +48,8 @@ std::string importCsv(const std::string &csv, std::string &why) {
   }
   std::string text;
   llvm::raw_string_ostream out(text);
-  writePipe(*schedule, "imported", "t.csv", out);
+  if (!writePipe(*schedule, "imported", "t.csv", diags, out))
+    return "";
   return out.str();
 }
 
