@@ -30,7 +30,8 @@ Diagnostic &DiagnosticEngine::report(DiagKind kind, llvm::SMRange at, std::strin
   if (!stopped_ && severity == Severity::Error && errorLimit_ != 0 && errors_ > errorLimit_) {
     stopped_ = true;
     diags_.push_back(Diagnostic{DiagKind::TooManyErrors, Severity::Error, {},
-                                "too many errors emitted, stopping now", {}, {}, 0});
+                                "too many errors emitted, stopping now (--error-limit=0 shows all)",
+                                {}, {}, 0});
   }
   if (stopped_) {
     discarded_ = Diagnostic{kind, severity, at, {}, {}, {}, 0};

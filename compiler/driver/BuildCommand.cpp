@@ -83,6 +83,7 @@ int runBuild(const std::string &file, const BuildArgs &build, const CommonArgs &
 
   // A program runs only what the checks proved.
   Compilation compilation(file);
+  compilation.diags().setErrorLimit(args.errorLimit);
   bool ok = compilation.runAll(args.elab, args.checks);
   int status = finish(compilation, args);
   if (!ok || status != kExitClean)

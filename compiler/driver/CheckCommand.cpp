@@ -20,6 +20,7 @@ int runCheck(const std::vector<std::string> &files, const CommonArgs &args) {
   unsigned errors = 0, warnings = 0, failed = 0;
   for (const std::string &file : files) {
     auto compilation = std::make_unique<Compilation>(file);
+    compilation->diags().setErrorLimit(args.errorLimit);
     bool ok = compilation->runAll(args.elab, args.checks);
     int fileStatus = kExitClean;
     if (args.format == DiagFormat::Text) {

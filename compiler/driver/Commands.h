@@ -25,6 +25,7 @@ struct CommonArgs {
   bool werror = false;
   bool timePasses = false;
   bool color = false;
+  unsigned errorLimit = 20; // --error-limit: errors shown before stopping, 0 = all
   // --costs FILE then --cost NAME=V, in order: the memory check, the simulator and
   // the overlap plans of `emit/build --target cuda`.
   std::vector<CostOverride> costs;

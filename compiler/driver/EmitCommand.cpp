@@ -17,6 +17,7 @@ namespace pipec {
 int runEmit(const std::string &file, EmitTarget target, const std::string &output,
             const CommonArgs &args) {
   Compilation compilation(file);
+  compilation.diags().setErrorLimit(args.errorLimit);
   bool ok = target == EmitTarget::AST
                 ? compilation.load() && compilation.parse() && compilation.resolve()
                 : compilation.runFrontEnd(args.elab);

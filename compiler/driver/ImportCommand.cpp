@@ -63,6 +63,7 @@ int runImport(const std::string &file, const std::string &output, const CommonAr
   }
   llvm::SourceMgr sources;
   DiagnosticEngine diags(sources);
+  diags.setErrorLimit(args.errorLimit);
   std::string text, error;
   if (std::unique_ptr<llvm::MemoryBuffer> buffer = readInputFile(file, error)) {
     unsigned id = sources.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());

@@ -30,6 +30,7 @@ struct Row {
 std::unique_ptr<Compilation> compileAndCheck(const std::string &file, const CommonArgs &args,
                                              const ElabOptions &elab, int &status) {
   auto compilation = std::make_unique<Compilation>(file);
+  compilation->diags().setErrorLimit(args.errorLimit);
   bool ok = compilation->runAll(elab, args.checks);
   status = std::max(status, finish(*compilation, args));
   return ok ? std::move(compilation) : nullptr;

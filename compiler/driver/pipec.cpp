@@ -68,6 +68,10 @@ cl::opt<uint64_t> MaxIterations("max-iterations",
                                 cl::cat(Category));
 cl::opt<bool> TimePasses("time-passes", cl::desc("Print the time each phase takes"), Checking,
                          cl::cat(Category));
+cl::opt<unsigned> ErrorLimit("error-limit",
+                             cl::desc("Stop after this many errors (0: no limit)"),
+                             cl::value_desc("N"), cl::init(20), Checking, cl::sub(ImportCmd),
+                             cl::cat(Category));
 cl::opt<bool> NoColor("no-color", cl::desc("Never color diagnostics"), Checking,
                       cl::cat(Category));
 cl::opt<pipec::DiagFormat> Format(
@@ -270,6 +274,7 @@ bool parseCosts(std::vector<pipec::CostOverride> &costs) {
 bool readCheckOptions(pipec::CommonArgs &args) {
   args.werror = Werror;
   args.timePasses = TimePasses;
+  args.errorLimit = ErrorLimit;
   args.color = !NoColor && sys::Process::StandardErrHasColors();
   args.format = Format; // text for sim, whose --format is its results'
   if (given(MaxActivations)) // absent: no limit
@@ -389,6 +394,7 @@ int main(int argc, char **argv) {
     args.color = sys::Process::StandardErrHasColors();
     args.format = ImportFormat;
     args.elab.limits.maxOps = MaxOps;
+    args.errorLimit = ErrorLimit;
     if (!validateImport())
       return pipec::kExitUsage;
     return pipec::runImport(ImportFile, ImportOutput, args);

@@ -251,6 +251,8 @@ std::optional<TorchCsv> readTorchCsv(unsigned buffer, DiagnosticEngine &diags,
         continue; // PyTorch's idle slot
       std::optional<TorchCell> parsed = CellParser(cell, diags).parse();
       if (!parsed) {
+        if (diags.stopped()) // the error limit: nothing more would be shown
+          return std::nullopt;
         if (++malformed == kMaxReportedCells) {
           diags.report(DiagKind::MalformedCsvCell, rangeOf(cell.begin(), cell.end()),
                        "stopping after " + std::to_string(kMaxReportedCells) +
