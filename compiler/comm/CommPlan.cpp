@@ -1,5 +1,7 @@
 #include "comm/CommPlan.h"
 
+#include <algorithm>
+
 namespace pipec {
 
 namespace {
@@ -26,6 +28,8 @@ CommPlan deriveCommPlan(const ScheduleIR &ir, const OpIndex &index) {
   for (size_t r = 0; r < ranks; ++r) {
     const std::vector<Op> &ops = ir.ranks[r].ops;
     stepOf[r].resize(ops.size());
+    plan.ranks[r].stepOp.reserve(std::count_if(
+        ops.begin(), ops.end(), [](const Op &op) { return op.pair != PairRole::Second; }));
     for (uint32_t i = 0; i < ops.size(); ++i) {
       if (ops[i].pair != PairRole::Second)
         plan.ranks[r].stepOp.push_back(i);
@@ -37,26 +41,55 @@ CommPlan deriveCommPlan(const ScheduleIR &ir, const OpIndex &index) {
   std::vector<std::vector<uint32_t>> received(ranks);
   for (size_t r = 0; r < ranks; ++r)
     received[r].assign(ir.ranks[r].ops.size(), kNone);
+  // Exact sizes first: growing the largest arrays by doubling would cost up to 2x.
+  size_t total = 0;
+  for (size_t r = 0; r < ranks; ++r) {
+    size_t sends = 0;
+    for (const Op &op : ir.ranks[r].ops) {
+      OpRef consumer = consumerOf(ir, index, op);
+      sends += consumer.valid() && consumer.rank != static_cast<int32_t>(r);
+    }
+    plan.ranks[r].sends.reserve(sends);
+    total += sends;
+  }
+  plan.messages.reserve(total);
+  // Channel ids of the current sender, by (receiver, kind); only touched slots are reset.
+  std::vector<uint32_t> channelTo(2 * ranks, kNone);
+  std::vector<uint32_t> touched;
   for (size_t r = 0; r < ranks; ++r) {
     const std::vector<Op> &ops = ir.ranks[r].ops;
     for (uint32_t i = 0; i < ops.size(); ++i) {
       OpRef consumer = consumerOf(ir, index, ops[i]);
       if (!consumer.valid() || consumer.rank == static_cast<int32_t>(r))
         continue;
+      MessageKind kind = ops[i].kind == OpKind::F ? MessageKind::Activation
+                                                  : MessageKind::Gradient;
+      uint32_t &channel = channelTo[2 * consumer.rank + (kind == MessageKind::Gradient)];
+      if (channel == kNone) {
+        channel = plan.numChannels++;
+        touched.push_back(2 * consumer.rank + (kind == MessageKind::Gradient));
+      }
       uint32_t id = static_cast<uint32_t>(plan.messages.size());
-      plan.messages.push_back({ops[i].kind == OpKind::F ? MessageKind::Activation
-                                                        : MessageKind::Gradient,
-                               static_cast<int32_t>(r), consumer.rank, ops[i].stage,
+      plan.messages.push_back({kind, static_cast<int32_t>(r), consumer.rank, ops[i].stage,
                                ops[i].microbatch, i, consumer.index, stepOf[r][i],
-                               stepOf[consumer.rank][consumer.index]});
+                               stepOf[consumer.rank][consumer.index], channel});
       plan.ranks[r].sends.push_back(id); // ops are visited in program order
       received[consumer.rank][consumer.index] = id;
     }
+    for (uint32_t slot : touched)
+      channelTo[slot] = kNone;
+    touched.clear();
   }
-  for (size_t r = 0; r < ranks; ++r)
+  stepOf.clear();
+  stepOf.shrink_to_fit();
+  for (size_t r = 0; r < ranks; ++r) {
+    plan.ranks[r].receives.reserve(received[r].size() -
+                                   std::count(received[r].begin(), received[r].end(), kNone));
     for (uint32_t id : received[r])
       if (id != kNone)
         plan.ranks[r].receives.push_back(id);
+    std::vector<uint32_t>().swap(received[r]); // release as we go: this is a peak
+  }
   return plan;
 }
 

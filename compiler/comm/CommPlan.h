@@ -41,9 +41,12 @@ struct Message {
   uint32_t consumer;     // op index on `to` (the F, B or I that needs it)
   uint32_t producerStep; // step index on `from`
   uint32_t consumerStep; // step index on `to`
+  uint32_t channel;      // dense channel id, CommPlan::numChannels of them
 };
 
 // The channel a message travels on: (from, to, kind), each with its own order.
+// Message::channel numbers these keys densely, so passes index arrays by channel
+// instead of hashing the key.
 inline uint64_t channelKey(const Message &m) {
   return (uint64_t(uint32_t(m.from)) << 33) | (uint64_t(uint32_t(m.to)) << 1) |
          uint64_t(m.kind == MessageKind::Gradient);
@@ -58,6 +61,7 @@ struct RankComm {
 struct CommPlan {
   std::vector<Message> messages;
   std::vector<RankComm> ranks;
+  uint32_t numChannels = 0;
 };
 
 // Where an op of the schedule sits: which rank, which index in its op list.
