@@ -59,7 +59,7 @@ struct RankComm {
 };
 
 struct CommPlan {
-  std::vector<Message> messages;
+  std::vector<Message> messages; // ids in posting order: rank 0's sends, then rank 1's...
   std::vector<RankComm> ranks;
   uint32_t numChannels = 0;
 };

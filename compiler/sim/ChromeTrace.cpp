@@ -50,9 +50,11 @@ bool writeChromeTrace(const ScheduleIR &ir, const CheckReport &report, const Sim
         }
       }
       const CommPlan &plan = *report.comm;
+      std::vector<double> channelFree(plan.numChannels, 0.0);
       for (size_t id = 0; id < plan.messages.size(); ++id) {
         const Message &m = plan.messages[id];
-        double sent = sim.messageSent[id], arrived = sim.messageArrived[id];
+        double arrived = sim.messageArrived[id];
+        double sent = sim.sent(static_cast<uint32_t>(id), channelFree);
         std::string name =
             std::string(m.kind == MessageKind::Activation ? "activation" : "gradient") + " s" +
             std::to_string(m.stage) + " mb" + std::to_string(m.microbatch) + " -> rank " +

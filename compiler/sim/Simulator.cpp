@@ -1,6 +1,7 @@
 #include "sim/Simulator.h"
 
 #include <algorithm>
+#include <cassert>
 #include <unordered_map>
 
 namespace pipec {
@@ -79,16 +80,16 @@ SimulationPlan buildSimulationPlan(const ScheduleIR &ir, const CommPlan &comm) {
     plan.messageStage[id] = m.stage;
     ++plan.stepInputs[plan.messageConsumer[id]];
   }
-  // A rank's sends are in step order and ranks' steps are consecutive, so the
-  // concatenation is in global step order.
-  plan.sends.reserve(messages);
-  for (const RankComm &rank : comm.ranks)
-    plan.sends.insert(plan.sends.end(), rank.sends.begin(), rank.sends.end());
-  plan.stepSendsBegin.assign(steps + 1, 0);
-  for (uint32_t id : plan.sends)
-    ++plan.stepSendsBegin[plan.messageProducer[id] + 1];
+  // Message ids are in posting order, sender after sender (CommPlan), so a
+  // step's sends are the ids from stepSends[k] to stepSends[k + 1].
+  plan.stepSends.assign(steps + 1, 0);
+  for (size_t id = 0; id < messages; ++id) {
+    assert((id == 0 || plan.messageProducer[id - 1] <= plan.messageProducer[id]) &&
+           "CommPlan numbers messages in posting order");
+    ++plan.stepSends[plan.messageProducer[id] + 1];
+  }
   for (size_t k = 0; k < steps; ++k)
-    plan.stepSendsBegin[k + 1] += plan.stepSendsBegin[k];
+    plan.stepSends[k + 1] += plan.stepSends[k];
   return plan;
 }
 
@@ -134,7 +135,6 @@ private:
     result_.ranks.assign(plan_.numRanks(), RankTiming{});
     result_.stepStart.resize(plan_.numSteps());
     result_.stepEnd.resize(plan_.numSteps());
-    result_.messageSent.resize(plan_.numMessages());
     result_.messageArrived.resize(plan_.numMessages());
     result_.criticalPath.clear();
   }
@@ -164,13 +164,11 @@ private:
   }
 
   void sendOutputs(uint32_t step, double end) {
-    for (uint32_t i = plan_.stepSendsBegin[step]; i < plan_.stepSendsBegin[step + 1]; ++i) {
-      uint32_t id = plan_.sends[i];
+    for (uint32_t id = plan_.stepSends[step]; id < plan_.stepSends[step + 1]; ++id) {
       double &channelFree = s_.channelFree[plan_.messageChannel[id]];
       double sent = std::max(end, channelFree);
       double arrived = sent + s_.stageTransfer[plan_.messageStage[id]];
       channelFree = arrived;
-      result_.messageSent[id] = sent;
       result_.messageArrived[id] = arrived;
       uint32_t consumer = plan_.messageConsumer[id];
       uint32_t &latest = s_.latestInput[consumer];

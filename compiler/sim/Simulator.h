@@ -14,6 +14,7 @@
 #include "check/Checks.h"
 #include "sim/CostModel.h"
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -33,8 +34,7 @@ struct SimulationPlan {
   std::vector<uint32_t> stepOp;          // step -> its first op on its rank (a pair: the F)
   std::vector<uint32_t> stepClass;       // step -> index into classes
   std::vector<uint8_t> stepInputs;       // step -> messages it waits for (at most 2)
-  std::vector<uint32_t> stepSendsBegin;  // step -> first index into sends; one more entry
-  std::vector<uint32_t> sends;           // message ids in posting order, step after step
+  std::vector<uint32_t> stepSends;       // step -> its first message sent; one more entry
   std::vector<uint32_t> messageProducer; // message -> producing step
   std::vector<uint32_t> messageConsumer; // message -> consuming step
   std::vector<uint32_t> messageChannel;  // message -> channel (CommPlan numbering)
@@ -73,7 +73,15 @@ struct SimResult {
   double makespan = 0;
   std::vector<RankTiming> ranks;
   std::vector<double> stepStart, stepEnd;        // by global step
-  std::vector<double> messageSent, messageArrived; // indexed like CommPlan::messages
+  std::vector<double> messageArrived;            // indexed like CommPlan::messages
+  // When message `id` left: after its step, behind the previous one on its channel.
+  // Computed on the fly, in id order (channelFree: numChannels zeros to start with).
+  double sent(uint32_t id, std::vector<double> &channelFree) const {
+    double &free = channelFree[plan->messageChannel[id]];
+    double at = std::max(stepEnd[plan->messageProducer[id]], free);
+    free = messageArrived[id];
+    return at;
+  }
   std::vector<CriticalLink> criticalPath;        // first step to last
   double totalBusy() const;
   double totalBubble() const;
