@@ -20,13 +20,9 @@ double SimResult::totalBubble() const {
   return sum;
 }
 
-int32_t SimulationPlan::rankOf(uint32_t step) const {
-  auto it = std::upper_bound(rankStep.begin(), rankStep.end(), step);
-  return static_cast<int32_t>(it - rankStep.begin()) - 1;
-}
-
 SimulationPlan buildSimulationPlan(const ScheduleIR &ir, const CommPlan &comm) {
   SimulationPlan plan;
+  plan.comm = &comm;
   size_t ranks = comm.ranks.size();
   plan.numStages = ir.numStages;
   plan.numChannels = comm.numChannels;
@@ -68,25 +64,16 @@ SimulationPlan buildSimulationPlan(const ScheduleIR &ir, const CommPlan &comm) {
 
   size_t messages = comm.messages.size();
   plan.stepInputs.assign(steps, 0);
-  plan.messageProducer.resize(messages);
-  plan.messageConsumer.resize(messages);
-  plan.messageChannel.resize(messages);
-  plan.messageStage.resize(messages);
-  for (size_t id = 0; id < messages; ++id) {
-    const Message &m = comm.messages[id];
-    plan.messageProducer[id] = plan.rankStep[m.from] + m.producerStep;
-    plan.messageConsumer[id] = plan.rankStep[m.to] + m.consumerStep;
-    plan.messageChannel[id] = m.channel;
-    plan.messageStage[id] = m.stage;
-    ++plan.stepInputs[plan.messageConsumer[id]];
-  }
+  for (const Message &m : comm.messages)
+    ++plan.stepInputs[plan.consumerStep(m)];
   // Message ids are in posting order, sender after sender (CommPlan), so a
   // step's sends are the ids from stepSends[k] to stepSends[k + 1].
   plan.stepSends.assign(steps + 1, 0);
   for (size_t id = 0; id < messages; ++id) {
-    assert((id == 0 || plan.messageProducer[id - 1] <= plan.messageProducer[id]) &&
+    assert((id == 0 || plan.producerStep(comm.messages[id - 1]) <=
+                           plan.producerStep(comm.messages[id])) &&
            "CommPlan numbers messages in posting order");
-    ++plan.stepSends[plan.messageProducer[id] + 1];
+    ++plan.stepSends[plan.producerStep(comm.messages[id]) + 1];
   }
   for (size_t k = 0; k < steps; ++k)
     plan.stepSends[k + 1] += plan.stepSends[k];
@@ -164,18 +151,20 @@ private:
   }
 
   void sendOutputs(uint32_t step, double end) {
+    const std::vector<Message> &messages = plan_.comm->messages;
     for (uint32_t id = plan_.stepSends[step]; id < plan_.stepSends[step + 1]; ++id) {
-      double &channelFree = s_.channelFree[plan_.messageChannel[id]];
+      const Message &m = messages[id];
+      double &channelFree = s_.channelFree[m.channel];
       double sent = std::max(end, channelFree);
-      double arrived = sent + s_.stageTransfer[plan_.messageStage[id]];
+      double arrived = sent + s_.stageTransfer[m.stage];
       channelFree = arrived;
       result_.messageArrived[id] = arrived;
-      uint32_t consumer = plan_.messageConsumer[id];
+      uint32_t consumer = plan_.consumerStep(m);
       uint32_t &latest = s_.latestInput[consumer];
       if (latest == kNoMessage || arrived > result_.messageArrived[latest])
         latest = id;
       if (--s_.missing[consumer] == 0)
-        s_.ready.push_back(static_cast<uint32_t>(plan_.rankOf(consumer)));
+        s_.ready.push_back(static_cast<uint32_t>(m.to));
     }
   }
 
@@ -205,8 +194,9 @@ private:
       result_.criticalPath.push_back({rank, k});
       uint32_t input = s_.latestInput[k];
       if (input != kNoMessage && result_.messageArrived[input] > rankFree(rank, k)) {
-        step = plan_.messageProducer[input];
-        rank = plan_.rankOf(static_cast<uint32_t>(step));
+        const Message &m = plan_.comm->messages[input];
+        step = plan_.producerStep(m);
+        rank = m.from;
       } else {
         --step;
       }

@@ -28,25 +28,24 @@ struct StepClass {
   int32_t forwardStage; // pairs only
 };
 
-// Steps are numbered globally, rank after rank; messages as in CommPlan.
+// Steps are numbered globally, rank after rank; messages are CommPlan's (read in
+// place, not copied: the plan must not outlive the CommPlan it was built from).
 struct SimulationPlan {
+  const CommPlan *comm = nullptr;
   std::vector<uint32_t> rankStep;        // rank -> its first step; one more entry at the end
   std::vector<uint32_t> stepOp;          // step -> its first op on its rank (a pair: the F)
   std::vector<uint32_t> stepClass;       // step -> index into classes
   std::vector<uint8_t> stepInputs;       // step -> messages it waits for (at most 2)
   std::vector<uint32_t> stepSends;       // step -> its first message sent; one more entry
-  std::vector<uint32_t> messageProducer; // message -> producing step
-  std::vector<uint32_t> messageConsumer; // message -> consuming step
-  std::vector<uint32_t> messageChannel;  // message -> channel (CommPlan numbering)
-  std::vector<int32_t> messageStage;     // message -> stage whose transfer time applies
   std::vector<StepClass> classes;
   uint32_t numChannels = 0;
   int64_t numStages = 0;
 
   size_t numRanks() const { return rankStep.size() - 1; }
   size_t numSteps() const { return stepOp.size(); }
-  size_t numMessages() const { return messageConsumer.size(); }
-  int32_t rankOf(uint32_t step) const;
+  size_t numMessages() const { return comm->messages.size(); }
+  uint32_t producerStep(const Message &m) const { return rankStep[m.from] + m.producerStep; }
+  uint32_t consumerStep(const Message &m) const { return rankStep[m.to] + m.consumerStep; }
 };
 
 SimulationPlan buildSimulationPlan(const ScheduleIR &ir, const CommPlan &comm);
@@ -77,8 +76,9 @@ struct SimResult {
   // When message `id` left: after its step, behind the previous one on its channel.
   // Computed on the fly, in id order (channelFree: numChannels zeros to start with).
   double sent(uint32_t id, std::vector<double> &channelFree) const {
-    double &free = channelFree[plan->messageChannel[id]];
-    double at = std::max(stepEnd[plan->messageProducer[id]], free);
+    const Message &m = plan->comm->messages[id];
+    double &free = channelFree[m.channel];
+    double at = std::max(stepEnd[plan->producerStep(m)], free);
     free = messageArrived[id];
     return at;
   }

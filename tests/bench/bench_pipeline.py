@@ -81,14 +81,15 @@ def main():
 
     if args.resim:
         print(f"\n{'re-simulation':<14} {'P':>3} {'M':>5} {'ops':>8} {'plan ms':>8} "
-              f"{'resim ms':>9}" + (f" {'old sim ms':>10} {'x':>7}" if args.baseline else ""))
+              f"{'resim ms':>9} {'cpu ms':>7}" + (f" {'old sim ms':>10} {'x':>7}" if args.baseline else ""))
         for schedule in args.schedules:
             name = os.path.basename(schedule).removesuffix(".pipe")
             for m in (512, 4096):
                 out = run([args.resim, schedule, str(P), str(m), "50"])[2].split()
                 fields = dict(zip(out[0::2], out[1::2]))
                 line = (f"{name:<14} {P:>3} {m:>5} {fields['ops']:>8} "
-                        f"{float(fields['plan_ms']):>8.2f} {float(fields['resim_median_ms']):>9.2f}")
+                        f"{float(fields['plan_ms']):>8.2f} {float(fields['resim_median_ms']):>9.2f} "
+                        f"{float(fields['resim_cpu_median_ms']):>7.2f}")
                 if args.baseline:
                     # The old pipec can only re-simulate by running `sim` again.
                     old = best([args.baseline, "sim", schedule, "-D", f"P={P}", "-D", f"M={m}"],

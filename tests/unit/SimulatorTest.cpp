@@ -77,7 +77,7 @@ TEST_CASE("a step's sends are the message ids of its range, in posting order", "
   REQUIRE(plan.stepSends.back() == c.report.comm->messages.size());
   for (uint32_t k = 0; k < plan.numSteps(); ++k)
     for (uint32_t id = plan.stepSends[k]; id < plan.stepSends[k + 1]; ++id)
-      CHECK(plan.messageProducer[id] == k);
+      CHECK(plan.producerStep(c.report.comm->messages[id]) == k);
 }
 
 TEST_CASE("channels get dense ids, one per (sender, receiver, kind)", "[comm]") {
