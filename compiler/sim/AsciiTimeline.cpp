@@ -28,9 +28,10 @@ bool printTimeline(const ScheduleIR &ir, const SimResult &sim, llvm::raw_ostream
     return true;
   }
   // Whole columns per time unit when the schedule is short enough, so cells align.
-  double scale = sim.makespan * 3 <= width ? std::floor(width / sim.makespan)
-                                           : width / sim.makespan;
-  scale = std::min(scale, 6.0);
+  // (A makespan under one unit is stretched over the whole width instead.)
+  double scale = sim.makespan < 1              ? width / sim.makespan
+                 : sim.makespan * 3 <= width ? std::min(std::floor(width / sim.makespan), 6.0)
+                                             : width / sim.makespan;
   // At most `width` + 1 columns: scale <= width / makespan, up to rounding.
   size_t columns = std::min<size_t>(width + 1, static_cast<size_t>(std::ceil(sim.makespan * scale)));
 
