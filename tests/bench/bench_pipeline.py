@@ -4,7 +4,8 @@
 For each schedule and size (a target op count; M is scaled to reach it at the
 given P) it runs `pipec sim` (parse, elaborate, every check, simulation, text
 output), best of N, and prints ops, wall time, ops per second and peak memory
-in bytes per op. With --baseline OLD_PIPEC the same runs are made with the old
+in bytes per op (peak RSS, which includes this script's own ~10 MB: read the
+smallest sizes with that in mind). With --baseline OLD_PIPEC the same runs are made with the old
 binary, side by side on the same machine, and the ratios (old / new: above 1 is
 better) are printed. With --resim BENCH it also prints the in-process
 re-simulation time of one checked schedule under new costs (tests/bench/
@@ -14,9 +15,10 @@ usage: bench_pipeline.py PIPEC SCHEDULE.pipe... [--baseline OLD_PIPEC] [--resim 
                          [--repeat N] [--ops 1e5,1e6,1e7] [-P 64]
 """
 import argparse
-import json
 import os
+import re
 import subprocess
+import tempfile
 import time
 
 
@@ -39,8 +41,18 @@ def best(cmd, repeat):
 
 
 def ops_of(pipec, schedule, defines):
-    out = run([pipec, "sim", schedule, "--format", "json"] + defines)[2]
-    return json.loads(out)["totals"]["ops"]
+    # Streamed through a file: a child's peak RSS counts the parent's at spawn
+    # time, so this script must not hold a large JSON document in memory.
+    with tempfile.TemporaryFile("w+") as out:
+        subprocess.run([pipec, "sim", schedule, "--format", "json"] + defines, stdout=out,
+                       stderr=subprocess.DEVNULL, check=True)
+        out.seek(0)
+        ops = None
+        for line in out:  # the last "ops" is the totals' one
+            match = re.match(r'\s*"ops": (\d+)', line)
+            if match:
+                ops = int(match.group(1))
+        return ops
 
 
 def main():
