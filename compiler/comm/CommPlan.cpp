@@ -70,9 +70,17 @@ CommPlan deriveCommPlan(const ScheduleIR &ir, const OpIndex &index) {
         touched.push_back(2 * consumer.rank + (kind == MessageKind::Gradient));
       }
       uint32_t id = static_cast<uint32_t>(plan.messages.size());
-      plan.messages.push_back({kind, static_cast<int32_t>(r), consumer.rank, ops[i].stage,
-                               ops[i].microbatch, i, consumer.index, stepOf[r][i],
-                               stepOf[consumer.rank][consumer.index], channel});
+      Message &m = plan.messages.emplace_back();
+      m.kind = kind;
+      m.channel = channel;
+      m.from = static_cast<int32_t>(r);
+      m.to = consumer.rank;
+      m.stage = ops[i].stage;
+      m.microbatch = ops[i].microbatch;
+      m.producer = i;
+      m.consumer = consumer.index;
+      m.producerStep = stepOf[r][i];
+      m.consumerStep = stepOf[consumer.rank][consumer.index];
       plan.ranks[r].sends.push_back(id); // ops are visited in program order
       received[consumer.rank][consumer.index] = id;
     }

@@ -33,7 +33,8 @@ namespace pipec {
 enum class MessageKind : uint8_t { Activation, Gradient };
 
 struct Message {
-  MessageKind kind;
+  MessageKind kind : 1;
+  uint32_t channel : 31; // dense channel id, CommPlan::numChannels of them (shares kind's word)
   int32_t from, to;      // ranks
   int32_t stage;         // the stage that produced it (activation: s -> s+1; gradient: s -> s-1)
   int32_t microbatch;    // global id
@@ -41,8 +42,8 @@ struct Message {
   uint32_t consumer;     // op index on `to` (the F, B or I that needs it)
   uint32_t producerStep; // step index on `from`
   uint32_t consumerStep; // step index on `to`
-  uint32_t channel;      // dense channel id, CommPlan::numChannels of them
 };
+static_assert(sizeof(Message) == 36, "one message per op: keep it compact");
 
 // The channel a message travels on: (from, to, kind), each with its own order.
 // Message::channel numbers these keys densely, so passes index arrays by channel
