@@ -66,17 +66,17 @@ SimulationPlan buildSimulationPlan(const ScheduleIR &ir, const CommPlan &comm) {
   plan.stepInputs.assign(steps, 0);
   for (const Message &m : comm.messages)
     ++plan.stepInputs[plan.consumerStep(m)];
-  // Message ids are in posting order, sender after sender (CommPlan), so a
-  // step's sends are the ids from stepSends[k] to stepSends[k + 1].
-  plan.stepSends.assign(steps + 1, 0);
+  // Message ids are in posting order, sender after sender (CommPlan): rank r's
+  // sends are the ids from rankMessage[r], in the order of their steps.
+  plan.rankMessage.assign(ranks + 1, 0);
   for (size_t id = 0; id < messages; ++id) {
     assert((id == 0 || plan.producerStep(comm.messages[id - 1]) <=
                            plan.producerStep(comm.messages[id])) &&
            "CommPlan numbers messages in posting order");
-    ++plan.stepSends[plan.producerStep(comm.messages[id]) + 1];
+    ++plan.rankMessage[comm.messages[id].from + 1];
   }
-  for (size_t k = 0; k < steps; ++k)
-    plan.stepSends[k + 1] += plan.stepSends[k];
+  for (size_t r = 0; r < ranks; ++r)
+    plan.rankMessage[r + 1] += plan.rankMessage[r];
   return plan;
 }
 
@@ -118,6 +118,7 @@ private:
     s_.missing.assign(plan_.stepInputs.begin(), plan_.stepInputs.end());
     s_.latestInput.assign(plan_.numSteps(), kNoMessage);
     s_.next.assign(plan_.rankStep.begin(), plan_.rankStep.end() - 1);
+    s_.sendCursor.assign(plan_.rankMessage.begin(), plan_.rankMessage.end() - 1);
     s_.ready.clear();
     result_.ranks.assign(plan_.numRanks(), RankTiming{});
     result_.stepStart.resize(plan_.numSteps());
@@ -145,14 +146,15 @@ private:
       result_.stepStart[k] = start;
       result_.stepEnd[k] = finish;
       busy += finish - start;
-      sendOutputs(k, finish);
+      sendOutputs(r, k, finish);
     }
     result_.ranks[r].busy = busy;
   }
 
-  void sendOutputs(uint32_t step, double end) {
+  void sendOutputs(uint32_t r, uint32_t step, double end) {
     const std::vector<Message> &messages = plan_.comm->messages;
-    for (uint32_t id = plan_.stepSends[step]; id < plan_.stepSends[step + 1]; ++id) {
+    uint32_t &id = s_.sendCursor[r];
+    for (; id < plan_.rankMessage[r + 1] && plan_.producerStep(messages[id]) == step; ++id) {
       const Message &m = messages[id];
       double &channelFree = s_.channelFree[m.channel];
       double sent = std::max(end, channelFree);

@@ -36,7 +36,7 @@ struct SimulationPlan {
   std::vector<uint32_t> stepOp;          // step -> its first op on its rank (a pair: the F)
   std::vector<uint32_t> stepClass;       // step -> index into classes
   std::vector<uint8_t> stepInputs;       // step -> messages it waits for (at most 2)
-  std::vector<uint32_t> stepSends;       // step -> its first message sent; one more entry
+  std::vector<uint32_t> rankMessage;     // rank -> its first message sent; one more entry
   std::vector<StepClass> classes;
   uint32_t numChannels = 0;
   int64_t numStages = 0;
@@ -97,7 +97,7 @@ struct SimResult {
   struct Scratch {
     std::vector<double> classDuration, stageTransfer, channelFree;
     std::vector<uint8_t> missing;
-    std::vector<uint32_t> latestInput, next, ready;
+    std::vector<uint32_t> latestInput, next, sendCursor, ready;
   } scratch;
 };
 
