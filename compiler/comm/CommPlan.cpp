@@ -23,18 +23,15 @@ CommPlan deriveCommPlan(const ScheduleIR &ir, const OpIndex &index) {
   size_t ranks = ir.ranks.size();
   plan.ranks.resize(ranks);
 
-  // Steps, and each op's step.
-  std::vector<std::vector<uint32_t>> stepOf(ranks);
+  // Steps. An op's step is found by walking its rank's ops with a step counter,
+  // so no per-op table of steps is kept.
   for (size_t r = 0; r < ranks; ++r) {
     const std::vector<Op> &ops = ir.ranks[r].ops;
-    stepOf[r].resize(ops.size());
     plan.ranks[r].stepOp.reserve(std::count_if(
         ops.begin(), ops.end(), [](const Op &op) { return op.pair != PairRole::Second; }));
-    for (uint32_t i = 0; i < ops.size(); ++i) {
+    for (uint32_t i = 0; i < ops.size(); ++i)
       if (ops[i].pair != PairRole::Second)
         plan.ranks[r].stepOp.push_back(i);
-      stepOf[r][i] = static_cast<uint32_t>(plan.ranks[r].stepOp.size() - 1);
-    }
   }
 
   // Messages; for every op, the message it receives (at most one).
@@ -58,7 +55,10 @@ CommPlan deriveCommPlan(const ScheduleIR &ir, const OpIndex &index) {
   std::vector<uint32_t> touched;
   for (size_t r = 0; r < ranks; ++r) {
     const std::vector<Op> &ops = ir.ranks[r].ops;
+    uint32_t step = 0;
     for (uint32_t i = 0; i < ops.size(); ++i) {
+      if (i > 0 && ops[i].pair != PairRole::Second)
+        ++step;
       OpRef consumer = consumerOf(ir, index, ops[i]);
       if (!consumer.valid() || consumer.rank == static_cast<int32_t>(r))
         continue;
@@ -79,8 +79,8 @@ CommPlan deriveCommPlan(const ScheduleIR &ir, const OpIndex &index) {
       m.microbatch = ops[i].microbatch;
       m.producer = i;
       m.consumer = consumer.index;
-      m.producerStep = stepOf[r][i];
-      m.consumerStep = stepOf[consumer.rank][consumer.index];
+      m.producerStep = step;
+      m.consumerStep = 0; // set below, walking the consumer's rank
       plan.ranks[r].sends.push_back(id); // ops are visited in program order
       received[consumer.rank][consumer.index] = id;
     }
@@ -88,14 +88,20 @@ CommPlan deriveCommPlan(const ScheduleIR &ir, const OpIndex &index) {
       channelTo[slot] = kNone;
     touched.clear();
   }
-  stepOf.clear();
-  stepOf.shrink_to_fit();
   for (size_t r = 0; r < ranks; ++r) {
+    const std::vector<Op> &ops = ir.ranks[r].ops;
     plan.ranks[r].receives.reserve(received[r].size() -
                                    std::count(received[r].begin(), received[r].end(), kNone));
-    for (uint32_t id : received[r])
-      if (id != kNone)
-        plan.ranks[r].receives.push_back(id);
+    uint32_t step = 0;
+    for (uint32_t i = 0; i < ops.size(); ++i) {
+      if (i > 0 && ops[i].pair != PairRole::Second)
+        ++step;
+      uint32_t id = received[r][i];
+      if (id == kNone)
+        continue;
+      plan.messages[id].consumerStep = step;
+      plan.ranks[r].receives.push_back(id);
+    }
     std::vector<uint32_t>().swap(received[r]); // release as we go: this is a peak
   }
   return plan;
