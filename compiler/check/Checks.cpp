@@ -16,10 +16,12 @@ CheckReport runChecks(const ScheduleIR &ir, const CheckOptions &options, Diagnos
     OpIndex index;
     bool covered = checkCoverage(ir, diags, index);
     ok &= covered;
-    if (covered && checkDependencies(ir, index, diags))
+    if (covered && checkDependencies(ir, index, diags)) {
+      std::vector<OpRef>().swap(index.weight); // messages need forwards and backwards only
       report.comm = deriveCommPlan(ir, index);
-    else
+    } else {
       ok = false;
+    }
   }
   if (report.comm)
     ok &= checkCommunication(ir, *report.comm, diags);

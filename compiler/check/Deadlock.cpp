@@ -123,14 +123,12 @@ private:
       channel.end = channel.begin;
     }
     order_.resize(plan_.messages.size());
-    positionInChannel_.resize(plan_.messages.size());
     outgoing_.resize(plan_.ranks.size());
     for (const RankComm &rank : plan_.ranks)
       for (uint32_t id : rank.sends) {
         Channel &channel = channels_[plan_.messages[id].channel];
         if (channel.end == channel.begin)
           outgoing_[plan_.messages[id].from].push_back(plan_.messages[id].channel);
-        positionInChannel_[id] = channel.end;
         order_[channel.end++] = id;
       }
   }
@@ -165,7 +163,8 @@ private:
                                });
     for (; it != receives.end() && plan_.messages[*it].consumerStep == step_[r]; ++it) {
       const Channel &channel = channels_[plan_.messages[*it].channel];
-      if (positionInChannel_[*it] >= channel.head)
+      // Ids grow in posting order (CommPlan), so not yet delivered = not before the head.
+      if (channel.head < channel.end && *it >= order_[channel.head])
         return {&plan_.messages[*it], &plan_.messages[order_[channel.head]]};
     }
     return {nullptr, nullptr}; // unreachable for a stuck rank
@@ -213,7 +212,6 @@ private:
   const CommPlan &plan_;
   std::vector<Channel> channels_;
   std::vector<uint32_t> order_;                   // every channel's messages, see Channel
-  std::vector<uint32_t> positionInChannel_;       // message -> index in order_
   std::vector<std::vector<uint32_t>> outgoing_;   // rank -> channels it sends on
   std::vector<size_t> step_;                      // next step per rank
   std::vector<std::vector<uint8_t>> missingInputs_; // per rank and step (at most 2: a pair)
