@@ -11,14 +11,21 @@ namespace pipec {
 CheckReport runChecks(const ScheduleIR &ir, const CheckOptions &options, DiagnosticEngine &diags) {
   CheckReport report;
   bool ok = checkParameterCopies(ir, diags, report.syncGroups);
-  bool covered = checkCoverage(ir, diags, report.index);
-  ok &= covered;
-  if (covered && checkDependencies(ir, report.index, diags)) {
-    report.comm = deriveCommPlan(ir, report.index);
-    ok &= checkCommunication(ir, *report.comm, diags);
-  } else {
-    ok = false;
+  {
+    // The op index is only needed up to the communication plan: released before
+    // the later checks (and the simulation) so it never adds to the peak.
+    OpIndex index;
+    bool covered = checkCoverage(ir, diags, index);
+    ok &= covered;
+    if (covered && checkDependencies(ir, index, diags)) {
+      std::vector<OpRef>().swap(index.weight); // messages need forwards and backwards only
+      report.comm = deriveCommPlan(ir, index);
+    } else {
+      ok = false;
+    }
   }
+  if (report.comm)
+    ok &= checkCommunication(ir, *report.comm, diags);
   ok &= checkCosts(ir, options.costs, diags);
   ok &= checkMemory(ir, options, diags, report.memory);
   report.ok = ok;

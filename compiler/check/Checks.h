@@ -36,7 +36,6 @@ struct RankMemory {
 struct CheckReport {
   bool ok = false;
   std::vector<SyncGroup> syncGroups;
-  OpIndex index;
   std::optional<CommPlan> comm; // set when coverage and dependencies hold
   std::vector<RankMemory> memory;
 };

@@ -9,8 +9,6 @@
 #include "check/CheckPasses.h"
 #include "check/OpText.h"
 
-#include "llvm/ADT/DenseMap.h"
-
 #include <algorithm>
 
 namespace pipec {
@@ -32,20 +30,30 @@ std::string ordinal(size_t n) {
 }
 
 bool checkMessageOrder(const ScheduleIR &ir, const CommPlan &plan, DiagnosticEngine &diags) {
-  llvm::DenseMap<uint64_t, std::vector<uint32_t>> sent, received;
-  for (const RankComm &rank : plan.ranks) {
+  // Every channel's sends in order, channels one after the other (counting sort);
+  // then each rank's receives, in order, are compared with their channel's.
+  std::vector<uint32_t> channelBegin(plan.numChannels + 1, 0);
+  for (const Message &m : plan.messages)
+    ++channelBegin[m.channel + 1];
+  for (uint32_t c = 0; c < plan.numChannels; ++c)
+    channelBegin[c + 1] += channelBegin[c];
+  std::vector<uint32_t> sendOrder(plan.messages.size());
+  std::vector<uint32_t> cursor(channelBegin.begin(), channelBegin.end() - 1);
+  for (const RankComm &rank : plan.ranks)
     for (uint32_t id : rank.sends)
-      sent[channelKey(plan.messages[id])].push_back(id);
-    for (uint32_t id : rank.receives)
-      received[channelKey(plan.messages[id])].push_back(id);
-  }
+      sendOrder[cursor[plan.messages[id].channel]++] = id;
+  std::vector<uint32_t> receiveCount(plan.numChannels, 0);
+  std::vector<bool> reported(plan.numChannels, false);
   bool ok = true;
-  for (const auto &[key, sends] : sent) {
-    const std::vector<uint32_t> &receives = received[key];
-    for (size_t i = 0; i < sends.size(); ++i) {
-      if (sends[i] == receives[i])
+  for (const RankComm &rank : plan.ranks)
+    for (uint32_t received : rank.receives) {
+      uint32_t channel = plan.messages[received].channel;
+      uint32_t i = receiveCount[channel]++;
+      uint32_t sent = sendOrder[channelBegin[channel] + i];
+      if (sent == received || reported[channel])
         continue;
-      const Message &s = plan.messages[sends[i]], &r = plan.messages[receives[i]];
+      reported[channel] = true; // one report per channel
+      const Message &s = plan.messages[sent], &r = plan.messages[received];
       const Op &producer = ir.ranks[s.from].ops[s.producer];
       const Op &consumer = ir.ranks[r.to].ops[r.consumer];
       if (Diagnostic *d = reportAtOp(
@@ -61,9 +69,7 @@ bool checkMessageOrder(const ScheduleIR &ir, const CommPlan &plan, DiagnosticEng
                 "ranks handle these micro-batches in the same order");
       }
       ok = false;
-      break; // one report per channel
     }
-  }
   return ok;
 }
 
@@ -100,26 +106,30 @@ public:
   }
 
 private:
+  // A channel's messages are order_[begin, end), in send order (= receive order).
   struct Channel {
-    std::vector<uint32_t> messages; // in send order (= receive order)
-    size_t head = 0;
+    uint32_t begin = 0, end = 0, head = 0; // head: absolute index into order_
   };
 
+  // Flat channel queues by counting sort: no per-channel vectors to grow.
   void buildChannels() {
-    llvm::DenseMap<uint64_t, uint32_t> ids;
-    channelOf_.resize(plan_.messages.size());
-    positionInChannel_.resize(plan_.messages.size());
+    channels_.resize(plan_.numChannels);
+    for (const Message &m : plan_.messages)
+      ++channels_[m.channel].end;
+    uint32_t offset = 0;
+    for (Channel &channel : channels_) {
+      channel.begin = channel.head = offset;
+      offset += channel.end;
+      channel.end = channel.begin;
+    }
+    order_.resize(plan_.messages.size());
     outgoing_.resize(plan_.ranks.size());
     for (const RankComm &rank : plan_.ranks)
       for (uint32_t id : rank.sends) {
-        auto [it, inserted] = ids.try_emplace(channelKey(plan_.messages[id]), channels_.size());
-        if (inserted) {
-          channels_.emplace_back();
-          outgoing_[plan_.messages[id].from].push_back(it->second);
-        }
-        positionInChannel_[id] = channels_[it->second].messages.size();
-        channels_[it->second].messages.push_back(id);
-        channelOf_[id] = it->second;
+        Channel &channel = channels_[plan_.messages[id].channel];
+        if (channel.end == channel.begin)
+          outgoing_[plan_.messages[id].from].push_back(plan_.messages[id].channel);
+        order_[channel.end++] = id;
       }
   }
 
@@ -133,9 +143,8 @@ private:
       ++step_[r];
     for (uint32_t c : outgoing_[r]) {
       Channel &channel = channels_[c];
-      while (channel.head < channel.messages.size() &&
-             produced(plan_.messages[channel.messages[channel.head]])) {
-        const Message &m = plan_.messages[channel.messages[channel.head++]];
+      while (channel.head < channel.end && produced(plan_.messages[order_[channel.head]])) {
+        const Message &m = plan_.messages[order_[channel.head++]];
         if (--missingInputs_[m.to][m.consumerStep] == 0)
           ready_.push_back(m.to);
       }
@@ -153,9 +162,10 @@ private:
                                  return plan_.messages[id].consumerStep < step;
                                });
     for (; it != receives.end() && plan_.messages[*it].consumerStep == step_[r]; ++it) {
-      const Channel &channel = channels_[channelOf_[*it]];
-      if (positionInChannel_[*it] >= channel.head)
-        return {&plan_.messages[*it], &plan_.messages[channel.messages[channel.head]]};
+      const Channel &channel = channels_[plan_.messages[*it].channel];
+      // Ids grow in posting order (CommPlan), so not yet delivered = not before the head.
+      if (channel.head < channel.end && *it >= order_[channel.head])
+        return {&plan_.messages[*it], &plan_.messages[order_[channel.head]]};
     }
     return {nullptr, nullptr}; // unreachable for a stuck rank
   }
@@ -201,11 +211,10 @@ private:
   const ScheduleIR &ir_;
   const CommPlan &plan_;
   std::vector<Channel> channels_;
-  std::vector<uint32_t> channelOf_;               // message -> channel
-  std::vector<size_t> positionInChannel_;         // message -> index in its channel
+  std::vector<uint32_t> order_;                   // every channel's messages, see Channel
   std::vector<std::vector<uint32_t>> outgoing_;   // rank -> channels it sends on
   std::vector<size_t> step_;                      // next step per rank
-  std::vector<std::vector<uint32_t>> missingInputs_; // per rank and step
+  std::vector<std::vector<uint8_t>> missingInputs_; // per rank and step (at most 2: a pair)
   std::vector<size_t> ready_;                     // ranks that may move
 };
 

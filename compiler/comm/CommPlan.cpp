@@ -1,5 +1,7 @@
 #include "comm/CommPlan.h"
 
+#include <algorithm>
+
 namespace pipec {
 
 namespace {
@@ -21,42 +23,87 @@ CommPlan deriveCommPlan(const ScheduleIR &ir, const OpIndex &index) {
   size_t ranks = ir.ranks.size();
   plan.ranks.resize(ranks);
 
-  // Steps, and each op's step.
-  std::vector<std::vector<uint32_t>> stepOf(ranks);
+  // Steps. An op's step is found by walking its rank's ops with a step counter,
+  // so no per-op table of steps is kept.
   for (size_t r = 0; r < ranks; ++r) {
     const std::vector<Op> &ops = ir.ranks[r].ops;
-    stepOf[r].resize(ops.size());
-    for (uint32_t i = 0; i < ops.size(); ++i) {
+    plan.ranks[r].stepOp.reserve(std::count_if(
+        ops.begin(), ops.end(), [](const Op &op) { return op.pair != PairRole::Second; }));
+    for (uint32_t i = 0; i < ops.size(); ++i)
       if (ops[i].pair != PairRole::Second)
         plan.ranks[r].stepOp.push_back(i);
-      stepOf[r][i] = static_cast<uint32_t>(plan.ranks[r].stepOp.size() - 1);
-    }
   }
 
   // Messages; for every op, the message it receives (at most one).
   std::vector<std::vector<uint32_t>> received(ranks);
   for (size_t r = 0; r < ranks; ++r)
     received[r].assign(ir.ranks[r].ops.size(), kNone);
+  // Exact sizes first: growing the largest arrays by doubling would cost up to 2x.
+  size_t total = 0;
+  for (size_t r = 0; r < ranks; ++r) {
+    size_t sends = 0;
+    for (const Op &op : ir.ranks[r].ops) {
+      OpRef consumer = consumerOf(ir, index, op);
+      sends += consumer.valid() && consumer.rank != static_cast<int32_t>(r);
+    }
+    plan.ranks[r].sends.reserve(sends);
+    total += sends;
+  }
+  plan.messages.reserve(total);
+  // Channel ids of the current sender, by (receiver, kind); only touched slots are reset.
+  std::vector<uint32_t> channelTo(2 * ranks, kNone);
+  std::vector<uint32_t> touched;
   for (size_t r = 0; r < ranks; ++r) {
     const std::vector<Op> &ops = ir.ranks[r].ops;
+    uint32_t step = 0;
     for (uint32_t i = 0; i < ops.size(); ++i) {
+      if (i > 0 && ops[i].pair != PairRole::Second)
+        ++step;
       OpRef consumer = consumerOf(ir, index, ops[i]);
       if (!consumer.valid() || consumer.rank == static_cast<int32_t>(r))
         continue;
+      MessageKind kind = ops[i].kind == OpKind::F ? MessageKind::Activation
+                                                  : MessageKind::Gradient;
+      uint32_t &channel = channelTo[2 * consumer.rank + (kind == MessageKind::Gradient)];
+      if (channel == kNone) {
+        channel = plan.numChannels++;
+        touched.push_back(2 * consumer.rank + (kind == MessageKind::Gradient));
+      }
       uint32_t id = static_cast<uint32_t>(plan.messages.size());
-      plan.messages.push_back({ops[i].kind == OpKind::F ? MessageKind::Activation
-                                                        : MessageKind::Gradient,
-                               static_cast<int32_t>(r), consumer.rank, ops[i].stage,
-                               ops[i].microbatch, i, consumer.index, stepOf[r][i],
-                               stepOf[consumer.rank][consumer.index]});
+      Message &m = plan.messages.emplace_back();
+      m.kind = kind;
+      m.channel = channel;
+      m.from = static_cast<int32_t>(r);
+      m.to = consumer.rank;
+      m.stage = ops[i].stage;
+      m.microbatch = ops[i].microbatch;
+      m.producer = i;
+      m.consumer = consumer.index;
+      m.producerStep = step;
+      m.consumerStep = 0; // set below, walking the consumer's rank
       plan.ranks[r].sends.push_back(id); // ops are visited in program order
       received[consumer.rank][consumer.index] = id;
     }
+    for (uint32_t slot : touched)
+      channelTo[slot] = kNone;
+    touched.clear();
   }
-  for (size_t r = 0; r < ranks; ++r)
-    for (uint32_t id : received[r])
-      if (id != kNone)
-        plan.ranks[r].receives.push_back(id);
+  for (size_t r = 0; r < ranks; ++r) {
+    const std::vector<Op> &ops = ir.ranks[r].ops;
+    plan.ranks[r].receives.reserve(received[r].size() -
+                                   std::count(received[r].begin(), received[r].end(), kNone));
+    uint32_t step = 0;
+    for (uint32_t i = 0; i < ops.size(); ++i) {
+      if (i > 0 && ops[i].pair != PairRole::Second)
+        ++step;
+      uint32_t id = received[r][i];
+      if (id == kNone)
+        continue;
+      plan.messages[id].consumerStep = step;
+      plan.ranks[r].receives.push_back(id);
+    }
+    std::vector<uint32_t>().swap(received[r]); // release as we go: this is a peak
+  }
   return plan;
 }
 

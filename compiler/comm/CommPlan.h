@@ -34,7 +34,8 @@ namespace pipec {
 enum class MessageKind : uint8_t { Activation, Gradient };
 
 struct Message {
-  MessageKind kind;
+  MessageKind kind : 1;
+  uint32_t channel : 31; // dense channel id, CommPlan::numChannels of them (shares kind's word)
   int32_t from, to;      // ranks
   int32_t stage;         // the stage that produced it (activation: s -> s+1; gradient: s -> s-1)
   int32_t microbatch;    // global id
@@ -43,8 +44,11 @@ struct Message {
   uint32_t producerStep; // step index on `from`
   uint32_t consumerStep; // step index on `to`
 };
+static_assert(sizeof(Message) == 36, "one message per op: keep it compact");
 
 // The channel a message travels on: (from, to, kind), each with its own order.
+// Message::channel numbers these keys densely, so passes index arrays by channel
+// instead of hashing the key.
 inline uint64_t channelKey(const Message &m) {
   return pipert::channelKey(m.from, m.to, m.kind == MessageKind::Gradient);
 }
@@ -56,8 +60,9 @@ struct RankComm {
 };
 
 struct CommPlan {
-  std::vector<Message> messages;
+  std::vector<Message> messages; // ids in posting order: rank 0's sends, then rank 1's...
   std::vector<RankComm> ranks;
+  uint32_t numChannels = 0;
 };
 
 // Where an op of the schedule sits: which rank, which index in its op list.

@@ -107,6 +107,15 @@ int runSim(const std::vector<std::string> &files, const SimArgs &sim, const Comm
         printSimJson(ir, report, result, llvm::outs());
       else
         printSimText(ir, report, result, llvm::outs());
+      // Pictures and the trace draw times: refuse them, clearly, when one is not finite.
+      bool drawing = sim.timeline || !sim.svgPath.empty() || !sim.tracePath.empty();
+      std::string undrawable = drawing ? undrawableReason(result) : "";
+      if (!undrawable.empty()) {
+        llvm::errs() << "pipec: error: cannot draw the timeline, SVG or trace of '" << file
+                     << "': " << undrawable << "\n";
+        status = std::max(status, int(kExitUsage));
+        continue;
+      }
       if (sim.timeline)
         printTimeline(ir, result, llvm::outs());
       if (!sim.svgPath.empty() &&

@@ -217,7 +217,9 @@ private:
     for (int64_t r = 0; r < ir_.numRanks && !budget.exhausted; ++r) {
       const RankProgram *program = explicitFor[r] ? explicitFor[r] : generic;
       ok &= interpreter.run(r, *program, slots[r]);
+      ir_.ranks[r].ops.shrink_to_fit(); // growth slack would stay for the whole run
     }
+    ir_.iterations.shrink_to_fit();
     return ok && !budget.exhausted;
   }
 

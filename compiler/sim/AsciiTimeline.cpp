@@ -19,25 +19,30 @@ static std::string shortLabel(const ScheduleIR &ir, const Op &op) {
   return std::string(1, letter) + std::to_string(ir.indexInFlow(op));
 }
 
-void printTimeline(const ScheduleIR &ir, const SimResult &sim, llvm::raw_ostream &out,
+bool printTimeline(const ScheduleIR &ir, const SimResult &sim, llvm::raw_ostream &out,
                    unsigned width) {
+  if (!undrawableReason(sim).empty())
+    return false;
   if (sim.makespan <= 0) {
     out << "(empty schedule)\n";
-    return;
+    return true;
   }
   // Whole columns per time unit when the schedule is short enough, so cells align.
-  double scale = sim.makespan * 3 <= width ? std::floor(width / sim.makespan)
-                                           : width / sim.makespan;
-  scale = std::min(scale, 6.0);
-  size_t columns = static_cast<size_t>(std::ceil(sim.makespan * scale));
+  // (A makespan under one unit is stretched over the whole width instead.)
+  double scale = sim.makespan < 1              ? width / sim.makespan
+                 : sim.makespan * 3 <= width ? std::min(std::floor(width / sim.makespan), 6.0)
+                                             : width / sim.makespan;
+  // At most `width` + 1 columns: scale <= width / makespan, up to rounding.
+  size_t columns = std::min<size_t>(width + 1, static_cast<size_t>(std::ceil(sim.makespan * scale)));
 
   out << "time 0 to " << formatNumber(sim.makespan) << ", one column = "
       << formatNumber(1 / scale) << " time units\n";
   for (size_t r = 0; r < sim.ranks.size(); ++r) {
     std::string row(columns, '.');
     const std::vector<Op> &ops = ir.ranks[r].ops;
-    for (const StepTiming &step : sim.ranks[r].steps) {
-      size_t from = static_cast<size_t>(std::lround(step.start * scale));
+    for (uint32_t k = sim.firstStep(r); k < sim.endStep(r); ++k) {
+      StepTiming step = sim.step(k);
+      size_t from = std::min(columns, static_cast<size_t>(std::lround(step.start * scale)));
       size_t to = std::max(from + 1, static_cast<size_t>(std::lround(step.end * scale)));
       to = std::min(to, columns);
       const Op &op = ops[step.op];
@@ -55,6 +60,7 @@ void printTimeline(const ScheduleIR &ir, const SimResult &sim, llvm::raw_ostream
   }
   out << "F/B/I/W: chunk 0, f/b/i/w: chunk 1 and up, digits: micro-batch within its flow, "
          "X+y: overlap pair, '.': idle\n";
+  return true;
 }
 
 } // namespace pipec

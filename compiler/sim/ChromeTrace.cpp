@@ -4,49 +4,97 @@
 // One time unit of the cost model is shown as one millisecond.
 #include "sim/SimOutputs.h"
 
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
+
+#include <algorithm>
 
 namespace pipec {
 
-void writeChromeTrace(const ScheduleIR &ir, const CheckReport &report, const SimResult &sim,
+// Streamed event by event (nothing the size of the schedule is built in memory),
+// keys in sorted order as llvm::json prints an Object.
+bool writeChromeTrace(const ScheduleIR &ir, const CheckReport &report, const SimResult &sim,
                       llvm::raw_ostream &out) {
+  if (!undrawableReason(sim).empty())
+    return false; // JSON has no infinity
   const double kMicros = 1000; // per cost unit
-  llvm::json::Array events;
-  for (size_t r = 0; r < sim.ranks.size(); ++r) {
-    int64_t pid = static_cast<int64_t>(r);
-    events.push_back(llvm::json::Object{{"ph", "M"}, {"pid", pid}, {"name", "process_name"},
-                                        {"args", llvm::json::Object{{"name", "rank " + std::to_string(r)}}}});
-    events.push_back(llvm::json::Object{{"ph", "M"}, {"pid", pid}, {"tid", 0}, {"name", "thread_name"},
-                                        {"args", llvm::json::Object{{"name", "compute"}}}});
-    events.push_back(llvm::json::Object{{"ph", "M"}, {"pid", pid}, {"tid", 1}, {"name", "thread_name"},
-                                        {"args", llvm::json::Object{{"name", "communication"}}}});
-    for (const StepTiming &step : sim.ranks[r].steps)
-      events.push_back(llvm::json::Object{{"ph", "X"}, {"pid", pid}, {"tid", 0},
-                                          {"name", stepLabel(ir, r, step.op)}, {"cat", "compute"},
-                                          {"ts", step.start * kMicros},
-                                          {"dur", (step.end - step.start) * kMicros}});
-  }
-  const CommPlan &plan = *report.comm;
-  for (size_t id = 0; id < plan.messages.size(); ++id) {
-    const Message &m = plan.messages[id];
-    const MessageTiming &t = sim.messages[id];
-    std::string name = std::string(m.kind == MessageKind::Activation ? "activation" : "gradient") +
-                       " s" + std::to_string(m.stage) + " mb" + std::to_string(m.microbatch) +
-                       " -> rank " + std::to_string(m.to);
-    // A visible slice on the sender's communication thread, even for zero transfer time.
-    double duration = std::max((t.arrived - t.sent) * kMicros, 1.0);
-    events.push_back(llvm::json::Object{{"ph", "X"}, {"pid", m.from}, {"tid", 1}, {"name", name},
-                                        {"cat", "p2p"}, {"ts", t.sent * kMicros}, {"dur", duration}});
-    const StepTiming &consumer = sim.ranks[m.to].steps[m.consumerStep];
-    events.push_back(llvm::json::Object{{"ph", "s"}, {"id", int64_t(id)}, {"pid", m.from}, {"tid", 1},
-                                        {"name", "p2p"}, {"cat", "p2p"}, {"ts", t.sent * kMicros}});
-    events.push_back(llvm::json::Object{{"ph", "f"}, {"bp", "e"}, {"id", int64_t(id)}, {"pid", m.to},
-                                        {"tid", 0}, {"name", "p2p"}, {"cat", "p2p"},
-                                        {"ts", consumer.start * kMicros}});
-  }
-  llvm::json::Object root{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
-  out << llvm::formatv("{0}", llvm::json::Value(std::move(root))) << "\n";
+  llvm::json::OStream j(out);
+  auto metadata = [&](int64_t pid, int64_t tid, const char *what, const std::string &name) {
+    j.object([&] {
+      j.attributeObject("args", [&] { j.attribute("name", name); });
+      j.attribute("name", what);
+      j.attribute("ph", "M");
+      j.attribute("pid", pid);
+      if (tid >= 0)
+        j.attribute("tid", tid);
+    });
+  };
+  j.object([&] {
+    j.attribute("displayTimeUnit", "ms");
+    j.attributeArray("traceEvents", [&] {
+      for (size_t r = 0; r < sim.ranks.size(); ++r) {
+        int64_t pid = static_cast<int64_t>(r);
+        metadata(pid, -1, "process_name", "rank " + std::to_string(r));
+        metadata(pid, 0, "thread_name", "compute");
+        metadata(pid, 1, "thread_name", "communication");
+        for (uint32_t k = sim.firstStep(r); k < sim.endStep(r); ++k) {
+          StepTiming step = sim.step(k);
+          j.object([&] {
+            j.attribute("cat", "compute");
+            j.attribute("dur", (step.end - step.start) * kMicros);
+            j.attribute("name", stepLabel(ir, r, step.op));
+            j.attribute("ph", "X");
+            j.attribute("pid", pid);
+            j.attribute("tid", 0);
+            j.attribute("ts", step.start * kMicros);
+          });
+        }
+      }
+      const CommPlan &plan = *report.comm;
+      std::vector<double> channelFree(plan.numChannels, 0.0);
+      for (size_t id = 0; id < plan.messages.size(); ++id) {
+        const Message &m = plan.messages[id];
+        double arrived = sim.messageArrived[id];
+        double sent = sim.sent(static_cast<uint32_t>(id), channelFree);
+        std::string name =
+            std::string(m.kind == MessageKind::Activation ? "activation" : "gradient") + " s" +
+            std::to_string(m.stage) + " mb" + std::to_string(m.microbatch) + " -> rank " +
+            std::to_string(m.to);
+        // A visible slice on the sender's communication thread, even for zero transfer time.
+        double duration = std::max((arrived - sent) * kMicros, 1.0);
+        j.object([&] {
+          j.attribute("cat", "p2p");
+          j.attribute("dur", duration);
+          j.attribute("name", name);
+          j.attribute("ph", "X");
+          j.attribute("pid", m.from);
+          j.attribute("tid", 1);
+          j.attribute("ts", sent * kMicros);
+        });
+        j.object([&] {
+          j.attribute("cat", "p2p");
+          j.attribute("id", int64_t(id));
+          j.attribute("name", "p2p");
+          j.attribute("ph", "s");
+          j.attribute("pid", m.from);
+          j.attribute("tid", 1);
+          j.attribute("ts", sent * kMicros);
+        });
+        double consumerStart = sim.stepStart[sim.firstStep(m.to) + m.consumerStep];
+        j.object([&] {
+          j.attribute("bp", "e");
+          j.attribute("cat", "p2p");
+          j.attribute("id", int64_t(id));
+          j.attribute("name", "p2p");
+          j.attribute("ph", "f");
+          j.attribute("pid", m.to);
+          j.attribute("tid", 0);
+          j.attribute("ts", consumerStart * kMicros);
+        });
+      }
+    });
+  });
+  out << "\n";
+  return true;
 }
 
 } // namespace pipec

@@ -14,13 +14,19 @@ void printSimText(const ScheduleIR &ir, const CheckReport &report, const SimResu
                   llvm::raw_ostream &out);
 void printSimJson(const ScheduleIR &ir, const CheckReport &report, const SimResult &sim,
                   llvm::raw_ostream &out);
-void printTimeline(const ScheduleIR &ir, const SimResult &sim, llvm::raw_ostream &out,
+// Every writer streams what it produces to `out` as it goes. The pictures and the
+// trace draw times, so they refuse (return false, write nothing) when a time is
+// not finite; see undrawableReason.
+bool printTimeline(const ScheduleIR &ir, const SimResult &sim, llvm::raw_ostream &out,
                    unsigned width = 120);
-void writeSvg(const ScheduleIR &ir, const SimResult &sim, llvm::raw_ostream &out);
-void writeChromeTrace(const ScheduleIR &ir, const CheckReport &report, const SimResult &sim,
+bool writeSvg(const ScheduleIR &ir, const SimResult &sim, llvm::raw_ostream &out);
+bool writeChromeTrace(const ScheduleIR &ir, const CheckReport &report, const SimResult &sim,
                       llvm::raw_ostream &out);
+// Why the times of `sim` cannot be drawn ("the makespan is inf"), or "" when they can.
+std::string undrawableReason(const SimResult &sim);
 
-// A number as people read it: at most 3 decimals, no trailing zeros.
+// A number as people read it: from 1 to 1e9 at most 3 decimals, elsewhere six
+// significant digits ("4e-07"); no trailing zeros.
 std::string formatNumber(double value);
 // The label of a step: "F0.3", or "FB(F0.7|B1.3)" for a pair.
 std::string stepLabel(const ScheduleIR &ir, int64_t rank, uint32_t firstOp);

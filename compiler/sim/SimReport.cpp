@@ -3,20 +3,42 @@
 
 #include "check/OpText.h"
 
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+
 namespace pipec {
 
 std::string formatNumber(double value) {
-  std::string text = llvm::formatv("{0:F3}", value).str();
-  while (!text.empty() && text.back() == '0')
-    text.pop_back();
-  if (!text.empty() && text.back() == '.')
-    text.pop_back();
+  if (!std::isfinite(value))
+    return std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf";
+  // Three decimals from 1 to 1e9 (four significant digits or more); elsewhere six
+  // significant digits, so a tiny time never prints as 0 and a huge one stays short.
+  bool fixed = std::fabs(value) >= 1 && std::fabs(value) < 1e9;
+  std::string text = fixed ? fmt::format("{:.3f}", value) : fmt::format("{:.6g}", value);
+  if (fixed) {
+    while (text.back() == '0')
+      text.pop_back();
+    if (text.back() == '.')
+      text.pop_back();
+  }
   return text == "-0" ? "0" : text;
+}
+
+std::string undrawableReason(const SimResult &sim) {
+  // Every time is at most the makespan, so a finite makespan leaves only NaN to find.
+  if (!std::isfinite(sim.makespan))
+    return "the makespan is " + formatNumber(sim.makespan);
+  for (size_t k = 0; k < sim.stepStart.size(); ++k)
+    if (std::isnan(sim.stepStart[k]) || std::isnan(sim.stepEnd[k]))
+      return "a step's time is nan";
+  for (double arrived : sim.messageArrived) // sent <= arrived
+    if (!std::isfinite(arrived))
+      return "a message's time is not finite";
+  return "";
 }
 
 std::string stepLabel(const ScheduleIR &ir, int64_t rank, uint32_t firstOp) {
@@ -63,53 +85,65 @@ void printSimText(const ScheduleIR &ir, const CheckReport &report, const SimResu
       i = sim.criticalPath.size() - kShown;
     }
     const CriticalLink &link = sim.criticalPath[i];
-    const StepTiming &step = sim.ranks[link.rank].steps[link.step];
+    StepTiming step = sim.step(link.step);
     out << (i ? " -> " : ": ") << "rank " << link.rank << " " << stepLabel(ir, link.rank, step.op)
         << " [" << formatNumber(step.start) << ", " << formatNumber(step.end) << "]";
   }
   out << "\n";
 }
 
+// Streamed: nothing the size of the schedule is built in memory. Keys are written
+// in sorted order, as llvm::json prints an Object.
 void printSimJson(const ScheduleIR &ir, const CheckReport &report, const SimResult &sim,
                   llvm::raw_ostream &out) {
-  llvm::json::Object params;
-  for (const auto &[name, value] : ir.params)
-    params[name] = value;
-  llvm::json::Array ranks;
-  for (size_t r = 0; r < sim.ranks.size(); ++r) {
-    const RankTiming &t = sim.ranks[r];
-    ranks.push_back(llvm::json::Object{{"rank", int64_t(r)},
-                                       {"ops", int64_t(ir.ranks[r].ops.size())},
-                                       {"busy", t.busy},
-                                       {"bubble", t.bubble},
-                                       {"utilization", t.utilization},
-                                       {"peak_activations", report.memory[r].peakActivations},
-                                       {"parameter_chunks", report.memory[r].parameterChunks}});
-  }
-  llvm::json::Array path;
-  for (const CriticalLink &link : sim.criticalPath) {
-    const StepTiming &step = sim.ranks[link.rank].steps[link.step];
-    path.push_back(llvm::json::Object{{"rank", link.rank},
-                                      {"step", stepLabel(ir, link.rank, step.op)},
-                                      {"start", step.start},
-                                      {"end", step.end}});
-  }
   size_t count = sim.ranks.size();
   double utilization = sim.makespan > 0 && count ? sim.totalBusy() / (sim.makespan * count) : 1;
-  llvm::json::Object root{
-      {"schedule", ir.name},
-      {"params", std::move(params)},
-      {"makespan", sim.makespan},
-      {"ranks", std::move(ranks)},
-      {"totals", llvm::json::Object{{"busy", sim.totalBusy()},
-                                    {"bubble", sim.totalBubble()},
-                                    {"mean_bubble", count ? sim.totalBubble() / count : 0.0},
-                                    {"utilization", utilization},
-                                    {"peak_activations", peakOf(report)},
-                                    {"ops", int64_t(ir.totalOps())},
-                                    {"messages", int64_t(report.comm->messages.size())}}},
-      {"critical_path", std::move(path)}};
-  out << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
+  llvm::json::OStream j(out, 2);
+  j.object([&] {
+    j.attributeArray("critical_path", [&] {
+      for (const CriticalLink &link : sim.criticalPath) {
+        StepTiming step = sim.step(link.step);
+        j.object([&] {
+          j.attribute("end", step.end);
+          j.attribute("rank", link.rank);
+          j.attribute("start", step.start);
+          j.attribute("step", stepLabel(ir, link.rank, step.op));
+        });
+      }
+    });
+    j.attribute("makespan", sim.makespan);
+    j.attributeObject("params", [&] {
+      std::vector<std::pair<std::string, int64_t>> params = ir.params;
+      std::sort(params.begin(), params.end());
+      for (const auto &[name, value] : params)
+        j.attribute(name, value);
+    });
+    j.attributeArray("ranks", [&] {
+      for (size_t r = 0; r < count; ++r) {
+        const RankTiming &t = sim.ranks[r];
+        j.object([&] {
+          j.attribute("bubble", t.bubble);
+          j.attribute("busy", t.busy);
+          j.attribute("ops", int64_t(ir.ranks[r].ops.size()));
+          j.attribute("parameter_chunks", report.memory[r].parameterChunks);
+          j.attribute("peak_activations", report.memory[r].peakActivations);
+          j.attribute("rank", int64_t(r));
+          j.attribute("utilization", t.utilization);
+        });
+      }
+    });
+    j.attribute("schedule", ir.name);
+    j.attributeObject("totals", [&] {
+      j.attribute("bubble", sim.totalBubble());
+      j.attribute("busy", sim.totalBusy());
+      j.attribute("mean_bubble", count ? sim.totalBubble() / count : 0.0);
+      j.attribute("messages", int64_t(report.comm->messages.size()));
+      j.attribute("ops", int64_t(ir.totalOps()));
+      j.attribute("peak_activations", peakOf(report));
+      j.attribute("utilization", utilization);
+    });
+  });
+  out << "\n";
 }
 
 } // namespace pipec

@@ -1,8 +1,8 @@
 #include "sim/Simulator.h"
 
-#include "llvm/ADT/DenseMap.h"
-
 #include <algorithm>
+#include <cassert>
+#include <unordered_map>
 
 namespace pipec {
 
@@ -20,128 +20,185 @@ double SimResult::totalBubble() const {
   return sum;
 }
 
+SimulationPlan buildSimulationPlan(const ScheduleIR &ir, const CommPlan &comm) {
+  SimulationPlan plan;
+  plan.comm = &comm;
+  size_t ranks = comm.ranks.size();
+  plan.numStages = ir.numStages;
+  plan.numChannels = comm.numChannels;
+
+  plan.rankStep.reserve(ranks + 1);
+  size_t steps = 0;
+  for (const RankComm &rank : comm.ranks) {
+    plan.rankStep.push_back(static_cast<uint32_t>(steps));
+    steps += rank.stepOp.size();
+  }
+  plan.rankStep.push_back(static_cast<uint32_t>(steps));
+
+  // Step classes: single ops are kind * stages + stage; pairs are numbered after.
+  for (OpKind kind : {OpKind::F, OpKind::B, OpKind::I, OpKind::W})
+    for (int64_t s = 0; s < ir.numStages; ++s)
+      plan.classes.push_back({kind, false, static_cast<int32_t>(s), 0});
+  std::unordered_map<uint64_t, uint32_t> pairClass; // (forward, backward kind, stage) -> class
+  plan.stepOp.reserve(steps);
+  plan.stepClass.reserve(steps);
+  for (size_t r = 0; r < ranks; ++r) {
+    const std::vector<Op> &ops = ir.ranks[r].ops;
+    for (uint32_t first : comm.ranks[r].stepOp) {
+      const Op &op = ops[first];
+      plan.stepOp.push_back(first);
+      if (op.pair != PairRole::First) {
+        plan.stepClass.push_back(static_cast<uint32_t>(static_cast<int>(op.kind) * ir.numStages +
+                                                       op.stage));
+        continue;
+      }
+      const Op &backward = ops[first + 1];
+      uint64_t key = (uint64_t(uint32_t(op.stage)) << 34) |
+                     (uint64_t(uint32_t(backward.stage)) << 2) | uint64_t(backward.kind);
+      auto [it, inserted] = pairClass.try_emplace(key, static_cast<uint32_t>(plan.classes.size()));
+      if (inserted)
+        plan.classes.push_back({backward.kind, true, backward.stage, op.stage});
+      plan.stepClass.push_back(it->second);
+    }
+  }
+
+  size_t messages = comm.messages.size();
+  plan.stepInputs.assign(steps, 0);
+  for (const Message &m : comm.messages)
+    ++plan.stepInputs[plan.consumerStep(m)];
+  // Message ids are in posting order, sender after sender (CommPlan): rank r's
+  // sends are the ids from rankMessage[r], in the order of their steps.
+  plan.rankMessage.assign(ranks + 1, 0);
+  for (size_t id = 0; id < messages; ++id) {
+    assert((id == 0 || plan.producerStep(comm.messages[id - 1]) <=
+                           plan.producerStep(comm.messages[id])) &&
+           "CommPlan numbers messages in posting order");
+    ++plan.rankMessage[comm.messages[id].from + 1];
+  }
+  for (size_t r = 0; r < ranks; ++r)
+    plan.rankMessage[r + 1] += plan.rankMessage[r];
+  return plan;
+}
+
 namespace {
 
 constexpr uint32_t kNoMessage = ~0u;
 
-class Simulation {
+// The event loop over one plan; every array it touches is in `result`.
+class EventLoop {
 public:
-  Simulation(const ScheduleIR &ir, const CommPlan &plan, const CostModel &costs)
-      : ir_(ir), plan_(plan), costs_(costs) {}
+  EventLoop(const SimulationPlan &plan, SimResult &result)
+      : plan_(plan), result_(result), s_(result.scratch) {}
 
-  SimResult run() {
-    size_t ranks = plan_.ranks.size();
-    result_.ranks.resize(ranks);
-    result_.messages.assign(plan_.messages.size(), {0, 0});
-    next_.assign(ranks, 0);
-    sendCursor_.assign(ranks, 0);
-    missing_.resize(ranks);
-    latestInput_.resize(ranks);
-    boundBy_.resize(ranks);
-    for (size_t r = 0; r < ranks; ++r) {
-      size_t steps = plan_.ranks[r].stepOp.size();
-      missing_[r].assign(steps, 0);
-      latestInput_[r].assign(steps, kNoMessage);
-      result_.ranks[r].steps.resize(steps);
-      boundBy_[r].assign(steps, kNoMessage);
-    }
-    for (const Message &m : plan_.messages)
-      ++missing_[m.to][m.consumerStep];
-    assignChannels();
+  void run(const CostModel &costs) {
+    prepare(costs);
+    size_t ranks = plan_.numRanks();
     for (size_t r = 0; r < ranks; ++r)
-      ready_.push_back(r);
-    while (!ready_.empty()) {
-      size_t r = ready_.back();
-      ready_.pop_back();
+      s_.ready.push_back(static_cast<uint32_t>(r));
+    while (!s_.ready.empty()) {
+      uint32_t r = s_.ready.back();
+      s_.ready.pop_back();
       advance(r);
     }
     finish();
-    return std::move(result_);
   }
 
 private:
-  void assignChannels() {
-    llvm::DenseMap<uint64_t, uint32_t> ids;
-    channelOf_.resize(plan_.messages.size());
-    for (uint32_t id = 0; id < plan_.messages.size(); ++id) {
-      channelOf_[id] = ids.try_emplace(channelKey(plan_.messages[id]), ids.size()).first->second;
+  void prepare(const CostModel &costs) {
+    s_.classDuration.resize(plan_.classes.size());
+    for (size_t c = 0; c < plan_.classes.size(); ++c) {
+      const StepClass &k = plan_.classes[c];
+      s_.classDuration[c] = k.pair ? costs.pair(k.forwardStage, k.kind, k.stage)
+                                   : costs.op(k.kind, k.stage);
     }
-    channelFree_.assign(ids.size(), 0.0);
+    s_.stageTransfer.resize(plan_.numStages);
+    for (int64_t s = 0; s < plan_.numStages; ++s)
+      s_.stageTransfer[s] = costs.transfer(s);
+    s_.channelFree.assign(plan_.numChannels, 0.0);
+    s_.missing.assign(plan_.stepInputs.begin(), plan_.stepInputs.end());
+    s_.latestInput.assign(plan_.numSteps(), kNoMessage);
+    s_.next.assign(plan_.rankStep.begin(), plan_.rankStep.end() - 1);
+    s_.sendCursor.assign(plan_.rankMessage.begin(), plan_.rankMessage.end() - 1);
+    s_.ready.clear();
+    result_.ranks.assign(plan_.numRanks(), RankTiming{});
+    result_.stepStart.resize(plan_.numSteps());
+    result_.stepEnd.resize(plan_.numSteps());
+    result_.messageArrived.resize(plan_.numMessages());
+    result_.criticalPath.clear();
   }
 
-  double stepDuration(size_t r, uint32_t firstOp) const {
-    const std::vector<Op> &ops = ir_.ranks[r].ops;
-    const Op &op = ops[firstOp];
-    if (op.pair == PairRole::First) {
-      const Op &backward = ops[firstOp + 1];
-      return costs_.pair(op.stage, backward.kind, backward.stage);
-    }
-    return costs_.op(op.kind, op.stage);
+  // When step k's rank is free to start it.
+  double rankFree(size_t rank, uint32_t k) const {
+    return k > plan_.rankStep[rank] ? result_.stepEnd[k - 1] : 0.0;
   }
 
   // Runs rank r's steps whose inputs have all arrived, in order; sends what they produce.
-  void advance(size_t r) {
-    const RankComm &comm = plan_.ranks[r];
-    RankTiming &timing = result_.ranks[r];
-    while (next_[r] < comm.stepOp.size() && missing_[r][next_[r]] == 0) {
-      uint32_t k = static_cast<uint32_t>(next_[r]++);
-      double rankFree = k > 0 ? timing.steps[k - 1].end : 0.0;
-      double start = rankFree;
-      uint32_t input = latestInput_[r][k];
-      if (input != kNoMessage && result_.messages[input].arrived > rankFree) {
-        start = result_.messages[input].arrived;
-        boundBy_[r][k] = input;
-      }
-      double end = start + stepDuration(r, comm.stepOp[k]);
-      timing.steps[k] = {comm.stepOp[k], start, end};
-      timing.busy += end - start;
-      sendOutputs(r, k, end);
+  void advance(uint32_t r) {
+    uint32_t &k = s_.next[r];
+    uint32_t end = plan_.rankStep[r + 1];
+    double busy = result_.ranks[r].busy;
+    for (; k < end && s_.missing[k] == 0; ++k) {
+      double start = rankFree(r, k);
+      uint32_t input = s_.latestInput[k];
+      if (input != kNoMessage)
+        start = std::max(start, result_.messageArrived[input]);
+      double finish = start + s_.classDuration[plan_.stepClass[k]];
+      result_.stepStart[k] = start;
+      result_.stepEnd[k] = finish;
+      busy += finish - start;
+      sendOutputs(r, k, finish);
     }
+    result_.ranks[r].busy = busy;
   }
 
-  void sendOutputs(size_t r, uint32_t step, double end) {
-    const std::vector<uint32_t> &sends = plan_.ranks[r].sends;
-    size_t &cursor = sendCursor_[r];
-    for (; cursor < sends.size() && plan_.messages[sends[cursor]].producerStep == step; ++cursor) {
-      uint32_t id = sends[cursor];
-      const Message &m = plan_.messages[id];
-      double &channelFree = channelFree_[channelOf_[id]];
+  void sendOutputs(uint32_t r, uint32_t step, double end) {
+    const std::vector<Message> &messages = plan_.comm->messages;
+    uint32_t &id = s_.sendCursor[r];
+    for (; id < plan_.rankMessage[r + 1] && plan_.producerStep(messages[id]) == step; ++id) {
+      const Message &m = messages[id];
+      double &channelFree = s_.channelFree[m.channel];
       double sent = std::max(end, channelFree);
-      double arrived = sent + costs_.transfer(m.stage);
+      double arrived = sent + s_.stageTransfer[m.stage];
       channelFree = arrived;
-      result_.messages[id] = {sent, arrived};
-      uint32_t &latest = latestInput_[m.to][m.consumerStep];
-      if (latest == kNoMessage || arrived > result_.messages[latest].arrived)
+      result_.messageArrived[id] = arrived;
+      uint32_t consumer = plan_.consumerStep(m);
+      uint32_t &latest = s_.latestInput[consumer];
+      if (latest == kNoMessage || arrived > result_.messageArrived[latest])
         latest = id;
-      if (--missing_[m.to][m.consumerStep] == 0)
-        ready_.push_back(m.to);
+      if (--s_.missing[consumer] == 0)
+        s_.ready.push_back(static_cast<uint32_t>(m.to));
     }
   }
 
   void finish() {
     double makespan = 0;
     int32_t lastRank = -1;
-    for (size_t r = 0; r < result_.ranks.size(); ++r)
-      if (!result_.ranks[r].steps.empty() && result_.ranks[r].steps.back().end >= makespan) {
-        makespan = result_.ranks[r].steps.back().end;
+    for (size_t r = 0; r < plan_.numRanks(); ++r) {
+      uint32_t first = plan_.rankStep[r], end = plan_.rankStep[r + 1];
+      if (end > first && result_.stepEnd[end - 1] >= makespan) {
+        makespan = result_.stepEnd[end - 1];
         lastRank = static_cast<int32_t>(r);
       }
+    }
     result_.makespan = makespan;
     for (RankTiming &r : result_.ranks) {
       r.bubble = makespan - r.busy;
       r.utilization = makespan > 0 ? r.busy / makespan : 1.0;
     }
-    // Critical path: from the last step back through whatever made each step wait.
+    // Critical path: from the last step back through whatever made each step wait
+    // (an input that arrived after the rank was free).
     if (lastRank < 0)
       return;
     int32_t rank = lastRank;
-    int64_t step = static_cast<int64_t>(result_.ranks[rank].steps.size()) - 1;
-    while (step >= 0) {
-      result_.criticalPath.push_back({rank, static_cast<uint32_t>(step)});
-      uint32_t input = boundBy_[rank][step];
-      if (input != kNoMessage) {
-        rank = plan_.messages[input].from;
-        step = plan_.messages[input].producerStep;
+    int64_t step = static_cast<int64_t>(plan_.rankStep[rank + 1]) - 1;
+    while (step >= static_cast<int64_t>(plan_.rankStep[rank])) {
+      uint32_t k = static_cast<uint32_t>(step);
+      result_.criticalPath.push_back({rank, k});
+      uint32_t input = s_.latestInput[k];
+      if (input != kNoMessage && result_.messageArrived[input] > rankFree(rank, k)) {
+        const Message &m = plan_.comm->messages[input];
+        step = plan_.producerStep(m);
+        rank = m.from;
       } else {
         --step;
       }
@@ -149,20 +206,24 @@ private:
     std::reverse(result_.criticalPath.begin(), result_.criticalPath.end());
   }
 
-  const ScheduleIR &ir_;
-  const CommPlan &plan_;
-  const CostModel &costs_;
-  SimResult result_;
-  std::vector<size_t> next_, sendCursor_, ready_;
-  std::vector<std::vector<uint32_t>> missing_, latestInput_, boundBy_;
-  std::vector<uint32_t> channelOf_;
-  std::vector<double> channelFree_;
+  const SimulationPlan &plan_;
+  SimResult &result_;
+  SimResult::Scratch &s_;
 };
 
 } // namespace
 
+void simulate(std::shared_ptr<const SimulationPlan> plan, const CostModel &costs,
+              SimResult &result) {
+  result.plan = std::move(plan);
+  EventLoop(*result.plan, result).run(costs);
+}
+
 SimResult simulate(const ScheduleIR &ir, const CheckReport &report, const CostModel &costs) {
-  return Simulation(ir, *report.comm, costs).run();
+  SimResult result;
+  simulate(std::make_shared<const SimulationPlan>(buildSimulationPlan(ir, *report.comm)), costs,
+           result);
+  return result;
 }
 
 } // namespace pipec

@@ -3,26 +3,59 @@
 // runs its steps in order; a step starts when the rank is free and its inputs
 // have arrived; a message leaves when its step ends, and travels after the
 // previous message of its channel (latency + size / bandwidth).
+//
+// Two parts, so one schedule can be re-simulated under many cost sets cheaply:
+//   - SimulationPlan: what the event loop needs, as flat arrays, built once from
+//     the schedule and its communication plan;
+//   - simulate(plan, costs, result): looks up one duration per distinct step kind
+//     and runs the loop; reusing `result` allocates nothing after the first run.
 #pragma once
 
 #include "check/Checks.h"
 #include "cost/CostModel.h"
 
+#include <algorithm>
+#include <memory>
 #include <vector>
 
 namespace pipec {
+
+// A kind of step whose duration the cost model gives: one op, or an overlap pair.
+struct StepClass {
+  OpKind kind;          // the op's, or the pair's backward kind
+  bool pair;
+  int32_t stage;        // the op's, or the pair's backward stage
+  int32_t forwardStage; // pairs only
+};
+
+// Steps are numbered globally, rank after rank; messages are CommPlan's (read in
+// place, not copied: the plan must not outlive the CommPlan it was built from).
+struct SimulationPlan {
+  const CommPlan *comm = nullptr;
+  std::vector<uint32_t> rankStep;        // rank -> its first step; one more entry at the end
+  std::vector<uint32_t> stepOp;          // step -> its first op on its rank (a pair: the F)
+  std::vector<uint32_t> stepClass;       // step -> index into classes
+  std::vector<uint8_t> stepInputs;       // step -> messages it waits for (at most 2)
+  std::vector<uint32_t> rankMessage;     // rank -> its first message sent; one more entry
+  std::vector<StepClass> classes;
+  uint32_t numChannels = 0;
+  int64_t numStages = 0;
+
+  size_t numRanks() const { return rankStep.size() - 1; }
+  size_t numSteps() const { return stepOp.size(); }
+  size_t numMessages() const { return comm->messages.size(); }
+  uint32_t producerStep(const Message &m) const { return rankStep[m.from] + m.producerStep; }
+  uint32_t consumerStep(const Message &m) const { return rankStep[m.to] + m.consumerStep; }
+};
+
+SimulationPlan buildSimulationPlan(const ScheduleIR &ir, const CommPlan &comm);
 
 struct StepTiming {
   uint32_t op;         // first op of the step (a pair: its forward)
   double start, end;
 };
 
-struct MessageTiming {
-  double sent, arrived;
-};
-
 struct RankTiming {
-  std::vector<StepTiming> steps;
   double busy = 0;          // sum of step durations
   double bubble = 0;        // makespan - busy
   double utilization = 0;   // busy / makespan
@@ -31,19 +64,48 @@ struct RankTiming {
 // One link of the critical path: a step, and what made it start when it did.
 struct CriticalLink {
   int32_t rank;
-  uint32_t step;
+  uint32_t step; // global step number
 };
 
 struct SimResult {
+  std::shared_ptr<const SimulationPlan> plan;
   double makespan = 0;
   std::vector<RankTiming> ranks;
-  std::vector<MessageTiming> messages; // indexed like CommPlan::messages
-  std::vector<CriticalLink> criticalPath; // first step to last
+  std::vector<double> stepStart, stepEnd;        // by global step
+  std::vector<double> messageArrived;            // indexed like CommPlan::messages
+  // When message `id` left: after its step, behind the previous one on its channel.
+  // Computed on the fly, in id order (channelFree: numChannels zeros to start with).
+  double sent(uint32_t id, std::vector<double> &channelFree) const {
+    const Message &m = plan->comm->messages[id];
+    double &free = channelFree[m.channel];
+    double at = std::max(stepEnd[plan->producerStep(m)], free);
+    free = messageArrived[id];
+    return at;
+  }
+  std::vector<CriticalLink> criticalPath;        // first step to last
   double totalBusy() const;
   double totalBubble() const;
+
+  // Rank r's steps are [firstStep(r), endStep(r)).
+  uint32_t firstStep(size_t rank) const { return plan->rankStep[rank]; }
+  uint32_t endStep(size_t rank) const { return plan->rankStep[rank + 1]; }
+  StepTiming step(uint32_t global) const {
+    return {plan->stepOp[global], stepStart[global], stepEnd[global]};
+  }
+
+  // Scratch of the event loop, kept so a re-run allocates nothing.
+  struct Scratch {
+    std::vector<double> classDuration, stageTransfer, channelFree;
+    std::vector<uint8_t> missing;
+    std::vector<uint32_t> latestInput, next, sendCursor, ready;
+  } scratch;
 };
 
-// Requires a report whose checks passed (report.comm is set).
+// Runs `plan` under `costs` into `result`, reusing its storage.
+void simulate(std::shared_ptr<const SimulationPlan> plan, const CostModel &costs,
+              SimResult &result);
+
+// Builds the plan and runs it once. Requires a report whose checks passed (report.comm is set).
 SimResult simulate(const ScheduleIR &ir, const CheckReport &report, const CostModel &costs);
 
 } // namespace pipec

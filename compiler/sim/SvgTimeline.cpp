@@ -23,6 +23,7 @@ const char *colorOf(OpKind kind) {
 }
 
 constexpr double kLeft = 70, kTop = 20, kRowHeight = 30, kRowGap = 6;
+constexpr int kMaxTicks = 20;
 
 class SvgWriter {
 public:
@@ -30,10 +31,9 @@ public:
       : ir_(ir), sim_(sim), out_(out) {
     // Aim for readable cells: the shortest step at least ~18 px wide.
     double shortest = sim.makespan;
-    for (const RankTiming &r : sim.ranks)
-      for (const StepTiming &s : r.steps)
-        if (s.end > s.start)
-          shortest = std::min(shortest, s.end - s.start);
+    for (size_t k = 0; k < sim.stepStart.size(); ++k)
+      if (sim.stepEnd[k] > sim.stepStart[k])
+        shortest = std::min(shortest, sim.stepEnd[k] - sim.stepStart[k]);
     scale_ = shortest > 0 ? std::clamp(18.0 / shortest, 0.5, 60.0) : 20.0;
   }
 
@@ -90,7 +90,8 @@ private:
     rect(x(0), top, sim_.makespan * scale_, kRowHeight, "#eeeeee", 1, "idle");
     text(kLeft - 8, top + kRowHeight / 2, "rank " + std::to_string(r), "end", "#333333");
     const std::vector<Op> &ops = ir_.ranks[r].ops;
-    for (const StepTiming &step : sim_.ranks[r].steps) {
+    for (uint32_t k = sim_.firstStep(r); k < sim_.endStep(r); ++k) {
+      StepTiming step = sim_.step(k);
       const Op &first = ops[step.op];
       if (first.pair != PairRole::First) {
         op(first, step.start, step.end, top, kRowHeight);
@@ -109,11 +110,12 @@ private:
     out_ << "<line x1=\"" << formatNumber(x(0)) << "\" y1=\"" << formatNumber(top) << "\" x2=\""
          << formatNumber(x(sim_.makespan)) << "\" y2=\"" << formatNumber(top)
          << "\" stroke=\"#333333\"/>\n";
-    // About ten ticks, on round numbers.
+    // About ten ticks, on round numbers; counted, so no time value can make it loop.
     double raw = sim_.makespan / 10;
     double magnitude = std::pow(10, std::floor(std::log10(raw > 0 ? raw : 1)));
     double tick = raw / magnitude < 2 ? magnitude : raw / magnitude < 5 ? 2 * magnitude : 5 * magnitude;
-    for (double t = 0; t <= sim_.makespan + 1e-9; t += tick) {
+    for (int i = 0; i <= kMaxTicks && i * tick <= sim_.makespan * (1 + 1e-12) + 1e-9; ++i) {
+      double t = i * tick;
       out_ << "<line x1=\"" << formatNumber(x(t)) << "\" y1=\"" << formatNumber(top)
            << "\" x2=\"" << formatNumber(x(t)) << "\" y2=\"" << formatNumber(top + 5)
            << "\" stroke=\"#333333\"/>\n";
@@ -152,8 +154,11 @@ private:
 
 } // namespace
 
-void writeSvg(const ScheduleIR &ir, const SimResult &sim, llvm::raw_ostream &out) {
+bool writeSvg(const ScheduleIR &ir, const SimResult &sim, llvm::raw_ostream &out) {
+  if (!undrawableReason(sim).empty())
+    return false;
   SvgWriter(ir, sim, out).write();
+  return true;
 }
 
 } // namespace pipec

@@ -1,0 +1,126 @@
+// The simulation plan: re-running one plan under new costs gives what a fresh
+// simulation gives; the writers refuse times they cannot draw; numbers keep
+// their significant digits.
+#include "sim/SimOutputs.h"
+
+#include "TestSupport.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <sstream>
+
+using namespace pipec;
+using namespace pipec::test;
+
+namespace {
+
+std::string readExample(const std::string &name) {
+  std::ifstream in(std::string(PIPEC_EXAMPLES_DIR) + "/" + name + ".pipe");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+struct Checked {
+  std::unique_ptr<Compiled> compiled;
+  CheckReport report;
+  const ScheduleIR &ir() const { return *compiled->ir; }
+};
+
+Checked check(const std::string &name, int P, int M) {
+  Checked c;
+  ElabOptions options;
+  options.defines = {{"P", P}, {"M", M}};
+  c.compiled = compile(readExample(name), options);
+  REQUIRE(c.compiled->ir);
+  c.report = runChecks(*c.compiled->ir, CheckOptions{}, c.compiled->diags);
+  REQUIRE(c.report.ok);
+  return c;
+}
+
+void requireSame(const SimResult &a, const SimResult &b) {
+  CHECK(a.makespan == b.makespan);
+  CHECK(a.stepStart == b.stepStart);
+  CHECK(a.stepEnd == b.stepEnd);
+  CHECK(a.messageArrived == b.messageArrived);
+  REQUIRE(a.criticalPath.size() == b.criticalPath.size());
+  for (size_t i = 0; i < a.criticalPath.size(); ++i)
+    CHECK(a.criticalPath[i].step == b.criticalPath[i].step);
+}
+
+} // namespace
+
+TEST_CASE("re-simulating one plan under new costs matches a fresh simulation", "[sim]") {
+  for (const char *name : {"1f1b", "dualpipe", "dualpipev", "zbv"}) {
+    Checked c = check(name, 4, 16);
+    auto plan = std::make_shared<const SimulationPlan>(buildSimulationPlan(c.ir(), *c.report.comm));
+    SimResult reused;
+    for (const std::vector<CostOverride> &costs :
+         {std::vector<CostOverride>{}, {{"F", -1, 3}, {"p2p", -1, 0.5}},
+          {{"B", 1, 7}, {"W", -1, 0.25}}, {{"attn_f", -1, 1}, {"mlp_b", -1, 2}}, {}}) {
+      CostModel model = CostModel::build(c.ir(), costs);
+      simulate(plan, model, reused);
+      requireSame(reused, simulate(c.ir(), c.report, model));
+    }
+  }
+}
+
+TEST_CASE("a rank's sends are its range of message ids, in step order", "[sim]") {
+  Checked c = check("dualpipev", 4, 8);
+  SimulationPlan plan = buildSimulationPlan(c.ir(), *c.report.comm);
+  const std::vector<Message> &messages = c.report.comm->messages;
+  REQUIRE(plan.rankMessage.back() == messages.size());
+  for (size_t r = 0; r < plan.numRanks(); ++r)
+    for (uint32_t id = plan.rankMessage[r]; id < plan.rankMessage[r + 1]; ++id) {
+      CHECK(messages[id].from == int32_t(r));
+      if (id > plan.rankMessage[r])
+        CHECK(messages[id - 1].producerStep <= messages[id].producerStep);
+    }
+}
+
+TEST_CASE("channels get dense ids, one per (sender, receiver, kind)", "[comm]") {
+  Checked c = check("dualpipe", 4, 8);
+  const CommPlan &comm = *c.report.comm;
+  std::map<uint64_t, uint32_t> seen;
+  for (const Message &m : comm.messages) {
+    REQUIRE(m.channel < comm.numChannels);
+    auto [it, inserted] = seen.emplace(channelKey(m), m.channel);
+    CHECK(it->second == m.channel);
+  }
+  CHECK(seen.size() == comm.numChannels);
+}
+
+TEST_CASE("pictures and the trace refuse non-finite times instead of looping", "[sim]") {
+  Checked c = check("1f1b", 2, 2);
+  SimResult sim = simulate(c.ir(), c.report, CostModel::build(c.ir(), {}));
+  sim.makespan = std::numeric_limits<double>::infinity();
+  sim.stepEnd.back() = sim.makespan;
+  std::string text;
+  llvm::raw_string_ostream out(text);
+  CHECK(undrawableReason(sim) == "the makespan is inf");
+  CHECK_FALSE(writeSvg(c.ir(), sim, out));
+  CHECK_FALSE(printTimeline(c.ir(), sim, out));
+  CHECK_FALSE(writeChromeTrace(c.ir(), c.report, sim, out));
+  CHECK(out.str().empty());
+  sim.makespan = std::nan("");
+  CHECK_FALSE(writeSvg(c.ir(), sim, out));
+}
+
+TEST_CASE("numbers keep six significant digits below 1 and stay short when huge", "[sim]") {
+  CHECK(formatNumber(3198) == "3198");
+  CHECK(formatNumber(2.5) == "2.5");
+  CHECK(formatNumber(27.2727) == "27.273");
+  CHECK(formatNumber(0.5) == "0.5");
+  CHECK(formatNumber(1.0 / 3) == "0.333333");
+  CHECK(formatNumber(4e-7) == "4e-07");
+  CHECK(formatNumber(0) == "0");
+  CHECK(formatNumber(-0.0) == "0");
+  CHECK(formatNumber(1e300) == "1e+300");
+  CHECK(formatNumber(std::numeric_limits<double>::infinity()) == "inf");
+}
