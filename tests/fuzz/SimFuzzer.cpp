@@ -4,15 +4,12 @@
 // Lines starting with "//cost " are --cost flags (`//cost F=1e308`), so the
 // fuzzer also reaches huge, tiny and zero costs. It must never crash or hang;
 // limits are lowered so that every input finishes quickly.
-#include "check/Checks.h"
-#include "elab/Elaborator.h"
-#include "sema/NameResolver.h"
-#include "sim/CostModel.h"
+#include "cost/CostInput.h"
+#include "cost/CostModel.h"
+#include "driver/Compilation.h"
 #include "sim/SimOutputs.h"
 #include "sim/Simulator.h"
-#include "syntax/Parser.h"
 
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstddef>
@@ -37,23 +34,15 @@ std::vector<pipec::CostOverride> costFlags(llvm::StringRef text) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   using namespace pipec;
-  llvm::SourceMgr sources;
-  DiagnosticEngine diags(sources);
   llvm::StringRef text(reinterpret_cast<const char *>(data), size);
-  unsigned buffer = sources.AddNewSourceBuffer(
-      llvm::MemoryBuffer::getMemBufferCopy(text, "fuzz.pipe"), llvm::SMLoc());
-  std::unique_ptr<ast::Schedule> schedule = parseSchedule(buffer, diags);
-  if (!schedule || !resolveNames(*schedule, diags))
-    return 0;
+  auto compilation = Compilation::fromText("fuzz.pipe", text);
   ElabOptions options;
   options.limits.maxOps = 20000;
   options.limits.maxIterations = 200000;
-  std::optional<ScheduleIR> ir = elaborate(*schedule, options, diags);
-  if (!ir)
+  if (!compilation->runAll(options, CheckOptions()) || !compilation->report()->ok)
     return 0;
-  CheckReport report = runChecks(*ir, CheckOptions(), diags);
-  if (!report.ok)
-    return 0;
+  const ScheduleIR *ir = compilation->ir();
+  const CheckReport &report = *compilation->report();
   CostModel costs = CostModel::build(*ir, costFlags(text));
   SimResult result = simulate(*ir, report, costs);
   std::string out;
