@@ -20,13 +20,6 @@ using namespace pipec::test;
 
 namespace {
 
-std::string readExample(const std::string &name) {
-  std::ifstream in(std::string(PIPEC_EXAMPLES_DIR) + "/" + name + ".pipe");
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 struct Checked {
   std::unique_ptr<Compiled> compiled;
   CheckReport report;

@@ -26,13 +26,6 @@ using namespace pipec::test;
 
 namespace {
 
-std::string readExample(const std::string &name) {
-  std::ifstream in(std::string(PIPEC_EXAMPLES_DIR) + "/" + name + ".pipe");
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 struct Lowered {
   std::unique_ptr<Compiled> compiled;
   CheckReport report;

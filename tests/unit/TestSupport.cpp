@@ -5,7 +5,17 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <fstream>
+#include <sstream>
+
 namespace pipec::test {
+
+std::string readExample(const std::string &name) {
+  std::ifstream in(std::string(PIPEC_EXAMPLES_DIR) + "/" + name + ".pipe");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 Compiled::Compiled(std::unique_ptr<Compilation> compilation)
     : compilation(std::move(compilation)), sources(this->compilation->sources()),

@@ -31,6 +31,9 @@ struct Compiled {
 
 std::unique_ptr<Compiled> compile(const std::string &source, const ElabOptions &options = {});
 
+// The text of examples/NAME.pipe, the schedule library.
+std::string readExample(const std::string &name);
+
 // Wraps a rank-program body in a 1F1B-shaped schedule header (P ranks, M micro-batches).
 std::string withBody(const std::string &body, int P = 2, int M = 4);
 
