@@ -377,10 +377,8 @@ bool parseSimArgs(pipec::SimArgs &sim) {
 
 bool validateImport() { return requirePath(ImportOutput); }
 
-} // namespace
-
-int main(int argc, char **argv) {
-  InitLLVM init(argc, argv);
+// Parses the command line and runs the subcommand; returns the exit status.
+int dispatch(int argc, char **argv) {
   cl::HideUnrelatedOptions(Category);
   cl::SetVersionPrinter([](raw_ostream &out) { out << "pipec " << PIPEC_VERSION << "\n"; });
   if (!cl::ParseCommandLineOptions(argc, argv,
@@ -426,4 +424,23 @@ int main(int argc, char **argv) {
   if (!validateBuild())
     return pipec::kExitUsage;
   return pipec::runBuild(BuildFile, {BuildBackend, BuildOutput, KeepSource}, args);
+}
+
+// A report, document or table that could not be written in full (a closed pipe,
+// a full disk) is an I/O error, not a crash: LLVM would abort on the unchecked
+// error when standard output is destroyed.
+int checkStandardOutput(int status) {
+  outs().flush();
+  if (!outs().has_error())
+    return status;
+  errs() << "pipec: error: cannot write standard output: " << outs().error().message() << "\n";
+  outs().clear_error();
+  return pipec::kExitUsage;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  return checkStandardOutput(dispatch(argc, argv));
 }

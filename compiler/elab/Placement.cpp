@@ -122,7 +122,8 @@ bool elaboratePlacement(const Schedule &schedule, Evaluator &eval, DiagnosticEng
                                    std::to_string(ir.numRanks - 1)
                              : "chunk " + std::to_string(chunk) + ", but chunks are 0 to " +
                                    std::to_string(ir.numStages - 1))))
-          d->note("with " + eval.describeNames(culprit));
+          if (std::string values = eval.describeNames(culprit); !values.empty())
+            d->note("with " + values); // a constant has no names to show
         ok = false;
         continue;
       }
