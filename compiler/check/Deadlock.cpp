@@ -173,9 +173,12 @@ private:
   void reportCycle(size_t start, DiagnosticEngine &diags) {
     // Each stuck rank waits for the rank whose step would unblock it; follow
     // those edges until a rank repeats.
+    // Marks, not a search of the path, so a cycle through every rank stays linear.
     std::vector<size_t> path;
+    std::vector<bool> onPath(plan_.ranks.size(), false);
     size_t r = start;
-    while (std::find(path.begin(), path.end(), r) == path.end()) {
+    while (!onPath[r]) {
+      onPath[r] = true;
       path.push_back(r);
       r = static_cast<size_t>(blockedOn(r).second->from);
     }

@@ -16,22 +16,20 @@ static std::string slotList(const std::vector<Slot> &slots) {
 
 bool checkParameterCopies(const ScheduleIR &ir, DiagnosticEngine &diags,
                           std::vector<SyncGroup> &syncGroups) {
-  // slotsOf[stage]: distinct slots over all flows, with the flow that put it there.
-  std::vector<std::vector<std::pair<Slot, uint32_t>>> slotsOf(ir.numStages);
-  for (uint32_t f = 0; f < ir.flows.size(); ++f)
-    for (int64_t s = 0; s < ir.numStages; ++s) {
+  // One stage at a time, its distinct slots over all flows with the flow that put
+  // each there: a reused buffer, so no per-stage table is kept.
+  std::vector<std::pair<Slot, uint32_t>> holders;
+  bool ok = true;
+  for (int64_t s = 0; s < ir.numStages; ++s) {
+    holders.clear();
+    for (uint32_t f = 0; f < ir.flows.size(); ++f) {
       Slot slot = ir.flows[f].stageSlots[s];
-      auto &holders = slotsOf[s];
       bool known = std::any_of(holders.begin(), holders.end(), [&](const auto &h) {
         return h.first.rank == slot.rank && h.first.chunk == slot.chunk;
       });
       if (!known)
         holders.push_back({slot, f});
     }
-
-  bool ok = true;
-  for (int64_t s = 0; s < ir.numStages; ++s) {
-    const auto &holders = slotsOf[s];
     if (holders.size() <= 1)
       continue;
     std::vector<Slot> slots;
