@@ -85,11 +85,12 @@ public:
     buildChannels();
     size_t ranks = plan_.ranks.size();
     step_.assign(ranks, 0);
-    missingInputs_.resize(ranks);
+    stepBegin_.assign(ranks + 1, 0);
     for (size_t r = 0; r < ranks; ++r)
-      missingInputs_[r].assign(plan_.ranks[r].stepOp.size(), 0);
+      stepBegin_[r + 1] = stepBegin_[r] + plan_.ranks[r].stepOp.size();
+    missingInputs_.assign(stepBegin_.back(), 0);
     for (const Message &m : plan_.messages)
-      ++missingInputs_[m.to][m.consumerStep];
+      ++missingInputs(m.to, m.consumerStep);
     for (size_t r = 0; r < ranks; ++r)
       advance(r);
     while (!ready_.empty()) {
@@ -111,7 +112,11 @@ private:
     uint32_t begin = 0, end = 0, head = 0; // head: absolute index into order_
   };
 
-  // Flat channel queues by counting sort: no per-channel vectors to grow.
+  uint8_t &missingInputs(size_t rank, size_t step) {
+    return missingInputs_[stepBegin_[rank] + step];
+  }
+
+  // Flat channel queues by counting sort: no per-channel or per-rank vectors.
   void buildChannels() {
     channels_.resize(plan_.numChannels);
     for (const Message &m : plan_.messages)
@@ -123,14 +128,23 @@ private:
       channel.end = channel.begin;
     }
     order_.resize(plan_.messages.size());
-    outgoing_.resize(plan_.ranks.size());
     for (const RankComm &rank : plan_.ranks)
       for (uint32_t id : rank.sends) {
         Channel &channel = channels_[plan_.messages[id].channel];
-        if (channel.end == channel.begin)
-          outgoing_[plan_.messages[id].from].push_back(plan_.messages[id].channel);
         order_[channel.end++] = id;
       }
+    // Each rank's outgoing channels, grouped by sender (counting sort again).
+    outgoingBegin_.assign(plan_.ranks.size() + 1, 0);
+    for (const Channel &channel : channels_)
+      if (channel.end > channel.begin)
+        ++outgoingBegin_[plan_.messages[order_[channel.begin]].from + 1];
+    for (size_t r = 0; r < plan_.ranks.size(); ++r)
+      outgoingBegin_[r + 1] += outgoingBegin_[r];
+    outgoing_.resize(outgoingBegin_.back());
+    std::vector<uint32_t> cursor(outgoingBegin_.begin(), outgoingBegin_.end() - 1);
+    for (uint32_t c = 0; c < channels_.size(); ++c)
+      if (channels_[c].end > channels_[c].begin)
+        outgoing_[cursor[plan_.messages[order_[channels_[c].begin]].from]++] = c;
   }
 
   bool produced(const Message &m) const { return step_[m.from] > m.producerStep; }
@@ -139,13 +153,13 @@ private:
   // finished steps produced.
   void advance(size_t r) {
     const RankComm &comm = plan_.ranks[r];
-    while (step_[r] < comm.stepOp.size() && missingInputs_[r][step_[r]] == 0)
+    while (step_[r] < comm.stepOp.size() && missingInputs(r, step_[r]) == 0)
       ++step_[r];
-    for (uint32_t c : outgoing_[r]) {
-      Channel &channel = channels_[c];
+    for (uint32_t k = outgoingBegin_[r]; k < outgoingBegin_[r + 1]; ++k) {
+      Channel &channel = channels_[outgoing_[k]];
       while (channel.head < channel.end && produced(plan_.messages[order_[channel.head]])) {
         const Message &m = plan_.messages[order_[channel.head++]];
-        if (--missingInputs_[m.to][m.consumerStep] == 0)
+        if (--missingInputs(m.to, m.consumerStep) == 0)
           ready_.push_back(m.to);
       }
     }
@@ -215,10 +229,12 @@ private:
   const CommPlan &plan_;
   std::vector<Channel> channels_;
   std::vector<uint32_t> order_;                   // every channel's messages, see Channel
-  std::vector<std::vector<uint32_t>> outgoing_;   // rank -> channels it sends on
-  std::vector<size_t> step_;                      // next step per rank
-  std::vector<std::vector<uint8_t>> missingInputs_; // per rank and step (at most 2: a pair)
-  std::vector<size_t> ready_;                     // ranks that may move
+  // Per rank, flat: rank r's entries are [xBegin_[r], xBegin_[r + 1]).
+  std::vector<uint32_t> outgoingBegin_, outgoing_; // the channels each rank sends on
+  std::vector<size_t> stepBegin_;
+  std::vector<uint8_t> missingInputs_; // per step: messages not yet arrived (at most 2: a pair)
+  std::vector<uint32_t> step_;         // next step per rank
+  std::vector<uint32_t> ready_;        // ranks that may move
 };
 
 } // namespace
