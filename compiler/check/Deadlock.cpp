@@ -78,6 +78,8 @@ bool checkMessageOrder(const ScheduleIR &ir, const CommPlan &plan, DiagnosticEng
 // queue of messages: its head moves as soon as its producing step is done.
 class ProgressSimulation {
 public:
+  static constexpr size_t kShownCycleRanks = 8;
+
   ProgressSimulation(const ScheduleIR &ir, const CommPlan &plan) : ir_(ir), plan_(plan) {}
 
   // Returns false (after reporting) when some rank can never finish.
@@ -197,9 +199,14 @@ private:
       r = static_cast<size_t>(blockedOn(r).second->from);
     }
     std::vector<size_t> cycle(std::find(path.begin(), path.end(), r), path.end());
+    // A cycle through thousands of ranks is shown by its first few: the report
+    // stays readable and its size does not grow with the rank count.
+    size_t shown = std::min(cycle.size(), kShownCycleRanks);
     std::string chain;
-    for (size_t rank : cycle)
-      chain += std::to_string(rank) + " -> ";
+    for (size_t k = 0; k < shown; ++k)
+      chain += std::to_string(cycle[k]) + " -> ";
+    if (shown < cycle.size())
+      chain += "... -> ";
     chain += std::to_string(cycle.front());
 
     auto stuckOp = [&](size_t rank) -> const Op & {
@@ -209,7 +216,8 @@ private:
                                      "deadlock: ranks " + chain + " wait for each other forever");
     if (!d)
       return;
-    for (size_t rank : cycle) {
+    for (size_t k = 0; k < shown; ++k) {
+      size_t rank = cycle[k];
       auto [needed, head] = blockedOn(rank);
       const Op &producer = ir_.ranks[head->from].ops[head->producer];
       std::string text = "rank " + std::to_string(rank) + " cannot start " +
@@ -221,6 +229,9 @@ private:
               opShortName(ir_, producer) + ";";
       noteAtOp(*d, ir_, rank, stuckOp(rank), text);
     }
+    if (shown < cycle.size())
+      d->note("the cycle goes through " + std::to_string(cycle.size()) + " ranks; the first " +
+              std::to_string(shown) + " are shown");
     d->note("each rank runs its ops in order and a message is received in the order it "
             "was sent; reorder the ops so that no rank waits on a rank that waits on it");
   }
