@@ -78,6 +78,8 @@ bool checkMessageOrder(const ScheduleIR &ir, const CommPlan &plan, DiagnosticEng
 // queue of messages: its head moves as soon as its producing step is done.
 class ProgressSimulation {
 public:
+  static constexpr size_t kShownCycleRanks = 8;
+
   ProgressSimulation(const ScheduleIR &ir, const CommPlan &plan) : ir_(ir), plan_(plan) {}
 
   // Returns false (after reporting) when some rank can never finish.
@@ -85,11 +87,12 @@ public:
     buildChannels();
     size_t ranks = plan_.ranks.size();
     step_.assign(ranks, 0);
-    missingInputs_.resize(ranks);
+    stepBegin_.assign(ranks + 1, 0);
     for (size_t r = 0; r < ranks; ++r)
-      missingInputs_[r].assign(plan_.ranks[r].stepOp.size(), 0);
+      stepBegin_[r + 1] = stepBegin_[r] + plan_.ranks[r].stepOp.size();
+    missingInputs_.assign(stepBegin_.back(), 0);
     for (const Message &m : plan_.messages)
-      ++missingInputs_[m.to][m.consumerStep];
+      ++missingInputs(m.to, m.consumerStep);
     for (size_t r = 0; r < ranks; ++r)
       advance(r);
     while (!ready_.empty()) {
@@ -111,7 +114,11 @@ private:
     uint32_t begin = 0, end = 0, head = 0; // head: absolute index into order_
   };
 
-  // Flat channel queues by counting sort: no per-channel vectors to grow.
+  uint8_t &missingInputs(size_t rank, size_t step) {
+    return missingInputs_[stepBegin_[rank] + step];
+  }
+
+  // Flat channel queues by counting sort: no per-channel or per-rank vectors.
   void buildChannels() {
     channels_.resize(plan_.numChannels);
     for (const Message &m : plan_.messages)
@@ -123,14 +130,23 @@ private:
       channel.end = channel.begin;
     }
     order_.resize(plan_.messages.size());
-    outgoing_.resize(plan_.ranks.size());
     for (const RankComm &rank : plan_.ranks)
       for (uint32_t id : rank.sends) {
         Channel &channel = channels_[plan_.messages[id].channel];
-        if (channel.end == channel.begin)
-          outgoing_[plan_.messages[id].from].push_back(plan_.messages[id].channel);
         order_[channel.end++] = id;
       }
+    // Each rank's outgoing channels, grouped by sender (counting sort again).
+    outgoingBegin_.assign(plan_.ranks.size() + 1, 0);
+    for (const Channel &channel : channels_)
+      if (channel.end > channel.begin)
+        ++outgoingBegin_[plan_.messages[order_[channel.begin]].from + 1];
+    for (size_t r = 0; r < plan_.ranks.size(); ++r)
+      outgoingBegin_[r + 1] += outgoingBegin_[r];
+    outgoing_.resize(outgoingBegin_.back());
+    std::vector<uint32_t> cursor(outgoingBegin_.begin(), outgoingBegin_.end() - 1);
+    for (uint32_t c = 0; c < channels_.size(); ++c)
+      if (channels_[c].end > channels_[c].begin)
+        outgoing_[cursor[plan_.messages[order_[channels_[c].begin]].from]++] = c;
   }
 
   bool produced(const Message &m) const { return step_[m.from] > m.producerStep; }
@@ -139,13 +155,13 @@ private:
   // finished steps produced.
   void advance(size_t r) {
     const RankComm &comm = plan_.ranks[r];
-    while (step_[r] < comm.stepOp.size() && missingInputs_[r][step_[r]] == 0)
+    while (step_[r] < comm.stepOp.size() && missingInputs(r, step_[r]) == 0)
       ++step_[r];
-    for (uint32_t c : outgoing_[r]) {
-      Channel &channel = channels_[c];
+    for (uint32_t k = outgoingBegin_[r]; k < outgoingBegin_[r + 1]; ++k) {
+      Channel &channel = channels_[outgoing_[k]];
       while (channel.head < channel.end && produced(plan_.messages[order_[channel.head]])) {
         const Message &m = plan_.messages[order_[channel.head++]];
-        if (--missingInputs_[m.to][m.consumerStep] == 0)
+        if (--missingInputs(m.to, m.consumerStep) == 0)
           ready_.push_back(m.to);
       }
     }
@@ -173,16 +189,24 @@ private:
   void reportCycle(size_t start, DiagnosticEngine &diags) {
     // Each stuck rank waits for the rank whose step would unblock it; follow
     // those edges until a rank repeats.
+    // Marks, not a search of the path, so a cycle through every rank stays linear.
     std::vector<size_t> path;
+    std::vector<bool> onPath(plan_.ranks.size(), false);
     size_t r = start;
-    while (std::find(path.begin(), path.end(), r) == path.end()) {
+    while (!onPath[r]) {
+      onPath[r] = true;
       path.push_back(r);
       r = static_cast<size_t>(blockedOn(r).second->from);
     }
     std::vector<size_t> cycle(std::find(path.begin(), path.end(), r), path.end());
+    // A cycle through thousands of ranks is shown by its first few: the report
+    // stays readable and its size does not grow with the rank count.
+    size_t shown = std::min(cycle.size(), kShownCycleRanks);
     std::string chain;
-    for (size_t rank : cycle)
-      chain += std::to_string(rank) + " -> ";
+    for (size_t k = 0; k < shown; ++k)
+      chain += std::to_string(cycle[k]) + " -> ";
+    if (shown < cycle.size())
+      chain += "... -> ";
     chain += std::to_string(cycle.front());
 
     auto stuckOp = [&](size_t rank) -> const Op & {
@@ -192,7 +216,8 @@ private:
                                      "deadlock: ranks " + chain + " wait for each other forever");
     if (!d)
       return;
-    for (size_t rank : cycle) {
+    for (size_t k = 0; k < shown; ++k) {
+      size_t rank = cycle[k];
       auto [needed, head] = blockedOn(rank);
       const Op &producer = ir_.ranks[head->from].ops[head->producer];
       std::string text = "rank " + std::to_string(rank) + " cannot start " +
@@ -204,6 +229,9 @@ private:
               opShortName(ir_, producer) + ";";
       noteAtOp(*d, ir_, rank, stuckOp(rank), text);
     }
+    if (shown < cycle.size())
+      d->note("the cycle goes through " + std::to_string(cycle.size()) + " ranks; the first " +
+              std::to_string(shown) + " are shown");
     d->note("each rank runs its ops in order and a message is received in the order it "
             "was sent; reorder the ops so that no rank waits on a rank that waits on it");
   }
@@ -212,10 +240,12 @@ private:
   const CommPlan &plan_;
   std::vector<Channel> channels_;
   std::vector<uint32_t> order_;                   // every channel's messages, see Channel
-  std::vector<std::vector<uint32_t>> outgoing_;   // rank -> channels it sends on
-  std::vector<size_t> step_;                      // next step per rank
-  std::vector<std::vector<uint8_t>> missingInputs_; // per rank and step (at most 2: a pair)
-  std::vector<size_t> ready_;                     // ranks that may move
+  // Per rank, flat: rank r's entries are [xBegin_[r], xBegin_[r + 1]).
+  std::vector<uint32_t> outgoingBegin_, outgoing_; // the channels each rank sends on
+  std::vector<size_t> stepBegin_;
+  std::vector<uint8_t> missingInputs_; // per step: messages not yet arrived (at most 2: a pair)
+  std::vector<uint32_t> step_;         // next step per rank
+  std::vector<uint32_t> ready_;        // ranks that may move
 };
 
 } // namespace

@@ -9,9 +9,36 @@
 #include "check/OpText.h"
 #include "cost/CostModel.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace pipec {
+
+namespace {
+
+// Parameter chunks: distinct chunks holding a stage, over all flows. The slots
+// are bucketed by rank and each rank's few chunks deduplicated by sorting, so
+// the cost follows the slots placed, never ranks x highest chunk number.
+void countParameterChunks(const ScheduleIR &ir, std::vector<RankMemory> &memory) {
+  std::vector<size_t> begin(ir.ranks.size() + 1, 0);
+  for (const Flow &flow : ir.flows)
+    for (const Slot &slot : flow.stageSlots)
+      ++begin[slot.rank + 1];
+  for (size_t r = 0; r < ir.ranks.size(); ++r)
+    begin[r + 1] += begin[r];
+  std::vector<int32_t> chunks(begin.back());
+  std::vector<size_t> cursor(begin.begin(), begin.end() - 1);
+  for (const Flow &flow : ir.flows)
+    for (const Slot &slot : flow.stageSlots)
+      chunks[cursor[slot.rank]++] = slot.chunk;
+  for (size_t r = 0; r < ir.ranks.size(); ++r) {
+    auto first = chunks.begin() + begin[r], last = chunks.begin() + begin[r + 1];
+    std::sort(first, last);
+    memory[r].parameterChunks = std::unique(first, last) - first;
+  }
+}
+
+} // namespace
 
 bool checkMemory(const ScheduleIR &ir, const CheckOptions &options, DiagnosticEngine &diags,
                  std::vector<RankMemory> &memory) {
@@ -54,18 +81,7 @@ bool checkMemory(const ScheduleIR &ir, const CheckOptions &options, DiagnosticEn
       ok = false;
     }
   }
-  // Parameter chunks: distinct chunks holding a stage, over all flows.
-  std::vector<std::vector<bool>> held(ir.ranks.size());
-  for (const Flow &flow : ir.flows)
-    for (const Slot &slot : flow.stageSlots) {
-      auto &chunks = held[slot.rank];
-      if (chunks.size() <= static_cast<size_t>(slot.chunk))
-        chunks.resize(slot.chunk + 1, false);
-      if (!chunks[slot.chunk]) {
-        chunks[slot.chunk] = true;
-        memory[slot.rank].parameterChunks++;
-      }
-    }
+  countParameterChunks(ir, memory);
   return ok;
 }
 

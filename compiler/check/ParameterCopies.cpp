@@ -3,6 +3,7 @@
 #include "check/CheckPasses.h"
 
 #include <algorithm>
+#include <tuple>
 
 namespace pipec {
 
@@ -16,22 +17,28 @@ static std::string slotList(const std::vector<Slot> &slots) {
 
 bool checkParameterCopies(const ScheduleIR &ir, DiagnosticEngine &diags,
                           std::vector<SyncGroup> &syncGroups) {
-  // slotsOf[stage]: distinct slots over all flows, with the flow that put it there.
-  std::vector<std::vector<std::pair<Slot, uint32_t>>> slotsOf(ir.numStages);
-  for (uint32_t f = 0; f < ir.flows.size(); ++f)
-    for (int64_t s = 0; s < ir.numStages; ++s) {
-      Slot slot = ir.flows[f].stageSlots[s];
-      auto &holders = slotsOf[s];
-      bool known = std::any_of(holders.begin(), holders.end(), [&](const auto &h) {
-        return h.first.rank == slot.rank && h.first.chunk == slot.chunk;
-      });
-      if (!known)
-        holders.push_back({slot, f});
-    }
-
+  // One stage at a time (a reused buffer, no per-stage table): its distinct slots
+  // over all flows, each with the first flow that put it there, in flow order.
+  // Sorting, not a search per flow, keeps many flows from costing flows^2.
+  std::vector<std::pair<Slot, uint32_t>> holders;
+  auto slotKey = [](const std::pair<Slot, uint32_t> &h) {
+    return std::make_tuple(h.first.rank, h.first.chunk, h.second);
+  };
   bool ok = true;
   for (int64_t s = 0; s < ir.numStages; ++s) {
-    const auto &holders = slotsOf[s];
+    holders.clear();
+    for (uint32_t f = 0; f < ir.flows.size(); ++f)
+      holders.push_back({ir.flows[f].stageSlots[s], f});
+    std::sort(holders.begin(), holders.end(),
+              [&](const auto &a, const auto &b) { return slotKey(a) < slotKey(b); });
+    holders.erase(std::unique(holders.begin(), holders.end(),
+                              [](const auto &a, const auto &b) {
+                                return a.first.rank == b.first.rank &&
+                                       a.first.chunk == b.first.chunk;
+                              }),
+                  holders.end());
+    std::sort(holders.begin(), holders.end(),
+              [](const auto &a, const auto &b) { return a.second < b.second; });
     if (holders.size() <= 1)
       continue;
     std::vector<Slot> slots;

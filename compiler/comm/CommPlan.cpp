@@ -35,9 +35,11 @@ CommPlan deriveCommPlan(const ScheduleIR &ir, const OpIndex &index) {
   }
 
   // Messages; for every op, the message it receives (at most one).
-  std::vector<std::vector<uint32_t>> received(ranks);
+  // Flat over all ops (rank r's are from opBegin[r]): no per-rank vectors.
+  std::vector<size_t> opBegin(ranks + 1, 0);
   for (size_t r = 0; r < ranks; ++r)
-    received[r].assign(ir.ranks[r].ops.size(), kNone);
+    opBegin[r + 1] = opBegin[r] + ir.ranks[r].ops.size();
+  std::vector<uint32_t> received(opBegin.back(), kNone);
   // Exact sizes first: growing the largest arrays by doubling would cost up to 2x.
   size_t total = 0;
   for (size_t r = 0; r < ranks; ++r) {
@@ -82,7 +84,7 @@ CommPlan deriveCommPlan(const ScheduleIR &ir, const OpIndex &index) {
       m.producerStep = step;
       m.consumerStep = 0; // set below, walking the consumer's rank
       plan.ranks[r].sends.push_back(id); // ops are visited in program order
-      received[consumer.rank][consumer.index] = id;
+      received[opBegin[consumer.rank] + consumer.index] = id;
     }
     for (uint32_t slot : touched)
       channelTo[slot] = kNone;
@@ -90,19 +92,18 @@ CommPlan deriveCommPlan(const ScheduleIR &ir, const OpIndex &index) {
   }
   for (size_t r = 0; r < ranks; ++r) {
     const std::vector<Op> &ops = ir.ranks[r].ops;
-    plan.ranks[r].receives.reserve(received[r].size() -
-                                   std::count(received[r].begin(), received[r].end(), kNone));
+    auto first = received.begin() + opBegin[r], last = received.begin() + opBegin[r + 1];
+    plan.ranks[r].receives.reserve((last - first) - std::count(first, last, kNone));
     uint32_t step = 0;
     for (uint32_t i = 0; i < ops.size(); ++i) {
       if (i > 0 && ops[i].pair != PairRole::Second)
         ++step;
-      uint32_t id = received[r][i];
+      uint32_t id = received[opBegin[r] + i];
       if (id == kNone)
         continue;
       plan.messages[id].consumerStep = step;
       plan.ranks[r].receives.push_back(id);
     }
-    std::vector<uint32_t>().swap(received[r]); // release as we go: this is a peak
   }
   return plan;
 }
