@@ -15,9 +15,11 @@ namespace pipec {
 
 namespace {
 
-std::string describeMessage(const Message &m) {
+std::string describeMessage(const ScheduleIR &ir, const Message &m) {
+  const Op &producer = producerOp(ir, m);
   return std::string(m.kind == MessageKind::Activation ? "the activation" : "the gradient") +
-         " of stage " + std::to_string(m.stage) + ", micro-batch " + std::to_string(m.microbatch);
+         " of stage " + std::to_string(producer.stage) + ", micro-batch " +
+         std::to_string(producer.microbatch);
 }
 
 std::string ordinal(size_t n) {
@@ -60,9 +62,9 @@ bool checkMessageOrder(const ScheduleIR &ir, const CommPlan &plan, DiagnosticEng
               diags, DiagKind::MessageOrderMismatch, ir, s.from, producer,
               "rank " + std::to_string(s.from) + "'s " + ordinal(i + 1) + " " +
                   (s.kind == MessageKind::Activation ? "activation" : "gradient") +
-                  " sent to rank " + std::to_string(s.to) + " is " + describeMessage(s) +
+                  " sent to rank " + std::to_string(s.to) + " is " + describeMessage(ir, s) +
                   ", but rank " + std::to_string(r.to) + "'s " + ordinal(i + 1) +
-                  " receive on that channel expects " + describeMessage(r))) {
+                  " receive on that channel expects " + describeMessage(ir, r))) {
         noteAtOp(*d, ir, r.to, consumer, "that receive is posted for " + opShortName(ir, consumer));
         d->note("NCCL matches sends and receives between two ranks in posting order, so it "
                 "would deliver the wrong tensor without any error; reorder the ops so both "
@@ -188,7 +190,7 @@ private:
     auto stuckOp = [&](size_t rank) -> const Op & {
       return ir_.ranks[rank].ops[plan_.ranks[rank].stepOp[step_[rank]]];
     };
-    Diagnostic *d = diags.reportOnce(DiagKind::Deadlock, stuckOp(cycle.front()).origin->range,
+    Diagnostic *d = diags.reportOnce(DiagKind::Deadlock, ir_.originOf(stuckOp(cycle.front())).range,
                                      "deadlock: ranks " + chain + " wait for each other forever");
     if (!d)
       return;
@@ -197,9 +199,9 @@ private:
       const Op &producer = ir_.ranks[head->from].ops[head->producer];
       std::string text = "rank " + std::to_string(rank) + " cannot start " +
                          opShortName(ir_, stuckOp(rank)) + ": it needs " +
-                         describeMessage(*needed) + " from rank " + std::to_string(head->from);
+                         describeMessage(ir_, *needed) + " from rank " + std::to_string(head->from);
       if (needed != head)
-        text += ", which on that channel comes after " + describeMessage(*head);
+        text += ", which on that channel comes after " + describeMessage(ir_, *head);
       text += ", produced only by rank " + std::to_string(head->from) + "'s " +
               opShortName(ir_, producer) + ";";
       noteAtOp(*d, ir_, rank, stuckOp(rank), text);

@@ -95,7 +95,7 @@ private:
 
   // Sends in proved order, while the op producing the next one is done.
   void postSends() {
-    const std::vector<uint32_t> &order = comm_.ranks[rank_].sends;
+    const IdRange &order = comm_.ranks[rank_].sends;
     for (; nextSend_ < order.size(); ++nextSend_) {
       uint32_t id = order[nextSend_];
       const Message &m = comm_.messages[id];

@@ -17,7 +17,7 @@ std::string ScheduleIR::describeIteration(uint32_t iteration) const {
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
     if (!text.empty())
       text += ", ";
-    text += (*it)->loop->var.name + " = " + std::to_string((*it)->value);
+    text += loops[(*it)->loop]->var.name + " = " + std::to_string((*it)->value);
   }
   return text;
 }

@@ -53,11 +53,12 @@ bool writeChromeTrace(const ScheduleIR &ir, const CheckReport &report, const Sim
       std::vector<double> channelFree(plan.numChannels, 0.0);
       for (size_t id = 0; id < plan.messages.size(); ++id) {
         const Message &m = plan.messages[id];
+        const Op &producer = producerOp(ir, m);
         double arrived = sim.messageArrived[id];
         double sent = sim.sent(static_cast<uint32_t>(id), channelFree);
         std::string name =
             std::string(m.kind == MessageKind::Activation ? "activation" : "gradient") + " s" +
-            std::to_string(m.stage) + " mb" + std::to_string(m.microbatch) + " -> rank " +
+            std::to_string(producer.stage) + " mb" + std::to_string(producer.microbatch) + " -> rank " +
             std::to_string(m.to);
         // A visible slice on the sender's communication thread, even for zero transfer time.
         double duration = std::max((arrived - sent) * kMicros, 1.0);

@@ -40,13 +40,11 @@ SimulationPlan buildSimulationPlan(const ScheduleIR &ir, const CommPlan &comm) {
     for (int64_t s = 0; s < ir.numStages; ++s)
       plan.classes.push_back({kind, false, static_cast<int32_t>(s), 0});
   std::unordered_map<uint64_t, uint32_t> pairClass; // (forward, backward kind, stage) -> class
-  plan.stepOp.reserve(steps);
   plan.stepClass.reserve(steps);
   for (size_t r = 0; r < ranks; ++r) {
     const std::vector<Op> &ops = ir.ranks[r].ops;
     for (uint32_t first : comm.ranks[r].stepOp) {
       const Op &op = ops[first];
-      plan.stepOp.push_back(first);
       if (op.pair != PairRole::First) {
         plan.stepClass.push_back(static_cast<uint32_t>(static_cast<int>(op.kind) * ir.numStages +
                                                        op.stage));
@@ -158,7 +156,7 @@ private:
       const Message &m = messages[id];
       double &channelFree = s_.channelFree[m.channel];
       double sent = std::max(end, channelFree);
-      double arrived = sent + s_.stageTransfer[m.stage];
+      double arrived = sent + s_.stageTransfer[plan_.messageStage(m)];
       channelFree = arrived;
       result_.messageArrived[id] = arrived;
       uint32_t consumer = plan_.consumerStep(m);
