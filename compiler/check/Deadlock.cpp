@@ -15,8 +15,8 @@ namespace pipec {
 
 namespace {
 
-std::string describeMessage(const ScheduleIR &ir, const Message &m) {
-  const Op &producer = producerOp(ir, m);
+std::string describeMessage(const ScheduleIR &ir, const CommPlan &plan, const Message &m) {
+  const Op &producer = plan.producerOp(ir, m);
   return std::string(m.kind == MessageKind::Activation ? "the activation" : "the gradient") +
          " of stage " + std::to_string(producer.stage) + ", micro-batch " +
          std::to_string(producer.microbatch);
@@ -56,16 +56,16 @@ bool checkMessageOrder(const ScheduleIR &ir, const CommPlan &plan, DiagnosticEng
         continue;
       reported[channel] = true; // one report per channel
       const Message &s = plan.messages[sent], &r = plan.messages[received];
-      const Op &producer = ir.ranks[s.from].ops[s.producer];
-      const Op &consumer = ir.ranks[r.to].ops[r.consumer];
+      const Op &producer = ir.ranks[plan.from(s)].ops[s.producer];
+      const Op &consumer = ir.ranks[plan.to(r)].ops[r.consumer];
       if (Diagnostic *d = reportAtOp(
-              diags, DiagKind::MessageOrderMismatch, ir, s.from, producer,
-              "rank " + std::to_string(s.from) + "'s " + ordinal(i + 1) + " " +
+              diags, DiagKind::MessageOrderMismatch, ir, plan.from(s), producer,
+              "rank " + std::to_string(plan.from(s)) + "'s " + ordinal(i + 1) + " " +
                   (s.kind == MessageKind::Activation ? "activation" : "gradient") +
-                  " sent to rank " + std::to_string(s.to) + " is " + describeMessage(ir, s) +
-                  ", but rank " + std::to_string(r.to) + "'s " + ordinal(i + 1) +
-                  " receive on that channel expects " + describeMessage(ir, r))) {
-        noteAtOp(*d, ir, r.to, consumer, "that receive is posted for " + opShortName(ir, consumer));
+                  " sent to rank " + std::to_string(plan.to(s)) + " is " + describeMessage(ir, plan, s) +
+                  ", but rank " + std::to_string(plan.to(r)) + "'s " + ordinal(i + 1) +
+                  " receive on that channel expects " + describeMessage(ir, plan, r))) {
+        noteAtOp(*d, ir, plan.to(r), consumer, "that receive is posted for " + opShortName(ir, consumer));
         d->note("NCCL matches sends and receives between two ranks in posting order, so it "
                 "would deliver the wrong tensor without any error; reorder the ops so both "
                 "ranks handle these micro-batches in the same order");
@@ -91,7 +91,7 @@ public:
     for (size_t r = 0; r < ranks; ++r)
       missingInputs_[r].assign(plan_.ranks[r].stepOp.size(), 0);
     for (const Message &m : plan_.messages)
-      ++missingInputs_[m.to][m.consumerStep];
+      ++missingInputs_[plan_.to(m)][m.consumerStep];
     for (size_t r = 0; r < ranks; ++r)
       advance(r);
     while (!ready_.empty()) {
@@ -130,12 +130,12 @@ private:
       for (uint32_t id : rank.sends) {
         Channel &channel = channels_[plan_.messages[id].channel];
         if (channel.end == channel.begin)
-          outgoing_[plan_.messages[id].from].push_back(plan_.messages[id].channel);
+          outgoing_[plan_.from(plan_.messages[id])].push_back(plan_.messages[id].channel);
         order_[channel.end++] = id;
       }
   }
 
-  bool produced(const Message &m) const { return step_[m.from] > m.producerStep; }
+  bool produced(const Message &m) const { return step_[plan_.from(m)] > m.producerStep; }
 
   // Runs rank r's steps as far as their inputs allow, then delivers what its
   // finished steps produced.
@@ -147,8 +147,8 @@ private:
       Channel &channel = channels_[c];
       while (channel.head < channel.end && produced(plan_.messages[order_[channel.head]])) {
         const Message &m = plan_.messages[order_[channel.head++]];
-        if (--missingInputs_[m.to][m.consumerStep] == 0)
-          ready_.push_back(m.to);
+        if (--missingInputs_[plan_.to(m)][m.consumerStep] == 0)
+          ready_.push_back(plan_.to(m));
       }
     }
   }
@@ -179,7 +179,7 @@ private:
     size_t r = start;
     while (std::find(path.begin(), path.end(), r) == path.end()) {
       path.push_back(r);
-      r = static_cast<size_t>(blockedOn(r).second->from);
+      r = static_cast<size_t>(plan_.from(*blockedOn(r).second));
     }
     std::vector<size_t> cycle(std::find(path.begin(), path.end(), r), path.end());
     std::string chain;
@@ -196,13 +196,13 @@ private:
       return;
     for (size_t rank : cycle) {
       auto [needed, head] = blockedOn(rank);
-      const Op &producer = ir_.ranks[head->from].ops[head->producer];
+      const Op &producer = ir_.ranks[plan_.from(*head)].ops[head->producer];
       std::string text = "rank " + std::to_string(rank) + " cannot start " +
                          opShortName(ir_, stuckOp(rank)) + ": it needs " +
-                         describeMessage(ir_, *needed) + " from rank " + std::to_string(head->from);
+                         describeMessage(ir_, plan_, *needed) + " from rank " + std::to_string(plan_.from(*head));
       if (needed != head)
-        text += ", which on that channel comes after " + describeMessage(ir_, *head);
-      text += ", produced only by rank " + std::to_string(head->from) + "'s " +
+        text += ", which on that channel comes after " + describeMessage(ir_, plan_, *head);
+      text += ", produced only by rank " + std::to_string(plan_.from(*head)) + "'s " +
               opShortName(ir_, producer) + ";";
       noteAtOp(*d, ir_, rank, stuckOp(rank), text);
     }

@@ -222,9 +222,9 @@ void writeMessages(const ScheduleIR &ir, const CommPlan &comm, llvm::raw_ostream
   out << "\nstatic const pipert::ProgramMessage kMessages[] = {";
   writeRows(comm.messages.size(), kMessagesPerLine, Layout::Rows, out, [&](size_t i) {
     const Message &m = comm.messages[i];
-    const Op &producer = producerOp(ir, m);
-    out << '{' << (m.kind == MessageKind::Gradient ? "Grad" : "Act") << ',' << m.from << ','
-        << m.to << ',' << producer.stage << ',' << producer.microbatch << ',' << m.producer << ','
+    const Op &producer = comm.producerOp(ir, m);
+    out << '{' << (m.kind == MessageKind::Gradient ? "Grad" : "Act") << ',' << comm.from(m) << ','
+        << comm.to(m) << ',' << producer.stage << ',' << producer.microbatch << ',' << m.producer << ','
         << m.consumer << '}';
   });
   out << "};\n";

@@ -67,14 +67,13 @@ CommPlan deriveCommPlan(const ScheduleIR &ir, const OpIndex &index) {
       uint32_t &channel = channelTo[2 * consumer.rank + (kind == MessageKind::Gradient)];
       if (channel == kNone) {
         channel = plan.numChannels++;
+        plan.channels.push_back({static_cast<int32_t>(r), consumer.rank});
         touched.push_back(2 * consumer.rank + (kind == MessageKind::Gradient));
       }
       uint32_t id = static_cast<uint32_t>(plan.messages.size());
       Message &m = plan.messages.emplace_back();
       m.kind = kind;
       m.channel = channel;
-      m.from = static_cast<int32_t>(r);
-      m.to = consumer.rank;
       m.producer = i;
       m.consumer = consumer.index;
       m.producerStep = step;

@@ -38,27 +38,19 @@ enum class MessageKind : uint8_t { Activation, Gradient };
 struct Message {
   MessageKind kind : 1;
   uint32_t channel : 31; // dense channel id, CommPlan::numChannels of them (shares kind's word)
-  int32_t from, to;      // ranks
+  // The ranks: CommPlan::from / to, read from the channel.
   uint32_t producer;     // op index on `from` (the F, B or I): its stage and micro-batch are
                          // the message's (see producerOp)
   uint32_t consumer;     // op index on `to` (the F, B or I that needs it)
   uint32_t producerStep; // step index on `from`
   uint32_t consumerStep; // step index on `to`
 };
-static_assert(sizeof(Message) == 28, "one message per op: keep it compact");
+static_assert(sizeof(Message) == 20, "one message per op: keep it compact");
 
-// The op that produced `m`. Its stage is the message's (activation: s -> s+1;
-// gradient: s -> s-1) and so is its micro-batch (global id).
-inline const Op &producerOp(const ScheduleIR &ir, const Message &m) {
-  return ir.ranks[m.from].ops[m.producer];
-}
-
-// The channel a message travels on: (from, to, kind), each with its own order.
-// Message::channel numbers these keys densely, so passes index arrays by channel
-// instead of hashing the key.
-inline uint64_t channelKey(const Message &m) {
-  return pipert::channelKey(m.from, m.to, m.kind == MessageKind::Gradient);
-}
+// A channel's two ranks.
+struct ChannelEnds {
+  int32_t from, to;
+};
 
 // Consecutive message ids [first, last): a rank's sends are its own messages in id
 // order, so they need no stored list.
@@ -93,7 +85,22 @@ struct RankComm {
 struct CommPlan {
   std::vector<Message> messages; // ids in posting order: rank 0's sends, then rank 1's...
   std::vector<RankComm> ranks;
+  std::vector<ChannelEnds> channels; // by Message::channel
   uint32_t numChannels = 0;
+
+  int32_t from(const Message &m) const { return channels[m.channel].from; }
+  int32_t to(const Message &m) const { return channels[m.channel].to; }
+  // The op that produced `m`. Its stage is the message's (activation: s -> s+1;
+  // gradient: s -> s-1) and so is its micro-batch (global id).
+  const Op &producerOp(const ScheduleIR &ir, const Message &m) const {
+    return ir.ranks[from(m)].ops[m.producer];
+  }
+  // The channel a message travels on: (from, to, kind), each with its own order.
+  // Message::channel numbers these keys densely, so passes index arrays by channel
+  // instead of hashing the key.
+  uint64_t channelKey(const Message &m) const {
+    return pipert::channelKey(from(m), to(m), m.kind == MessageKind::Gradient);
+  }
 };
 
 // Where an op of the schedule sits: which rank, which index in its op list.

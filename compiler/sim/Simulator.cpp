@@ -71,7 +71,7 @@ SimulationPlan buildSimulationPlan(const ScheduleIR &ir, const CommPlan &comm) {
     assert((id == 0 || plan.producerStep(comm.messages[id - 1]) <=
                            plan.producerStep(comm.messages[id])) &&
            "CommPlan numbers messages in posting order");
-    ++plan.rankMessage[comm.messages[id].from + 1];
+    ++plan.rankMessage[comm.from(comm.messages[id]) + 1];
   }
   for (size_t r = 0; r < ranks; ++r)
     plan.rankMessage[r + 1] += plan.rankMessage[r];
@@ -164,7 +164,7 @@ private:
       if (latest == kNoMessage || arrived > result_.messageArrived[latest])
         latest = id;
       if (--s_.missing[consumer] == 0)
-        s_.ready.push_back(static_cast<uint32_t>(m.to));
+        s_.ready.push_back(static_cast<uint32_t>(plan_.comm->to(m)));
     }
   }
 
@@ -196,7 +196,7 @@ private:
       if (input != kNoMessage && result_.messageArrived[input] > rankFree(rank, k)) {
         const Message &m = plan_.comm->messages[input];
         step = plan_.producerStep(m);
-        rank = m.from;
+        rank = plan_.comm->from(m);
       } else {
         --step;
       }

@@ -48,8 +48,8 @@ struct SimulationPlan {
     return comm->ranks[rank].stepOp[global - rankStep[rank]];
   }
   size_t numMessages() const { return comm->messages.size(); }
-  uint32_t producerStep(const Message &m) const { return rankStep[m.from] + m.producerStep; }
-  uint32_t consumerStep(const Message &m) const { return rankStep[m.to] + m.consumerStep; }
+  uint32_t producerStep(const Message &m) const { return rankStep[comm->from(m)] + m.producerStep; }
+  uint32_t consumerStep(const Message &m) const { return rankStep[comm->to(m)] + m.consumerStep; }
   // The stage that produced `m`, from its step's class (messages do not store it):
   // a pair's activation comes from its forward, its gradient from its backward.
   int32_t messageStage(const Message &m) const {

@@ -100,10 +100,10 @@ std::string compareWithPlan(const ScheduleIR &ir, const CommPlan &plan, const Bf
         if (id >= plan.messages.size())
           return where + "message id out of range";
         const Message &m = plan.messages[id];
-        int32_t self = isSend ? m.from : m.to, peer = isSend ? m.to : m.from;
+        int32_t self = isSend ? plan.from(m) : plan.to(m), peer = isSend ? plan.to(m) : plan.from(m);
         if (self != static_cast<int32_t>(r))
           return where + "lists a message of another rank";
-        const Op &producer = producerOp(ir, m);
+        const Op &producer = plan.producerOp(ir, m);
         BfMessage bm{m.kind == MessageKind::Gradient, producer.stage, producer.microbatch};
         got[{peer, bm.gradient}].push_back(
             describe(peer, isSend, bm, isSend ? m.producer : m.consumer,
