@@ -80,7 +80,7 @@ bool writeChromeTrace(const ScheduleIR &ir, const CheckReport &report, const Sim
           j.attribute("tid", 1);
           j.attribute("ts", sent * kMicros);
         });
-        double consumerStart = sim.stepStart[sim.firstStep(plan.to(m)) + m.consumerStep];
+        double consumerStart = sim.stepStart(sim.firstStep(plan.to(m)) + m.consumerStep);
         j.object([&] {
           j.attribute("bp", "e");
           j.attribute("cat", "p2p");

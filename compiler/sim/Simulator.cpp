@@ -20,6 +20,12 @@ double SimResult::totalBubble() const {
   return sum;
 }
 
+double SimResult::stepStart(uint32_t k) const {
+  double start = k > plan->rankStep[plan->rankOfStep(k)] ? stepEnd[k - 1] : 0.0;
+  uint32_t input = scratch.latestInput[k];
+  return input != ~0u ? std::max(start, messageArrived[input]) : start;
+}
+
 SimulationPlan buildSimulationPlan(const ScheduleIR &ir, const CommPlan &comm) {
   SimulationPlan plan;
   plan.comm = &comm;
@@ -80,7 +86,7 @@ SimulationPlan buildSimulationPlan(const ScheduleIR &ir, const CommPlan &comm) {
 
 namespace {
 
-constexpr uint32_t kNoMessage = ~0u;
+constexpr uint32_t kNoMessage = ~0u; // SimResult::stepStart knows it too
 
 // The event loop over one plan; every array it touches is in `result`.
 class EventLoop {
@@ -119,7 +125,6 @@ private:
     s_.sendCursor.assign(plan_.rankMessage.begin(), plan_.rankMessage.end() - 1);
     s_.ready.clear();
     result_.ranks.assign(plan_.numRanks(), RankTiming{});
-    result_.stepStart.resize(plan_.numSteps());
     result_.stepEnd.resize(plan_.numSteps());
     result_.messageArrived.resize(plan_.numMessages());
     result_.criticalPath.clear();
@@ -141,7 +146,6 @@ private:
       if (input != kNoMessage)
         start = std::max(start, result_.messageArrived[input]);
       double finish = start + s_.classDuration[plan_.stepClass[k]];
-      result_.stepStart[k] = start;
       result_.stepEnd[k] = finish;
       busy += finish - start;
       sendOutputs(r, k, finish);
