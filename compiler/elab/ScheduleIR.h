@@ -78,7 +78,11 @@ struct ScheduleIR {
   const ast::OpCall &originOf(const Op &op) const { return *origins[op.origin]; }
   int64_t indexInFlow(const Op &op) const { return op.microbatch - flows[op.flow].begin; }
   // "i = 3, j = 0" for an op's loop iterations, outermost first; "" outside loops.
+  // Also "" once releaseIterations dropped the records.
   std::string describeIteration(uint32_t iteration) const;
+  // Frees the loop-iteration records (one per loop iteration that emitted an op):
+  // only diagnostics read them, and nothing after the checks reports at an op.
+  void releaseIterations();
 };
 
 } // namespace pipec
