@@ -15,9 +15,11 @@ namespace pipec {
 
 namespace {
 
-std::string describeMessage(const Message &m) {
+std::string describeMessage(const ScheduleIR &ir, const CommPlan &plan, const Message &m) {
+  const Op &producer = plan.producerOp(ir, m);
   return std::string(m.kind == MessageKind::Activation ? "the activation" : "the gradient") +
-         " of stage " + std::to_string(m.stage) + ", micro-batch " + std::to_string(m.microbatch);
+         " of stage " + std::to_string(producer.stage) + ", micro-batch " +
+         std::to_string(producer.microbatch);
 }
 
 std::string ordinal(size_t n) {
@@ -54,16 +56,16 @@ bool checkMessageOrder(const ScheduleIR &ir, const CommPlan &plan, DiagnosticEng
         continue;
       reported[channel] = true; // one report per channel
       const Message &s = plan.messages[sent], &r = plan.messages[received];
-      const Op &producer = ir.ranks[s.from].ops[s.producer];
-      const Op &consumer = ir.ranks[r.to].ops[r.consumer];
+      const Op &producer = ir.ranks[plan.from(s)].ops[s.producer];
+      const Op &consumer = ir.ranks[plan.to(r)].ops[r.consumer];
       if (Diagnostic *d = reportAtOp(
-              diags, DiagKind::MessageOrderMismatch, ir, s.from, producer,
-              "rank " + std::to_string(s.from) + "'s " + ordinal(i + 1) + " " +
+              diags, DiagKind::MessageOrderMismatch, ir, plan.from(s), producer,
+              "rank " + std::to_string(plan.from(s)) + "'s " + ordinal(i + 1) + " " +
                   (s.kind == MessageKind::Activation ? "activation" : "gradient") +
-                  " sent to rank " + std::to_string(s.to) + " is " + describeMessage(s) +
-                  ", but rank " + std::to_string(r.to) + "'s " + ordinal(i + 1) +
-                  " receive on that channel expects " + describeMessage(r))) {
-        noteAtOp(*d, ir, r.to, consumer, "that receive is posted for " + opShortName(ir, consumer));
+                  " sent to rank " + std::to_string(plan.to(s)) + " is " + describeMessage(ir, plan, s) +
+                  ", but rank " + std::to_string(plan.to(r)) + "'s " + ordinal(i + 1) +
+                  " receive on that channel expects " + describeMessage(ir, plan, r))) {
+        noteAtOp(*d, ir, plan.to(r), consumer, "that receive is posted for " + opShortName(ir, consumer));
         d->note("NCCL matches sends and receives between two ranks in posting order, so it "
                 "would deliver the wrong tensor without any error; reorder the ops so both "
                 "ranks handle these micro-batches in the same order");
@@ -92,7 +94,7 @@ public:
       stepBegin_[r + 1] = stepBegin_[r] + plan_.ranks[r].stepOp.size();
     missingInputs_.assign(stepBegin_.back(), 0);
     for (const Message &m : plan_.messages)
-      ++missingInputs(m.to, m.consumerStep);
+      ++missingInputs(plan_.to(m), m.consumerStep);
     for (size_t r = 0; r < ranks; ++r)
       advance(r);
     while (!ready_.empty()) {
@@ -139,17 +141,17 @@ private:
     outgoingBegin_.assign(plan_.ranks.size() + 1, 0);
     for (const Channel &channel : channels_)
       if (channel.end > channel.begin)
-        ++outgoingBegin_[plan_.messages[order_[channel.begin]].from + 1];
+        ++outgoingBegin_[plan_.from(plan_.messages[order_[channel.begin]]) + 1];
     for (size_t r = 0; r < plan_.ranks.size(); ++r)
       outgoingBegin_[r + 1] += outgoingBegin_[r];
     outgoing_.resize(outgoingBegin_.back());
     std::vector<uint32_t> cursor(outgoingBegin_.begin(), outgoingBegin_.end() - 1);
     for (uint32_t c = 0; c < channels_.size(); ++c)
       if (channels_[c].end > channels_[c].begin)
-        outgoing_[cursor[plan_.messages[order_[channels_[c].begin]].from]++] = c;
+        outgoing_[cursor[plan_.from(plan_.messages[order_[channels_[c].begin]])]++] = c;
   }
 
-  bool produced(const Message &m) const { return step_[m.from] > m.producerStep; }
+  bool produced(const Message &m) const { return step_[plan_.from(m)] > m.producerStep; }
 
   // Runs rank r's steps as far as their inputs allow, then delivers what its
   // finished steps produced.
@@ -161,8 +163,8 @@ private:
       Channel &channel = channels_[outgoing_[k]];
       while (channel.head < channel.end && produced(plan_.messages[order_[channel.head]])) {
         const Message &m = plan_.messages[order_[channel.head++]];
-        if (--missingInputs(m.to, m.consumerStep) == 0)
-          ready_.push_back(m.to);
+        if (--missingInputs(plan_.to(m), m.consumerStep) == 0)
+          ready_.push_back(plan_.to(m));
       }
     }
   }
@@ -196,7 +198,7 @@ private:
     while (!onPath[r]) {
       onPath[r] = true;
       path.push_back(r);
-      r = static_cast<size_t>(blockedOn(r).second->from);
+      r = static_cast<size_t>(plan_.from(*blockedOn(r).second));
     }
     std::vector<size_t> cycle(std::find(path.begin(), path.end(), r), path.end());
     // A cycle through thousands of ranks is shown by its first few: the report
@@ -212,20 +214,20 @@ private:
     auto stuckOp = [&](size_t rank) -> const Op & {
       return ir_.ranks[rank].ops[plan_.ranks[rank].stepOp[step_[rank]]];
     };
-    Diagnostic *d = diags.reportOnce(DiagKind::Deadlock, stuckOp(cycle.front()).origin->range,
+    Diagnostic *d = diags.reportOnce(DiagKind::Deadlock, ir_.originOf(stuckOp(cycle.front())).range,
                                      "deadlock: ranks " + chain + " wait for each other forever");
     if (!d)
       return;
     for (size_t k = 0; k < shown; ++k) {
       size_t rank = cycle[k];
       auto [needed, head] = blockedOn(rank);
-      const Op &producer = ir_.ranks[head->from].ops[head->producer];
+      const Op &producer = ir_.ranks[plan_.from(*head)].ops[head->producer];
       std::string text = "rank " + std::to_string(rank) + " cannot start " +
                          opShortName(ir_, stuckOp(rank)) + ": it needs " +
-                         describeMessage(*needed) + " from rank " + std::to_string(head->from);
+                         describeMessage(ir_, plan_, *needed) + " from rank " + std::to_string(plan_.from(*head));
       if (needed != head)
-        text += ", which on that channel comes after " + describeMessage(*head);
-      text += ", produced only by rank " + std::to_string(head->from) + "'s " +
+        text += ", which on that channel comes after " + describeMessage(ir_, plan_, *head);
+      text += ", produced only by rank " + std::to_string(plan_.from(*head)) + "'s " +
               opShortName(ir_, producer) + ";";
       noteAtOp(*d, ir_, rank, stuckOp(rank), text);
     }

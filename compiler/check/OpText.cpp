@@ -32,12 +32,12 @@ std::string whereOp(const ScheduleIR &ir, int64_t rank, const Op &op) {
 
 void noteAtOp(Diagnostic &d, const ScheduleIR &ir, int64_t rank, const Op &op,
               const std::string &text) {
-  d.note(op.origin->range, text + " " + whereOp(ir, rank, op));
+  d.note(ir.originOf(op).range, text + " " + whereOp(ir, rank, op));
 }
 
 Diagnostic *reportAtOp(DiagnosticEngine &diags, DiagKind kind, const ScheduleIR &ir, int64_t rank,
                        const Op &op, std::string message) {
-  Diagnostic *d = diags.reportOnce(kind, op.origin->range, std::move(message));
+  Diagnostic *d = diags.reportOnce(kind, ir.originOf(op).range, std::move(message));
   if (d)
     d->note("this op runs " + whereOp(ir, rank, op));
   return d;

@@ -114,7 +114,8 @@ void writeRows(size_t count, size_t perLine, Layout layout, llvm::raw_ostream &o
 
 namespace {
 
-void writeIdArray(const std::string &name, const std::vector<uint32_t> &ids,
+template <typename Ids> // a vector, or an IdRange
+void writeIdArray(const std::string &name, const Ids &ids,
                   llvm::raw_ostream &out) {
   if (ids.empty()) // an empty array is not C++; the rank table points to nullptr
     return;
@@ -213,7 +214,7 @@ void writeRank(const ScheduleIR &ir, const CheckReport &report, size_t r,
   writeIdArray("kRank" + std::to_string(r) + "Receives", comm.receives, out);
 }
 
-void writeMessages(const CommPlan &comm, llvm::raw_ostream &out) {
+void writeMessages(const ScheduleIR &ir, const CommPlan &comm, llvm::raw_ostream &out) {
   if (comm.messages.empty()) {
     out << "\n// No messages: every stage boundary stays on one rank.\n";
     return;
@@ -221,8 +222,9 @@ void writeMessages(const CommPlan &comm, llvm::raw_ostream &out) {
   out << "\nstatic const pipert::ProgramMessage kMessages[] = {";
   writeRows(comm.messages.size(), kMessagesPerLine, Layout::Rows, out, [&](size_t i) {
     const Message &m = comm.messages[i];
-    out << '{' << (m.kind == MessageKind::Gradient ? "Grad" : "Act") << ',' << m.from << ','
-        << m.to << ',' << m.stage << ',' << m.microbatch << ',' << m.producer << ','
+    const Op &producer = comm.producerOp(ir, m);
+    out << '{' << (m.kind == MessageKind::Gradient ? "Grad" : "Act") << ',' << comm.from(m) << ','
+        << comm.to(m) << ',' << producer.stage << ',' << producer.microbatch << ',' << m.producer << ','
         << m.consumer << '}';
   });
   out << "};\n";
@@ -308,7 +310,7 @@ void writeProgramTables(const ScheduleIR &ir, const CheckReport &report,
   writeAliases(ir, *report.comm, out);
   for (size_t r = 0; r < ir.ranks.size(); ++r)
     writeRank(ir, report, r, out);
-  writeMessages(*report.comm, out);
+  writeMessages(ir, *report.comm, out);
   writeSyncGroups(report.syncGroups, out);
   writeProgram(ir, report, out);
 }

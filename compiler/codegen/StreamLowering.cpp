@@ -68,12 +68,12 @@ private:
   }
 
   uint16_t channelStream(const Message &m) {
-    auto [it, inserted] = channels_.try_emplace(channelKey(m), program_.numStreams);
+    auto [it, inserted] = channels_.try_emplace(comm_.channelKey(m), program_.numStreams);
     if (inserted) {
       ++program_.numStreams;
-      bool sends = size_t(m.from) == rank_;
+      bool sends = size_t(comm_.from(m)) == rank_;
       program_.channels.push_back(
-          {sends ? m.to : m.from, sends, m.kind == MessageKind::Gradient});
+          {sends ? comm_.to(m) : comm_.from(m), sends, m.kind == MessageKind::Gradient});
     }
     return it->second;
   }
@@ -95,7 +95,7 @@ private:
 
   // Sends in proved order, while the op producing the next one is done.
   void postSends() {
-    const std::vector<uint32_t> &order = comm_.ranks[rank_].sends;
+    const IdRange &order = comm_.ranks[rank_].sends;
     for (; nextSend_ < order.size(); ++nextSend_) {
       uint32_t id = order[nextSend_];
       const Message &m = comm_.messages[id];

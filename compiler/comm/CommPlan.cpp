@@ -48,7 +48,6 @@ CommPlan deriveCommPlan(const ScheduleIR &ir, const OpIndex &index) {
       OpRef consumer = consumerOf(ir, index, op);
       sends += consumer.valid() && consumer.rank != static_cast<int32_t>(r);
     }
-    plan.ranks[r].sends.reserve(sends);
     total += sends;
   }
   plan.messages.reserve(total);
@@ -57,6 +56,7 @@ CommPlan deriveCommPlan(const ScheduleIR &ir, const OpIndex &index) {
   std::vector<uint32_t> touched;
   for (size_t r = 0; r < ranks; ++r) {
     const std::vector<Op> &ops = ir.ranks[r].ops;
+    plan.ranks[r].sends.first = static_cast<uint32_t>(plan.messages.size());
     uint32_t step = 0;
     for (uint32_t i = 0; i < ops.size(); ++i) {
       if (i > 0 && ops[i].pair != PairRole::Second)
@@ -69,23 +69,20 @@ CommPlan deriveCommPlan(const ScheduleIR &ir, const OpIndex &index) {
       uint32_t &channel = channelTo[2 * consumer.rank + (kind == MessageKind::Gradient)];
       if (channel == kNone) {
         channel = plan.numChannels++;
+        plan.channels.push_back({static_cast<int32_t>(r), consumer.rank});
         touched.push_back(2 * consumer.rank + (kind == MessageKind::Gradient));
       }
       uint32_t id = static_cast<uint32_t>(plan.messages.size());
       Message &m = plan.messages.emplace_back();
       m.kind = kind;
       m.channel = channel;
-      m.from = static_cast<int32_t>(r);
-      m.to = consumer.rank;
-      m.stage = ops[i].stage;
-      m.microbatch = ops[i].microbatch;
       m.producer = i;
       m.consumer = consumer.index;
       m.producerStep = step;
       m.consumerStep = 0; // set below, walking the consumer's rank
-      plan.ranks[r].sends.push_back(id); // ops are visited in program order
       received[opBegin[consumer.rank] + consumer.index] = id;
     }
+    plan.ranks[r].sends.last = static_cast<uint32_t>(plan.messages.size()); // program order
     for (uint32_t slot : touched)
       channelTo[slot] = kNone;
     touched.clear();

@@ -26,7 +26,9 @@
 #include "elab/ScheduleIR.h"
 #include "pipert/Program.h"
 
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <vector>
 
 namespace pipec {
@@ -36,33 +38,69 @@ enum class MessageKind : uint8_t { Activation, Gradient };
 struct Message {
   MessageKind kind : 1;
   uint32_t channel : 31; // dense channel id, CommPlan::numChannels of them (shares kind's word)
-  int32_t from, to;      // ranks
-  int32_t stage;         // the stage that produced it (activation: s -> s+1; gradient: s -> s-1)
-  int32_t microbatch;    // global id
-  uint32_t producer;     // op index on `from` (the F, B or I)
+  // The ranks: CommPlan::from / to, read from the channel.
+  uint32_t producer;     // op index on `from` (the F, B or I): its stage and micro-batch are
+                         // the message's (see producerOp)
   uint32_t consumer;     // op index on `to` (the F, B or I that needs it)
   uint32_t producerStep; // step index on `from`
   uint32_t consumerStep; // step index on `to`
 };
-static_assert(sizeof(Message) == 36, "one message per op: keep it compact");
+static_assert(sizeof(Message) == 20, "one message per op: keep it compact");
 
-// The channel a message travels on: (from, to, kind), each with its own order.
-// Message::channel numbers these keys densely, so passes index arrays by channel
-// instead of hashing the key.
-inline uint64_t channelKey(const Message &m) {
-  return pipert::channelKey(m.from, m.to, m.kind == MessageKind::Gradient);
-}
+// A channel's two ranks.
+struct ChannelEnds {
+  int32_t from, to;
+};
+
+// Consecutive message ids [first, last): a rank's sends are its own messages in id
+// order, so they need no stored list.
+struct IdRange {
+  struct iterator {
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = uint32_t;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const uint32_t *;
+    using reference = uint32_t;
+    uint32_t id;
+    uint32_t operator*() const { return id; }
+    iterator &operator++() { ++id; return *this; }
+    difference_type operator-(iterator other) const { return difference_type(id) - other.id; }
+    bool operator==(iterator other) const { return id == other.id; }
+    bool operator!=(iterator other) const { return id != other.id; }
+  };
+  uint32_t first = 0, last = 0;
+  size_t size() const { return last - first; }
+  bool empty() const { return first == last; }
+  uint32_t operator[](size_t i) const { return first + static_cast<uint32_t>(i); }
+  iterator begin() const { return {first}; }
+  iterator end() const { return {last}; }
+};
 
 struct RankComm {
   std::vector<uint32_t> stepOp;   // step k's first op index in the rank's op list
-  std::vector<uint32_t> sends;    // message ids, in the order the rank posts them
+  IdRange sends;                  // message ids, in the order the rank posts them
   std::vector<uint32_t> receives; // message ids, in the order the rank posts them
 };
 
 struct CommPlan {
   std::vector<Message> messages; // ids in posting order: rank 0's sends, then rank 1's...
   std::vector<RankComm> ranks;
+  std::vector<ChannelEnds> channels; // by Message::channel
   uint32_t numChannels = 0;
+
+  int32_t from(const Message &m) const { return channels[m.channel].from; }
+  int32_t to(const Message &m) const { return channels[m.channel].to; }
+  // The op that produced `m`. Its stage is the message's (activation: s -> s+1;
+  // gradient: s -> s-1) and so is its micro-batch (global id).
+  const Op &producerOp(const ScheduleIR &ir, const Message &m) const {
+    return ir.ranks[from(m)].ops[m.producer];
+  }
+  // The channel a message travels on: (from, to, kind), each with its own order.
+  // Message::channel numbers these keys densely, so passes index arrays by channel
+  // instead of hashing the key.
+  uint64_t channelKey(const Message &m) const {
+    return pipert::channelKey(from(m), to(m), m.kind == MessageKind::Gradient);
+  }
 };
 
 // Where an op of the schedule sits: which rank, which index in its op list.

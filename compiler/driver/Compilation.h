@@ -56,6 +56,12 @@ public:
   const ast::Schedule *ast() const { return ast_.get(); }
   const ScheduleIR *ir() const { return ir_ ? &*ir_ : nullptr; }
   const CheckReport *report() const { return report_ ? &*report_ : nullptr; }
+  // Once the checks ran: drops what only their diagnostics read, before a simulation
+  // that may be as large as the schedule.
+  void releaseCheckContext() {
+    if (ir_)
+      ir_->releaseIterations();
+  }
   const std::vector<PassTime> &times() const { return times_; }
 
 private:

@@ -79,6 +79,7 @@ int runSim(const std::vector<std::string> &files, const SimArgs &sim, const Comm
       auto compilation = compileAndCheck(file, args, elab, status);
       if (!compilation)
         continue;
+      compilation->releaseCheckContext();
       const ScheduleIR &ir = *compilation->ir();
       const CheckReport &report = *compilation->report();
       CostModel costs = CostModel::build(ir, args.costs);

@@ -211,7 +211,8 @@ private:
     if (!ok)
       return false;
 
-    ElabBudget budget{options_.limits};
+    ElabBudget budget;
+    budget.limits = options_.limits;
     ir_.ranks.resize(ir_.numRanks);
     RankInterpreter interpreter(ir_, eval_, diags_, budget);
     for (int64_t r = 0; r < ir_.numRanks && !budget.exhausted; ++r) {

@@ -112,9 +112,19 @@ uint32_t RankInterpreter::currentFrame(size_t depth) {
   if (level.frame == 0) {
     uint32_t parent = currentFrame(depth - 1);
     level.frame = static_cast<uint32_t>(ir_.iterations.size());
-    ir_.iterations.push_back({parent, level.loop, level.value});
+    auto [loop, added] = budget_.loopIds.try_emplace(level.loop, ir_.loops.size());
+    if (added)
+      ir_.loops.push_back(level.loop);
+    ir_.iterations.push_back({parent, loop->second, level.value});
   }
   return level.frame;
+}
+
+uint32_t RankInterpreter::originId(const OpCall &call) {
+  auto [origin, added] = budget_.originIds.try_emplace(&call, ir_.origins.size());
+  if (added)
+    ir_.origins.push_back(&call);
+  return origin->second;
 }
 
 bool RankInterpreter::opStatement(const OpStmt &s) {
@@ -168,7 +178,7 @@ SlotState *RankInterpreter::slotFor(const OpCall &call, int64_t chunk) {
 }
 
 bool RankInterpreter::resolve(const OpCall &call, Op &op) {
-  op = Op{call.kind, PairRole::None, 0, 0, 0, 0, 0, &call};
+  op = Op{call.kind, PairRole::None, 0, 0, 0, 0, 0, originId(call)};
   int64_t chunk = 0;
   if (call.chunk && !eval_.eval(*call.chunk, chunk))
     return false;

@@ -8,6 +8,8 @@
 #include "elab/ScheduleIR.h"
 #include "elab/SlotTable.h"
 
+#include <unordered_map>
+
 namespace pipec {
 
 // Counts shared by all ranks, checked against ElabLimits.
@@ -16,6 +18,9 @@ struct ElabBudget {
   uint64_t ops = 0;
   uint64_t iterations = 0;
   bool exhausted = false; // a limit was hit: stop elaborating altogether
+  // Ids of ScheduleIR::origins and ScheduleIR::loops, so ops store 32-bit ids.
+  std::unordered_map<const ast::OpCall *, uint32_t> originIds;
+  std::unordered_map<const ast::ForStmt *, uint32_t> loopIds;
 };
 
 class RankInterpreter {
@@ -41,6 +46,7 @@ private:
   bool resolveW(const ast::OpCall &call, Op &op, bool hasChunk, int64_t chunk);
   SlotState *slotFor(const ast::OpCall &call, int64_t chunk);
   uint32_t currentFrame(size_t depth);
+  uint32_t originId(const ast::OpCall &call);
   Diagnostic *error(DiagKind kind, llvm::SMRange at, std::string message);
   void addContext(Diagnostic &d);
 

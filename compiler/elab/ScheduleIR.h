@@ -17,16 +17,18 @@ using ast::OpKind;
 // Overlap pairs are two adjacent ops: First is always the forward.
 enum class PairRole : uint8_t { None, First, Second };
 
+// One per op of the schedule, the largest array of a run: keep it small.
 struct Op {
-  OpKind kind;
-  PairRole pair;
-  uint32_t flow;
+  OpKind kind : 3;
+  PairRole pair : 2;
+  uint32_t flow : 27;          // flows come from placement declarations: few
   int32_t chunk;
   int32_t stage;
   int32_t microbatch;          // global id, 0..microbatches-1
   uint32_t iteration;          // ScheduleIR::iterations index; 0 = outside any loop
-  const ast::OpCall *origin;   // where the op was written
+  uint32_t origin;             // ScheduleIR::origins index: where the op was written
 };
+static_assert(sizeof(Op) == 24, "one per op: keep it compact");
 
 // A parameter slot: chunk `chunk` of rank `rank` holds one stage's weights.
 struct Slot {
@@ -44,7 +46,7 @@ struct Flow {
 // One loop iteration an op was emitted in; `parent` is the enclosing loop's.
 struct IterationFrame {
   uint32_t parent;
-  const ast::ForStmt *loop;
+  uint32_t loop; // ScheduleIR::loops index
   int64_t value;
 };
 
@@ -66,14 +68,21 @@ struct ScheduleIR {
   int64_t numRanks = 0, numStages = 0, numMicrobatches = 0, copies = 1;
   std::vector<Flow> flows;
   std::vector<RankOps> ranks;
-  std::vector<IterationFrame> iterations{{0, nullptr, 0}};
+  std::vector<IterationFrame> iterations{{0, 0, 0}};
+  std::vector<const ast::ForStmt *> loops{nullptr}; // loops that emitted an op
+  std::vector<const ast::OpCall *> origins;          // op statements that emitted an op
   std::vector<CostSetting> costs;
   const ast::Schedule *source = nullptr; // the AST it came from (for locations)
 
   size_t totalOps() const;
+  const ast::OpCall &originOf(const Op &op) const { return *origins[op.origin]; }
   int64_t indexInFlow(const Op &op) const { return op.microbatch - flows[op.flow].begin; }
   // "i = 3, j = 0" for an op's loop iterations, outermost first; "" outside loops.
+  // Also "" once releaseIterations dropped the records.
   std::string describeIteration(uint32_t iteration) const;
+  // Frees the loop-iteration records (one per loop iteration that emitted an op):
+  // only diagnostics read them, and nothing after the checks reports at an op.
+  void releaseIterations();
 };
 
 } // namespace pipec

@@ -53,12 +53,13 @@ bool writeChromeTrace(const ScheduleIR &ir, const CheckReport &report, const Sim
       std::vector<double> channelFree(plan.numChannels, 0.0);
       for (size_t id = 0; id < plan.messages.size(); ++id) {
         const Message &m = plan.messages[id];
+        const Op &producer = plan.producerOp(ir, m);
         double arrived = sim.messageArrived[id];
         double sent = sim.sent(static_cast<uint32_t>(id), channelFree);
         std::string name =
             std::string(m.kind == MessageKind::Activation ? "activation" : "gradient") + " s" +
-            std::to_string(m.stage) + " mb" + std::to_string(m.microbatch) + " -> rank " +
-            std::to_string(m.to);
+            std::to_string(producer.stage) + " mb" + std::to_string(producer.microbatch) + " -> rank " +
+            std::to_string(plan.to(m));
         // A visible slice on the sender's communication thread, even for zero transfer time.
         double duration = std::max((arrived - sent) * kMicros, 1.0);
         j.object([&] {
@@ -66,7 +67,7 @@ bool writeChromeTrace(const ScheduleIR &ir, const CheckReport &report, const Sim
           j.attribute("dur", duration);
           j.attribute("name", name);
           j.attribute("ph", "X");
-          j.attribute("pid", m.from);
+          j.attribute("pid", plan.from(m));
           j.attribute("tid", 1);
           j.attribute("ts", sent * kMicros);
         });
@@ -75,18 +76,18 @@ bool writeChromeTrace(const ScheduleIR &ir, const CheckReport &report, const Sim
           j.attribute("id", int64_t(id));
           j.attribute("name", "p2p");
           j.attribute("ph", "s");
-          j.attribute("pid", m.from);
+          j.attribute("pid", plan.from(m));
           j.attribute("tid", 1);
           j.attribute("ts", sent * kMicros);
         });
-        double consumerStart = sim.stepStart[sim.firstStep(m.to) + m.consumerStep];
+        double consumerStart = sim.stepStart(sim.firstStep(plan.to(m)) + m.consumerStep);
         j.object([&] {
           j.attribute("bp", "e");
           j.attribute("cat", "p2p");
           j.attribute("id", int64_t(id));
           j.attribute("name", "p2p");
           j.attribute("ph", "f");
-          j.attribute("pid", m.to);
+          j.attribute("pid", plan.to(m));
           j.attribute("tid", 0);
           j.attribute("ts", consumerStart * kMicros);
         });

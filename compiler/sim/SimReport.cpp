@@ -32,8 +32,8 @@ std::string undrawableReason(const SimResult &sim) {
   // Every time is at most the makespan, so a finite makespan leaves only NaN to find.
   if (!std::isfinite(sim.makespan))
     return "the makespan is " + formatNumber(sim.makespan);
-  for (size_t k = 0; k < sim.stepStart.size(); ++k)
-    if (std::isnan(sim.stepStart[k]) || std::isnan(sim.stepEnd[k]))
+  for (uint32_t k = 0; k < sim.stepEnd.size(); ++k)
+    if (std::isnan(sim.stepStart(k)) || std::isnan(sim.stepEnd[k]))
       return "a step's time is nan";
   for (double arrived : sim.messageArrived) // sent <= arrived
     if (!std::isfinite(arrived))

@@ -20,6 +20,12 @@ double SimResult::totalBubble() const {
   return sum;
 }
 
+double SimResult::stepStart(uint32_t k) const {
+  double start = k > plan->rankStep[plan->rankOfStep(k)] ? stepEnd[k - 1] : 0.0;
+  uint32_t input = scratch.latestInput[k];
+  return input != ~0u ? std::max(start, messageArrived[input]) : start;
+}
+
 SimulationPlan buildSimulationPlan(const ScheduleIR &ir, const CommPlan &comm) {
   SimulationPlan plan;
   plan.comm = &comm;
@@ -40,13 +46,11 @@ SimulationPlan buildSimulationPlan(const ScheduleIR &ir, const CommPlan &comm) {
     for (int64_t s = 0; s < ir.numStages; ++s)
       plan.classes.push_back({kind, false, static_cast<int32_t>(s), 0});
   std::unordered_map<uint64_t, uint32_t> pairClass; // (forward, backward kind, stage) -> class
-  plan.stepOp.reserve(steps);
   plan.stepClass.reserve(steps);
   for (size_t r = 0; r < ranks; ++r) {
     const std::vector<Op> &ops = ir.ranks[r].ops;
     for (uint32_t first : comm.ranks[r].stepOp) {
       const Op &op = ops[first];
-      plan.stepOp.push_back(first);
       if (op.pair != PairRole::First) {
         plan.stepClass.push_back(static_cast<uint32_t>(static_cast<int>(op.kind) * ir.numStages +
                                                        op.stage));
@@ -73,7 +77,7 @@ SimulationPlan buildSimulationPlan(const ScheduleIR &ir, const CommPlan &comm) {
     assert((id == 0 || plan.producerStep(comm.messages[id - 1]) <=
                            plan.producerStep(comm.messages[id])) &&
            "CommPlan numbers messages in posting order");
-    ++plan.rankMessage[comm.messages[id].from + 1];
+    ++plan.rankMessage[comm.from(comm.messages[id]) + 1];
   }
   for (size_t r = 0; r < ranks; ++r)
     plan.rankMessage[r + 1] += plan.rankMessage[r];
@@ -82,7 +86,7 @@ SimulationPlan buildSimulationPlan(const ScheduleIR &ir, const CommPlan &comm) {
 
 namespace {
 
-constexpr uint32_t kNoMessage = ~0u;
+constexpr uint32_t kNoMessage = ~0u; // SimResult::stepStart knows it too
 
 // The event loop over one plan; every array it touches is in `result`.
 class EventLoop {
@@ -121,7 +125,6 @@ private:
     s_.sendCursor.assign(plan_.rankMessage.begin(), plan_.rankMessage.end() - 1);
     s_.ready.clear();
     result_.ranks.assign(plan_.numRanks(), RankTiming{});
-    result_.stepStart.resize(plan_.numSteps());
     result_.stepEnd.resize(plan_.numSteps());
     result_.messageArrived.resize(plan_.numMessages());
     result_.criticalPath.clear();
@@ -143,7 +146,6 @@ private:
       if (input != kNoMessage)
         start = std::max(start, result_.messageArrived[input]);
       double finish = start + s_.classDuration[plan_.stepClass[k]];
-      result_.stepStart[k] = start;
       result_.stepEnd[k] = finish;
       busy += finish - start;
       sendOutputs(r, k, finish);
@@ -158,7 +160,7 @@ private:
       const Message &m = messages[id];
       double &channelFree = s_.channelFree[m.channel];
       double sent = std::max(end, channelFree);
-      double arrived = sent + s_.stageTransfer[m.stage];
+      double arrived = sent + s_.stageTransfer[plan_.messageStage(m)];
       channelFree = arrived;
       result_.messageArrived[id] = arrived;
       uint32_t consumer = plan_.consumerStep(m);
@@ -166,7 +168,7 @@ private:
       if (latest == kNoMessage || arrived > result_.messageArrived[latest])
         latest = id;
       if (--s_.missing[consumer] == 0)
-        s_.ready.push_back(static_cast<uint32_t>(m.to));
+        s_.ready.push_back(static_cast<uint32_t>(plan_.comm->to(m)));
     }
   }
 
@@ -198,7 +200,7 @@ private:
       if (input != kNoMessage && result_.messageArrived[input] > rankFree(rank, k)) {
         const Message &m = plan_.comm->messages[input];
         step = plan_.producerStep(m);
-        rank = m.from;
+        rank = plan_.comm->from(m);
       } else {
         --step;
       }

@@ -33,7 +33,6 @@ struct StepClass {
 struct SimulationPlan {
   const CommPlan *comm = nullptr;
   std::vector<uint32_t> rankStep;        // rank -> its first step; one more entry at the end
-  std::vector<uint32_t> stepOp;          // step -> its first op on its rank (a pair: the F)
   std::vector<uint32_t> stepClass;       // step -> index into classes
   std::vector<uint8_t> stepInputs;       // step -> messages it waits for (at most 2)
   std::vector<uint32_t> rankMessage;     // rank -> its first message sent; one more entry
@@ -42,10 +41,24 @@ struct SimulationPlan {
   int64_t numStages = 0;
 
   size_t numRanks() const { return rankStep.size() - 1; }
-  size_t numSteps() const { return stepOp.size(); }
+  size_t numSteps() const { return rankStep.back(); }
+  // The first op of a global step on its rank (a pair: the F), read from the CommPlan.
+  uint32_t stepOp(uint32_t global) const {
+    size_t rank = rankOfStep(global);
+    return comm->ranks[rank].stepOp[global - rankStep[rank]];
+  }
+  size_t rankOfStep(uint32_t global) const {
+    return std::upper_bound(rankStep.begin(), rankStep.end(), global) - rankStep.begin() - 1;
+  }
   size_t numMessages() const { return comm->messages.size(); }
-  uint32_t producerStep(const Message &m) const { return rankStep[m.from] + m.producerStep; }
-  uint32_t consumerStep(const Message &m) const { return rankStep[m.to] + m.consumerStep; }
+  uint32_t producerStep(const Message &m) const { return rankStep[comm->from(m)] + m.producerStep; }
+  uint32_t consumerStep(const Message &m) const { return rankStep[comm->to(m)] + m.consumerStep; }
+  // The stage that produced `m`, from its step's class (messages do not store it):
+  // a pair's activation comes from its forward, its gradient from its backward.
+  int32_t messageStage(const Message &m) const {
+    const StepClass &c = classes[stepClass[producerStep(m)]];
+    return c.pair && m.kind == MessageKind::Activation ? c.forwardStage : c.stage;
+  }
 };
 
 SimulationPlan buildSimulationPlan(const ScheduleIR &ir, const CommPlan &comm);
@@ -71,7 +84,7 @@ struct SimResult {
   std::shared_ptr<const SimulationPlan> plan;
   double makespan = 0;
   std::vector<RankTiming> ranks;
-  std::vector<double> stepStart, stepEnd;        // by global step
+  std::vector<double> stepEnd;                   // by global step
   std::vector<double> messageArrived;            // indexed like CommPlan::messages
   // When message `id` left: after its step, behind the previous one on its channel.
   // Computed on the fly, in id order (channelFree: numChannels zeros to start with).
@@ -82,6 +95,10 @@ struct SimResult {
     free = messageArrived[id];
     return at;
   }
+  // When global step k started: once its rank was free and its latest input had
+  // arrived. Recomputed as the event loop computed it (max is exact), so no array
+  // of starts is kept.
+  double stepStart(uint32_t k) const;
   std::vector<CriticalLink> criticalPath;        // first step to last
   double totalBusy() const;
   double totalBubble() const;
@@ -90,7 +107,7 @@ struct SimResult {
   uint32_t firstStep(size_t rank) const { return plan->rankStep[rank]; }
   uint32_t endStep(size_t rank) const { return plan->rankStep[rank + 1]; }
   StepTiming step(uint32_t global) const {
-    return {plan->stepOp[global], stepStart[global], stepEnd[global]};
+    return {plan->stepOp(global), stepStart(global), stepEnd[global]};
   }
 
   // Scratch of the event loop, kept so a re-run allocates nothing.

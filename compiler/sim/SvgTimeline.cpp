@@ -31,9 +31,9 @@ public:
       : ir_(ir), sim_(sim), out_(out) {
     // Aim for readable cells: the shortest step at least ~18 px wide.
     double shortest = sim.makespan;
-    for (size_t k = 0; k < sim.stepStart.size(); ++k)
-      if (sim.stepEnd[k] > sim.stepStart[k])
-        shortest = std::min(shortest, sim.stepEnd[k] - sim.stepStart[k]);
+    for (uint32_t k = 0; k < sim.stepEnd.size(); ++k)
+      if (sim.stepEnd[k] > sim.stepStart(k))
+        shortest = std::min(shortest, sim.stepEnd[k] - sim.stepStart(k));
     scale_ = shortest > 0 ? std::clamp(18.0 / shortest, 0.5, 60.0) : 20.0;
   }
 

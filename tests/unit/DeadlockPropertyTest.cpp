@@ -74,7 +74,7 @@ std::string compareWithGenerated(const GenSchedule &g, const ScheduleIR &ir) {
 // and on every channel (sender, receiver, kind) the same order of sends and of
 // receives. (Across channels posting is independent, so only per-channel order
 // is compared.)
-std::string compareWithPlan(const CommPlan &plan, const BfPlan &bf) {
+std::string compareWithPlan(const ScheduleIR &ir, const CommPlan &plan, const BfPlan &bf) {
   if (plan.ranks.size() != bf.ranks.size())
     return "rank count differs: pipec " + std::to_string(plan.ranks.size()) + ", brute force " +
            std::to_string(bf.ranks.size());
@@ -92,17 +92,19 @@ std::string compareWithPlan(const CommPlan &plan, const BfPlan &bf) {
              " steps, brute force " + std::to_string(want.stepOp.size()) + ")";
     for (int pass = 0; pass < 2; ++pass) {
       bool isSend = pass == 0;
-      const std::vector<uint32_t> &ids = isSend ? rc.sends : rc.receives;
+      const std::vector<uint32_t> ids =
+          isSend ? std::vector<uint32_t>(rc.sends.begin(), rc.sends.end()) : rc.receives;
       // Per channel (peer, kind): pipec's and the brute force's sequences.
       std::map<std::pair<int32_t, bool>, std::vector<std::string>> got, expected;
       for (uint32_t id : ids) {
         if (id >= plan.messages.size())
           return where + "message id out of range";
         const Message &m = plan.messages[id];
-        int32_t self = isSend ? m.from : m.to, peer = isSend ? m.to : m.from;
+        int32_t self = isSend ? plan.from(m) : plan.to(m), peer = isSend ? plan.to(m) : plan.from(m);
         if (self != static_cast<int32_t>(r))
           return where + "lists a message of another rank";
-        BfMessage bm{m.kind == MessageKind::Gradient, m.stage, m.microbatch};
+        const Op &producer = plan.producerOp(ir, m);
+        BfMessage bm{m.kind == MessageKind::Gradient, producer.stage, producer.microbatch};
         got[{peer, bm.gradient}].push_back(
             describe(peer, isSend, bm, isSend ? m.producer : m.consumer,
                      isSend ? m.producerStep : m.consumerStep));
@@ -346,7 +348,7 @@ TEST_CASE("message-order and deadlock verdicts agree with a brute-force model", 
       }
     }
 
-    std::string planDiff = compareWithPlan(*report.comm, bfPlan);
+    std::string planDiff = compareWithPlan(ir, *report.comm, bfPlan);
     if (!planDiff.empty()) {
       ++planDiffs;
       if (planDiffs <= kPrintLimit)

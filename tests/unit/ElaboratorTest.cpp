@@ -71,6 +71,18 @@ TEST_CASE("ops remember their loop iteration", "[elab]") {
   CHECK(ir.describeIteration(ir.ranks[0].ops[6].iteration) == "k = 2");
 }
 
+TEST_CASE("released iteration records describe no iteration", "[elab]") {
+  auto c = compile(withBody("for i in 0..2 { for j in 0..2 { F; } }", 1, 4));
+  REQUIRE(c->ir);
+  ScheduleIR ir = *c->ir;
+  uint32_t iteration = ir.ranks[0].ops[3].iteration;
+  REQUIRE(ir.describeIteration(iteration) == "i = 1, j = 1");
+  ir.releaseIterations();
+  CHECK(ir.iterations.size() == 1);
+  CHECK(ir.describeIteration(iteration).empty());
+  CHECK(ir.originOf(ir.ranks[0].ops[3]).kind == OpKind::F);
+}
+
 TEST_CASE("limits stop runaway schedules quickly", "[elab]") {
   ElabOptions small;
   small.limits.maxOps = 100;

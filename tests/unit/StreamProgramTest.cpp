@@ -61,7 +61,7 @@ public:
         where_[{int(op.kind), op.stage, op.microbatch}] = {int(r), i};
       }
     for (uint32_t id = 0; id < comm_.messages.size(); ++id)
-      input_[{comm_.messages[id].to, comm_.messages[id].consumer}].push_back(id);
+      input_[{comm_.to(comm_.messages[id]), comm_.messages[id].consumer}].push_back(id);
     streams_.resize(ir_.ranks.size());
     eventTime_.resize(ir_.ranks.size());
     for (size_t r = 0; r < ir_.ranks.size(); ++r) {
@@ -196,7 +196,7 @@ private:
       if (peer.queue.empty() || peer.queue.front().arg != c.arg)
         return false; // the peer's stream has not reached it yet
       Stream &sender = send ? stream : peer;
-      requireDone({m.from, m.producer}, sender.clock,
+      requireDone({comm_.from(m), m.producer}, sender.clock,
                   "the send of message " + std::to_string(c.arg));
       double end = std::max(stream.clock, peer.clock) + duration(0.1, 2);
       stream.clock = peer.clock = end;
@@ -270,7 +270,7 @@ void checkLegendAndSteps(const Lowered &l) {
       const StreamChannel &channel = p.channels[c.stream - kFirstChannelStream];
       const Message &m = comm.messages[c.arg];
       CHECK(channel.sends == (c.cmd == StreamCmd::Send));
-      CHECK(channel.peer == (channel.sends ? m.to : m.from));
+      CHECK(channel.peer == (channel.sends ? comm.to(m) : comm.from(m)));
       CHECK(channel.gradient == (m.kind == MessageKind::Gradient));
     }
     const std::vector<Op> &ops = l.compiled->ir->ranks[r].ops;
