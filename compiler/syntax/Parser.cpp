@@ -103,6 +103,83 @@ static bool checkNesting(antlr4::CommonTokenStream &tokens, const SourceText &te
   return true;
 }
 
+// Parses the file a declaration at a time, and a rank program a statement at a
+// time, building each piece's AST at once and then freeing its parse tree: a
+// whole-file tree costs hundreds of bytes per input byte. SLL with bail-out:
+// throws ParseCancellationException at anything it cannot parse.
+static std::unique_ptr<ast::Schedule> parseInPieces(PipeParser &parser,
+                                                    antlr4::CommonTokenStream &tokens,
+                                                    AstBuilder &builder, const SourceText &text) {
+  auto is = [&](const char *punctuation) { return tokens.LT(1)->getText() == punctuation; };
+  auto expect = [&](size_t type, const char *punctuation = nullptr) {
+    antlr4::Token *token = tokens.LT(1);
+    if (punctuation ? token->getText() != punctuation : token->getType() != type)
+      throw antlr4::ParseCancellationException();
+    tokens.consume();
+    return token;
+  };
+  auto freeTree = [&] { parser.getTreeTracker().reset(); };
+  auto spanning = [&](antlr4::Token *first, antlr4::Token *last) {
+    return text.rangeOf(first->getStartIndex(), last->getStopIndex());
+  };
+
+  antlr4::Token *keyword = expect(PipeLexer::SCHEDULE);
+  antlr4::Token *name = expect(PipeLexer::ID);
+  expect(0, "(");
+  std::vector<PipeParser::ParamContext *> params;
+  while (!is(")")) {
+    params.push_back(parser.param());
+    if (!is(","))
+      break;
+    tokens.consume();
+  }
+  expect(0, ")");
+  expect(PipeLexer::LBRACE);
+  std::unique_ptr<ast::Schedule> schedule = builder.begin(name, params);
+  freeTree();
+
+  while (tokens.LA(1) != PipeLexer::RBRACE && tokens.LA(1) != antlr4::Token::EOF) {
+    if (tokens.LA(1) != PipeLexer::RANK) {
+      builder.addDecl(*schedule, parser.decl());
+      freeTree();
+      continue;
+    }
+    antlr4::Token *rank = expect(PipeLexer::RANK);
+    ast::RankProgram program = builder.beginRankProgram(rank, parser.rankHead());
+    freeTree();
+    expect(PipeLexer::LBRACE);
+    while (tokens.LA(1) != PipeLexer::RBRACE && tokens.LA(1) != antlr4::Token::EOF) {
+      if (ast::StmtPtr stmt = builder.buildStmt(parser.stmt()))
+        program.body.push_back(std::move(stmt));
+      freeTree();
+    }
+    program.range = spanning(rank, expect(PipeLexer::RBRACE));
+    schedule->rankPrograms.push_back(std::move(program));
+  }
+  antlr4::Token *closing = expect(PipeLexer::RBRACE);
+  if (tokens.LA(1) != antlr4::Token::EOF)
+    throw antlr4::ParseCancellationException();
+  builder.finish(*schedule, spanning(keyword, closing), closing);
+  return schedule;
+}
+
+// Hands what `from` collected to `to`, in order, as if reported there. Reports
+// past `from`'s error limit were only counted: they are counted again.
+static void replay(const DiagnosticEngine &from, DiagnosticEngine &to) {
+  unsigned errors = 0;
+  for (const Diagnostic &staged : from.diagnostics()) {
+    if (staged.kind == DiagKind::TooManyErrors)
+      continue; // `to` says so itself when it passes its limit
+    errors += staged.severity == Severity::Error;
+    Diagnostic &d = to.report(staged.kind, staged.range, staged.message);
+    d.notes = staged.notes;
+    d.fixits = staged.fixits;
+    d.repeats = staged.repeats;
+  }
+  for (; errors < from.errorCount(); ++errors)
+    to.report(DiagKind::TooManyErrors, {}, {});
+}
+
 std::unique_ptr<ast::Schedule> parseSchedule(unsigned bufferId, DiagnosticEngine &diags) {
   llvm::StringRef source = diags.sources().getMemoryBuffer(bufferId)->getBuffer();
   if (!checkUtf8(source, diags))
@@ -129,18 +206,30 @@ std::unique_ptr<ast::Schedule> parseSchedule(unsigned bufferId, DiagnosticEngine
   parser.setErrorHandler(bail);
   parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
       antlr4::atn::PredictionMode::SLL);
-  PipeParser::FileContext *tree = nullptr;
-  try {
-    tree = parser.file();
-  } catch (const antlr4::ParseCancellationException &) {
-    tokens.seek(0);
-    parser.reset();
-    auto recovering = std::make_shared<SyntaxErrorStrategy>(diags, text);
-    parser.setErrorHandler(recovering);
-    parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
-        antlr4::atn::PredictionMode::LL);
-    tree = parser.file();
+  {
+    // The builder's findings wait until the whole file has parsed: a file with a
+    // syntax error reports only that, as the whole-file parse below does.
+    DiagnosticEngine staged(diags.sources());
+    staged.setErrorLimit(diags.errorLimit());
+    AstBuilder builder(staged, text);
+    try {
+      std::unique_ptr<ast::Schedule> schedule = parseInPieces(parser, tokens, builder, text);
+      replay(staged, diags);
+      if (diags.errorCount() != errorsBefore)
+        return nullptr;
+      return schedule;
+    } catch (const antlr4::ParseCancellationException &) {
+    }
   }
+
+  // Error recovery and full LL need the whole file's tree.
+  tokens.seek(0);
+  parser.reset();
+  auto recovering = std::make_shared<SyntaxErrorStrategy>(diags, text);
+  parser.setErrorHandler(recovering);
+  parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
+      antlr4::atn::PredictionMode::LL);
+  PipeParser::FileContext *tree = parser.file();
   if (diags.errorCount() != errorsBefore)
     return nullptr;
 
