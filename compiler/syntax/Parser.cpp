@@ -3,6 +3,7 @@
 #include "syntax/Parser.h"
 
 #include "syntax/AstBuilder.h"
+#include "syntax/CompactToken.h"
 #include "syntax/SourceText.h"
 #include "syntax/SyntaxErrors.h"
 
@@ -188,7 +189,7 @@ std::unique_ptr<ast::Schedule> parseSchedule(unsigned bufferId, DiagnosticEngine
   unsigned errorsBefore = diags.errorCount();
 
   antlr4::ANTLRInputStream input(source.data(), source.size());
-  PipeLexer lexer(&input);
+  CompactLexer lexer(&input);
   LexerErrorListener lexerErrors(diags, text);
   lexer.removeErrorListeners();
   lexer.addErrorListener(&lexerErrors);
