@@ -10,6 +10,7 @@
 #include "PipeLexer.h"
 #include "PipeParser.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/ConvertUTF.h"
 #include "llvm/Support/SourceMgr.h"
 
@@ -31,10 +32,26 @@ static bool checkUtf8(llvm::StringRef text, DiagnosticEngine &diags) {
   return false;
 }
 
+// The lexer's input: the source decoded to UTF-32 in a buffer of exactly its size.
+// ANTLR's own decoding grows its buffer as it goes and peaks at about 20 bytes per
+// input byte; this one is 4. The source is valid UTF-8 (checkUtf8).
+class DecodedInput : public antlr4::ANTLRInputStream {
+public:
+  explicit DecodedInput(llvm::StringRef utf8) {
+    size_t codePoints = llvm::count_if(utf8, [](char c) { return (c & 0xC0) != 0x80; });
+    _data.resize(codePoints);
+    const llvm::UTF8 *from = reinterpret_cast<const llvm::UTF8 *>(utf8.begin());
+    llvm::UTF32 *to = reinterpret_cast<llvm::UTF32 *>(&_data[0]);
+    llvm::ConvertUTF8toUTF32(&from, reinterpret_cast<const llvm::UTF8 *>(utf8.end()), &to,
+                             to + codePoints, llvm::strictConversion);
+  }
+};
+
 // Tokens the lexer keeps off the parser's channel because they are malformed.
 static void reportMalformedTokens(antlr4::CommonTokenStream &tokens, const SourceText &text,
                                   DiagnosticEngine &diags) {
-  for (antlr4::Token *token : tokens.getTokens()) {
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    antlr4::Token *token = tokens.get(i);
     llvm::SMRange at = text.rangeOf(token->getStartIndex(), token->getStartIndex());
     if (token->getType() == PipeLexer::UNTERMINATED_STRING)
       diags.report(DiagKind::UnterminatedString, at, "missing closing '\"' of this string");
@@ -52,10 +69,6 @@ constexpr int kMaxStatementTokens = 2000;
 
 static bool checkNesting(antlr4::CommonTokenStream &tokens, const SourceText &text,
                          DiagnosticEngine &diags) {
-  std::vector<antlr4::Token *> visible;
-  for (antlr4::Token *token : tokens.getTokens())
-    if (token->getChannel() == antlr4::Token::DEFAULT_CHANNEL)
-      visible.push_back(token);
   int depth = 0, statementTokens = 0;
   // Per open bracket, the else-if branches of the chain running at that level.
   std::vector<int> chainAt{0};
@@ -67,14 +80,19 @@ static bool checkNesting(antlr4::CommonTokenStream &tokens, const SourceText &te
                      " deep here");
     return false;
   };
-  for (size_t i = 0; i < visible.size(); ++i) {
-    antlr4::Token *token = visible[i];
+  size_t previous = antlr4::Token::INVALID_TYPE; // the type of the last visible token
+  for (size_t i = 0; i < tokens.size(); ++i) { // not getTokens(): that copies the list
+    antlr4::Token *token = tokens.get(i);
+    if (token->getChannel() != antlr4::Token::DEFAULT_CHANNEL)
+      continue;
     size_t type = token->getType();
-    if (i > 0 && visible[i - 1]->getType() == PipeLexer::RBRACE && type != PipeLexer::ELSE) {
+    size_t before = previous;
+    previous = type;
+    if (before == PipeLexer::RBRACE && type != PipeLexer::ELSE) {
       chained -= chainAt.back(); // the statement before ended: so did its chain
       chainAt.back() = 0;
     }
-    if (type == PipeLexer::IF && i > 0 && visible[i - 1]->getType() == PipeLexer::ELSE) {
+    if (type == PipeLexer::IF && before == PipeLexer::ELSE) {
       ++chainAt.back();
       if (depth + ++chained > kMaxNesting)
         return tooDeep(token, "blocks and else-if branches");
@@ -188,7 +206,7 @@ std::unique_ptr<ast::Schedule> parseSchedule(unsigned bufferId, DiagnosticEngine
   SourceText text(source);
   unsigned errorsBefore = diags.errorCount();
 
-  antlr4::ANTLRInputStream input(source.data(), source.size());
+  DecodedInput input(source);
   CompactLexer lexer(&input);
   LexerErrorListener lexerErrors(diags, text);
   lexer.removeErrorListeners();
