@@ -66,6 +66,7 @@ static void reportMalformedTokens(antlr4::CommonTokenStream &tokens, const Sourc
 // branch before it, so its branches count like blocks.
 constexpr int kMaxNesting = 256;
 constexpr int kMaxStatementTokens = 2000;
+constexpr size_t kMaxRecoveryTokens = 2000000;
 
 static bool checkNesting(antlr4::CommonTokenStream &tokens, const SourceText &text,
                          DiagnosticEngine &diags) {
@@ -223,11 +224,13 @@ std::unique_ptr<ast::Schedule> parseSchedule(unsigned bufferId, DiagnosticEngine
   // SLL with bail-out parses nearly every valid file; only a failure pays for LL.
   auto bail = std::make_shared<antlr4::BailErrorStrategy>();
   parser.setErrorHandler(bail);
-  parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
-      antlr4::atn::PredictionMode::SLL);
-  {
-    // The builder's findings wait until the whole file has parsed: a file with a
-    // syntax error reports only that, as the whole-file parse below does.
+  // The builder's findings wait until the whole file has parsed: a file with a
+  // syntax error reports only that, as the whole-file parse below does.
+  antlr4::Token *stuck = nullptr; // where the piecewise parse gave up
+  for (auto mode : {antlr4::atn::PredictionMode::SLL, antlr4::atn::PredictionMode::LL}) {
+    tokens.seek(0);
+    parser.reset();
+    parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(mode);
     DiagnosticEngine staged(diags.sources());
     staged.setErrorLimit(diags.errorLimit());
     AstBuilder builder(staged, text);
@@ -238,7 +241,20 @@ std::unique_ptr<ast::Schedule> parseSchedule(unsigned bufferId, DiagnosticEngine
         return nullptr;
       return schedule;
     } catch (const antlr4::ParseCancellationException &) {
+      stuck = tokens.LT(1);
     }
+  }
+
+  // The file has a syntax error. Recovering from it, to report each error with
+  // what was expected, needs the whole file's parse tree: about 300 bytes a
+  // token. Past kMaxRecoveryTokens that could exhaust memory, so the first error
+  // is reported where the parse stopped, and no more.
+  if (tokens.size() > kMaxRecoveryTokens) {
+    diags.report(DiagKind::SyntaxError,
+                 text.rangeOf(stuck->getStartIndex(), stuck->getStartIndex()),
+                 "syntax error at or just after this point (in a file of " +
+                     std::to_string(tokens.size()) + " tokens only the first is reported)");
+    return nullptr;
   }
 
   // Error recovery and full LL need the whole file's tree.
