@@ -76,6 +76,15 @@ int runImport(const std::string &file, const std::string &output, const CommonAr
                    file == "-" ? "<stdin>" : llvm::sys::path::filename(file), diags, out))
       text.clear();
     out.flush();
+    // Import writes only what check reads: its own input cap included.
+    if (text.size() > kMaxInputBytes) {
+      diags.report(DiagKind::ImportTooLarge,
+                   "the imported schedule would be " + std::to_string(text.size() >> 20) +
+                       " MiB, larger than the " + std::to_string(kMaxInputBytes >> 20) +
+                       " MiB pipec reads as an input file")
+          .note("split the pipeline, or import it in parts with fewer ranks");
+      text.clear();
+    }
   } else {
     diags.report(DiagKind::FileNotReadable, "cannot read '" + file + "': " + error);
   }

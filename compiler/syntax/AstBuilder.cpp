@@ -62,12 +62,20 @@ static std::string unquote(const std::string &quoted) {
 
 std::unique_ptr<Schedule> AstBuilder::build(P::FileContext *file) {
   P::ScheduleContext *ctx = file->schedule();
-  auto schedule = std::make_unique<Schedule>();
-  schedule->name = ctx->name->getText();
-  schedule->nameRange = range(ctx->name);
-  schedule->range = range(ctx);
+  std::unique_ptr<Schedule> schedule = begin(ctx->name, ctx->param());
+  for (P::DeclContext *decl : ctx->decl())
+    addDecl(*schedule, decl);
+  finish(*schedule, range(ctx), ctx->getStop());
+  return schedule;
+}
 
-  for (P::ParamContext *p : ctx->param()) {
+std::unique_ptr<Schedule> AstBuilder::begin(antlr4::Token *name,
+                                            const std::vector<P::ParamContext *> &params) {
+  auto schedule = std::make_unique<Schedule>();
+  schedule->name = name->getText();
+  schedule->nameRange = range(name);
+
+  for (P::ParamContext *p : params) {
     Param param;
     param.var = declare(p->name, VarRole::Parameter);
     param.defaultValue = parseInt(p->value, p->neg != nullptr);
@@ -80,26 +88,26 @@ std::unique_ptr<Schedule> AstBuilder::build(P::FileContext *file) {
             .note(earlier.var.range, "first declared here");
     schedule->params.push_back(std::move(param));
   }
+  return schedule;
+}
 
-  for (P::DeclContext *decl : ctx->decl())
-    addDecl(*schedule, decl);
-
-  SMRange closing = text_.rangeOf(ctx->getStop()->getStartIndex(), ctx->getStop()->getStopIndex());
+void AstBuilder::finish(Schedule &schedule, SMRange whole, antlr4::Token *closingBrace) {
+  schedule.range = whole;
+  SMRange closing = range(closingBrace);
   auto requireDecl = [&](const std::optional<Sized> &slot, const char *keyword) {
     if (!slot)
       diags_.report(DiagKind::MissingDeclaration, closing,
-                    std::string("schedule '") + schedule->name + "' never declares '" + keyword +
+                    std::string("schedule '") + schedule.name + "' never declares '" + keyword +
                         "'")
-          .note(schedule->nameRange, std::string("add '") + keyword + " N;' to this schedule");
+          .note(schedule.nameRange, std::string("add '") + keyword + " N;' to this schedule");
   };
-  requireDecl(schedule->ranks, "ranks");
-  requireDecl(schedule->stages, "stages");
-  requireDecl(schedule->microbatches, "microbatches");
-  if (!schedule->placement && schedule->flows.empty())
+  requireDecl(schedule.ranks, "ranks");
+  requireDecl(schedule.stages, "stages");
+  requireDecl(schedule.microbatches, "microbatches");
+  if (!schedule.placement && schedule.flows.empty())
     diags_.report(DiagKind::MissingDeclaration, closing,
-                  "schedule '" + schedule->name + "' never places its stages")
-        .note(schedule->nameRange, "add 'place stage s -> rank E [chunk E];' or flow blocks");
-  return schedule;
+                  "schedule '" + schedule.name + "' never places its stages")
+        .note(schedule.nameRange, "add 'place stage s -> rank E [chunk E];' or flow blocks");
 }
 
 void AstBuilder::setSized(std::optional<Sized> &slot, const char *what,
@@ -227,17 +235,21 @@ void AstBuilder::buildCosts(Schedule &schedule, P::CostsDeclContext *ctx) {
 
 RankProgram AstBuilder::buildRankProgram(P::DeclContext *decl) {
   auto *ctx = static_cast<P::RankDeclContext *>(decl);
-  RankProgram program;
+  RankProgram program = beginRankProgram(ctx->RANK()->getSymbol(), ctx->rankHead());
   program.range = range(ctx);
-  program.headRange = text_.rangeOf(ctx->getStart()->getStartIndex(),
-                                    ctx->rankHead()->getStop()->getStopIndex());
-  if (auto *generic = dynamic_cast<P::GenericRankContext *>(ctx->rankHead())) {
+  program.body = buildBlock(ctx->block());
+  return program;
+}
+
+RankProgram AstBuilder::beginRankProgram(antlr4::Token *keyword, P::RankHeadContext *head) {
+  RankProgram program;
+  program.headRange = text_.rangeOf(keyword->getStartIndex(), head->getStop()->getStopIndex());
+  if (auto *generic = dynamic_cast<P::GenericRankContext *>(head)) {
     program.generic = true;
     program.var = declare(generic->var, VarRole::RankVar);
   } else {
-    program.index = buildExpr(static_cast<P::ExplicitRankContext *>(ctx->rankHead())->index);
+    program.index = buildExpr(static_cast<P::ExplicitRankContext *>(head)->index);
   }
-  program.body = buildBlock(ctx->block());
   return program;
 }
 

@@ -18,12 +18,21 @@ class AstBuilder {
 public:
   AstBuilder(DiagnosticEngine &diags, const SourceText &text) : diags_(diags), text_(text) {}
 
-  std::unique_ptr<ast::Schedule> build(pipegen::PipeParser::FileContext *file);
-
-private:
   using P = pipegen::PipeParser;
 
+  std::unique_ptr<ast::Schedule> build(P::FileContext *file);
+
+  // The same, a piece at a time, so that the parser can free each piece's parse
+  // tree once it is built: begin, then declarations (a rank program as its head
+  // and then its statements, appended to its body), then finish.
+  std::unique_ptr<ast::Schedule> begin(antlr4::Token *name,
+                                       const std::vector<P::ParamContext *> &params);
   void addDecl(ast::Schedule &schedule, P::DeclContext *decl);
+  ast::RankProgram beginRankProgram(antlr4::Token *keyword, P::RankHeadContext *head);
+  ast::StmtPtr buildStmt(P::StmtContext *ctx); // null: dropped after an error
+  void finish(ast::Schedule &schedule, ast::SMRange whole, antlr4::Token *closingBrace);
+
+private:
   void setSized(std::optional<ast::Sized> &slot, const char *what, antlr4::ParserRuleContext *decl,
                 P::ExprContext *value);
   ast::Placement buildPlacement(P::PlacementContext *ctx);
@@ -31,7 +40,6 @@ private:
   ast::RankProgram buildRankProgram(P::DeclContext *ctx);
 
   ast::Block buildBlock(P::BlockContext *ctx);
-  ast::StmtPtr buildStmt(P::StmtContext *ctx);
   std::unique_ptr<ast::LetStmt> buildLet(P::LetStmtContext *ctx);
   ast::StmtPtr buildOpStatement(P::OpStatementContext *ctx);
   ast::OpCall buildOpCall(P::OpCallContext *ctx);

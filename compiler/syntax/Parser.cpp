@@ -3,12 +3,14 @@
 #include "syntax/Parser.h"
 
 #include "syntax/AstBuilder.h"
+#include "syntax/CompactToken.h"
 #include "syntax/SourceText.h"
 #include "syntax/SyntaxErrors.h"
 
 #include "PipeLexer.h"
 #include "PipeParser.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/ConvertUTF.h"
 #include "llvm/Support/SourceMgr.h"
 
@@ -30,10 +32,26 @@ static bool checkUtf8(llvm::StringRef text, DiagnosticEngine &diags) {
   return false;
 }
 
+// The lexer's input: the source decoded to UTF-32 in a buffer of exactly its size.
+// ANTLR's own decoding grows its buffer as it goes and peaks at about 20 bytes per
+// input byte; this one is 4. The source is valid UTF-8 (checkUtf8).
+class DecodedInput : public antlr4::ANTLRInputStream {
+public:
+  explicit DecodedInput(llvm::StringRef utf8) {
+    size_t codePoints = llvm::count_if(utf8, [](char c) { return (c & 0xC0) != 0x80; });
+    _data.resize(codePoints);
+    const llvm::UTF8 *from = reinterpret_cast<const llvm::UTF8 *>(utf8.begin());
+    llvm::UTF32 *to = reinterpret_cast<llvm::UTF32 *>(&_data[0]);
+    llvm::ConvertUTF8toUTF32(&from, reinterpret_cast<const llvm::UTF8 *>(utf8.end()), &to,
+                             to + codePoints, llvm::strictConversion);
+  }
+};
+
 // Tokens the lexer keeps off the parser's channel because they are malformed.
 static void reportMalformedTokens(antlr4::CommonTokenStream &tokens, const SourceText &text,
                                   DiagnosticEngine &diags) {
-  for (antlr4::Token *token : tokens.getTokens()) {
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    antlr4::Token *token = tokens.get(i);
     llvm::SMRange at = text.rangeOf(token->getStartIndex(), token->getStartIndex());
     if (token->getType() == PipeLexer::UNTERMINATED_STRING)
       diags.report(DiagKind::UnterminatedString, at, "missing closing '\"' of this string");
@@ -48,13 +66,10 @@ static void reportMalformedTokens(antlr4::CommonTokenStream &tokens, const Sourc
 // branch before it, so its branches count like blocks.
 constexpr int kMaxNesting = 256;
 constexpr int kMaxStatementTokens = 2000;
+constexpr size_t kMaxRecoveryTokens = 2000000;
 
 static bool checkNesting(antlr4::CommonTokenStream &tokens, const SourceText &text,
                          DiagnosticEngine &diags) {
-  std::vector<antlr4::Token *> visible;
-  for (antlr4::Token *token : tokens.getTokens())
-    if (token->getChannel() == antlr4::Token::DEFAULT_CHANNEL)
-      visible.push_back(token);
   int depth = 0, statementTokens = 0;
   // Per open bracket, the else-if branches of the chain running at that level.
   std::vector<int> chainAt{0};
@@ -66,14 +81,19 @@ static bool checkNesting(antlr4::CommonTokenStream &tokens, const SourceText &te
                      " deep here");
     return false;
   };
-  for (size_t i = 0; i < visible.size(); ++i) {
-    antlr4::Token *token = visible[i];
+  size_t previous = antlr4::Token::INVALID_TYPE; // the type of the last visible token
+  for (size_t i = 0; i < tokens.size(); ++i) { // not getTokens(): that copies the list
+    antlr4::Token *token = tokens.get(i);
+    if (token->getChannel() != antlr4::Token::DEFAULT_CHANNEL)
+      continue;
     size_t type = token->getType();
-    if (i > 0 && visible[i - 1]->getType() == PipeLexer::RBRACE && type != PipeLexer::ELSE) {
+    size_t before = previous;
+    previous = type;
+    if (before == PipeLexer::RBRACE && type != PipeLexer::ELSE) {
       chained -= chainAt.back(); // the statement before ended: so did its chain
       chainAt.back() = 0;
     }
-    if (type == PipeLexer::IF && i > 0 && visible[i - 1]->getType() == PipeLexer::ELSE) {
+    if (type == PipeLexer::IF && before == PipeLexer::ELSE) {
       ++chainAt.back();
       if (depth + ++chained > kMaxNesting)
         return tooDeep(token, "blocks and else-if branches");
@@ -103,6 +123,83 @@ static bool checkNesting(antlr4::CommonTokenStream &tokens, const SourceText &te
   return true;
 }
 
+// Parses the file a declaration at a time, and a rank program a statement at a
+// time, building each piece's AST at once and then freeing its parse tree: a
+// whole-file tree costs hundreds of bytes per input byte. SLL with bail-out:
+// throws ParseCancellationException at anything it cannot parse.
+static std::unique_ptr<ast::Schedule> parseInPieces(PipeParser &parser,
+                                                    antlr4::CommonTokenStream &tokens,
+                                                    AstBuilder &builder, const SourceText &text) {
+  auto is = [&](const char *punctuation) { return tokens.LT(1)->getText() == punctuation; };
+  auto expect = [&](size_t type, const char *punctuation = nullptr) {
+    antlr4::Token *token = tokens.LT(1);
+    if (punctuation ? token->getText() != punctuation : token->getType() != type)
+      throw antlr4::ParseCancellationException();
+    tokens.consume();
+    return token;
+  };
+  auto freeTree = [&] { parser.getTreeTracker().reset(); };
+  auto spanning = [&](antlr4::Token *first, antlr4::Token *last) {
+    return text.rangeOf(first->getStartIndex(), last->getStopIndex());
+  };
+
+  antlr4::Token *keyword = expect(PipeLexer::SCHEDULE);
+  antlr4::Token *name = expect(PipeLexer::ID);
+  expect(0, "(");
+  std::vector<PipeParser::ParamContext *> params;
+  while (!is(")")) {
+    params.push_back(parser.param());
+    if (!is(","))
+      break;
+    tokens.consume();
+  }
+  expect(0, ")");
+  expect(PipeLexer::LBRACE);
+  std::unique_ptr<ast::Schedule> schedule = builder.begin(name, params);
+  freeTree();
+
+  while (tokens.LA(1) != PipeLexer::RBRACE && tokens.LA(1) != antlr4::Token::EOF) {
+    if (tokens.LA(1) != PipeLexer::RANK) {
+      builder.addDecl(*schedule, parser.decl());
+      freeTree();
+      continue;
+    }
+    antlr4::Token *rank = expect(PipeLexer::RANK);
+    ast::RankProgram program = builder.beginRankProgram(rank, parser.rankHead());
+    freeTree();
+    expect(PipeLexer::LBRACE);
+    while (tokens.LA(1) != PipeLexer::RBRACE && tokens.LA(1) != antlr4::Token::EOF) {
+      if (ast::StmtPtr stmt = builder.buildStmt(parser.stmt()))
+        program.body.push_back(std::move(stmt));
+      freeTree();
+    }
+    program.range = spanning(rank, expect(PipeLexer::RBRACE));
+    schedule->rankPrograms.push_back(std::move(program));
+  }
+  antlr4::Token *closing = expect(PipeLexer::RBRACE);
+  if (tokens.LA(1) != antlr4::Token::EOF)
+    throw antlr4::ParseCancellationException();
+  builder.finish(*schedule, spanning(keyword, closing), closing);
+  return schedule;
+}
+
+// Hands what `from` collected to `to`, in order, as if reported there. Reports
+// past `from`'s error limit were only counted: they are counted again.
+static void replay(const DiagnosticEngine &from, DiagnosticEngine &to) {
+  unsigned errors = 0;
+  for (const Diagnostic &staged : from.diagnostics()) {
+    if (staged.kind == DiagKind::TooManyErrors)
+      continue; // `to` says so itself when it passes its limit
+    errors += staged.severity == Severity::Error;
+    Diagnostic &d = to.report(staged.kind, staged.range, staged.message);
+    d.notes = staged.notes;
+    d.fixits = staged.fixits;
+    d.repeats = staged.repeats;
+  }
+  for (; errors < from.errorCount(); ++errors)
+    to.report(DiagKind::TooManyErrors, {}, {});
+}
+
 std::unique_ptr<ast::Schedule> parseSchedule(unsigned bufferId, DiagnosticEngine &diags) {
   llvm::StringRef source = diags.sources().getMemoryBuffer(bufferId)->getBuffer();
   if (!checkUtf8(source, diags))
@@ -110,8 +207,8 @@ std::unique_ptr<ast::Schedule> parseSchedule(unsigned bufferId, DiagnosticEngine
   SourceText text(source);
   unsigned errorsBefore = diags.errorCount();
 
-  antlr4::ANTLRInputStream input(source.data(), source.size());
-  PipeLexer lexer(&input);
+  DecodedInput input(source);
+  CompactLexer lexer(&input);
   LexerErrorListener lexerErrors(diags, text);
   lexer.removeErrorListeners();
   lexer.addErrorListener(&lexerErrors);
@@ -127,20 +224,47 @@ std::unique_ptr<ast::Schedule> parseSchedule(unsigned bufferId, DiagnosticEngine
   // SLL with bail-out parses nearly every valid file; only a failure pays for LL.
   auto bail = std::make_shared<antlr4::BailErrorStrategy>();
   parser.setErrorHandler(bail);
-  parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
-      antlr4::atn::PredictionMode::SLL);
-  PipeParser::FileContext *tree = nullptr;
-  try {
-    tree = parser.file();
-  } catch (const antlr4::ParseCancellationException &) {
+  // The builder's findings wait until the whole file has parsed: a file with a
+  // syntax error reports only that, as the whole-file parse below does.
+  antlr4::Token *stuck = nullptr; // where the piecewise parse gave up
+  for (auto mode : {antlr4::atn::PredictionMode::SLL, antlr4::atn::PredictionMode::LL}) {
     tokens.seek(0);
     parser.reset();
-    auto recovering = std::make_shared<SyntaxErrorStrategy>(diags, text);
-    parser.setErrorHandler(recovering);
-    parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
-        antlr4::atn::PredictionMode::LL);
-    tree = parser.file();
+    parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(mode);
+    DiagnosticEngine staged(diags.sources());
+    staged.setErrorLimit(diags.errorLimit());
+    AstBuilder builder(staged, text);
+    try {
+      std::unique_ptr<ast::Schedule> schedule = parseInPieces(parser, tokens, builder, text);
+      replay(staged, diags);
+      if (diags.errorCount() != errorsBefore)
+        return nullptr;
+      return schedule;
+    } catch (const antlr4::ParseCancellationException &) {
+      stuck = tokens.LT(1);
+    }
   }
+
+  // The file has a syntax error. Recovering from it, to report each error with
+  // what was expected, needs the whole file's parse tree: about 300 bytes a
+  // token. Past kMaxRecoveryTokens that could exhaust memory, so the first error
+  // is reported where the parse stopped, and no more.
+  if (tokens.size() > kMaxRecoveryTokens) {
+    diags.report(DiagKind::SyntaxError,
+                 text.rangeOf(stuck->getStartIndex(), stuck->getStartIndex()),
+                 "syntax error at or just after this point (in a file of " +
+                     std::to_string(tokens.size()) + " tokens only the first is reported)");
+    return nullptr;
+  }
+
+  // Error recovery and full LL need the whole file's tree.
+  tokens.seek(0);
+  parser.reset();
+  auto recovering = std::make_shared<SyntaxErrorStrategy>(diags, text);
+  parser.setErrorHandler(recovering);
+  parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
+      antlr4::atn::PredictionMode::LL);
+  PipeParser::FileContext *tree = parser.file();
   if (diags.errorCount() != errorsBefore)
     return nullptr;
 

@@ -40,7 +40,7 @@ TEST_CASE("the input reader refuses directories and endless files", "[driver]") 
   CHECK(error == "Is a directory");
   error.clear();
   CHECK_FALSE(readInputFile("/dev/zero", error));
-  CHECK(error == "larger than the 64 MiB limit for an input file");
+  CHECK(error == "larger than the 12 MiB limit for an input file");
 }
 
 TEST_CASE("the input reader reads a file of exactly the limit", "[driver]") {

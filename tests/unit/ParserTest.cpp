@@ -113,3 +113,48 @@ TEST_CASE("control characters are escaped for messages", "[parser]") {
   CHECK(escapeControlCharacters("\x01\x1f\x7f\t\n\r") == "\\x01\\x1f\\x7f\\t\\n\\r");
   CHECK(escapeControlCharacters("ünï \\0") == "ünï \\0");
 }
+
+// The parser builds the AST a declaration, and a rank program a statement, at a
+// time; these pin what that must not change.
+TEST_CASE("a rank program built statement by statement spans its whole block", "[parser]") {
+  std::string source = "schedule t() { ranks 2; stages 2; microbatches 1; "
+                       "place stage s -> rank s;\n rank 0 { F; B; }\n rank r { F; B; } }";
+  auto c = compile(source);
+  REQUIRE(c->ast);
+  REQUIRE(c->ast->rankPrograms.size() == 2);
+  const ast::RankProgram &program = c->ast->rankPrograms[0];
+  CHECK(std::string(program.range.Start.getPointer(), program.range.End.getPointer()) ==
+        "rank 0 { F; B; }");
+  CHECK(std::string(program.headRange.Start.getPointer(), program.headRange.End.getPointer()) ==
+        "rank 0");
+  CHECK(program.body.size() == 2);
+  const ast::Schedule &s = *c->ast;
+  CHECK(std::string(s.range.Start.getPointer(), s.range.End.getPointer()) == source);
+}
+
+TEST_CASE("a rank head that starts with a name but is an expression is explicit", "[parser]") {
+  auto c = compile("schedule t(P = 2) { ranks P; stages P; microbatches 1; "
+                   "place stage s -> rank s; rank P - 1 { F; B; } rank 0 { F; B; } }");
+  REQUIRE(c->ast);
+  REQUIRE(c->ast->rankPrograms.size() == 2);
+  CHECK_FALSE(c->ast->rankPrograms[0].generic);
+  CHECK(c->ast->rankPrograms[0].index);
+}
+
+TEST_CASE("a syntax error hides what the AST builder found before it", "[parser]") {
+  // The unknown op comes first in the file; the whole-file parse reports only the
+  // syntax error, and so must the piecewise one.
+  auto c = compile("schedule t() { ranks 1; stages 1; microbatches 1; place stage s -> rank 0; "
+                   "rank 0 { X; F; B; }\n rank 1 { F( } }");
+  CHECK_FALSE(c->ast);
+  CHECK_FALSE(c->has(DiagKind::UnknownOp));
+  CHECK(c->diags.errorCount() >= 1);
+}
+
+TEST_CASE("the AST builder's findings are reported once", "[parser]") {
+  auto c = compile("schedule t() { ranks 1; stages 1; microbatches 1; place stage s -> rank 0; "
+                   "rank 0 { X; F; B; } }");
+  CHECK_FALSE(c->ast);
+  CHECK(c->has(DiagKind::UnknownOp));
+  CHECK(c->diags.errorCount() == 1);
+}
