@@ -26,6 +26,19 @@ double SimResult::stepStart(uint32_t k) const {
   return input != ~0u ? std::max(start, messageArrived[input]) : start;
 }
 
+void SimulationPlan::appendStepClass(uint32_t c) {
+  if (stepClassWide.empty() && c <= UINT16_MAX) {
+    stepClassNarrow.push_back(static_cast<uint16_t>(c));
+    return;
+  }
+  if (stepClassWide.empty()) { // first class past 16 bits: widen what is there
+    stepClassWide.reserve(stepClassNarrow.capacity());
+    stepClassWide.assign(stepClassNarrow.begin(), stepClassNarrow.end());
+    std::vector<uint16_t>().swap(stepClassNarrow);
+  }
+  stepClassWide.push_back(c);
+}
+
 SimulationPlan buildSimulationPlan(const ScheduleIR &ir, const CommPlan &comm) {
   SimulationPlan plan;
   plan.comm = &comm;
@@ -46,14 +59,14 @@ SimulationPlan buildSimulationPlan(const ScheduleIR &ir, const CommPlan &comm) {
     for (int64_t s = 0; s < ir.numStages; ++s)
       plan.classes.push_back({kind, false, static_cast<int32_t>(s), 0});
   std::unordered_map<uint64_t, uint32_t> pairClass; // (forward, backward kind, stage) -> class
-  plan.stepClass.reserve(steps);
+  plan.stepClassNarrow.reserve(steps);
   for (size_t r = 0; r < ranks; ++r) {
     const std::vector<Op> &ops = ir.ranks[r].ops;
     for (uint32_t first : comm.ranks[r].stepOp) {
       const Op &op = ops[first];
       if (op.pair != PairRole::First) {
-        plan.stepClass.push_back(static_cast<uint32_t>(static_cast<int>(op.kind) * ir.numStages +
-                                                       op.stage));
+        plan.appendStepClass(static_cast<uint32_t>(static_cast<int>(op.kind) * ir.numStages +
+                                                   op.stage));
         continue;
       }
       const Op &backward = ops[first + 1];
@@ -62,7 +75,7 @@ SimulationPlan buildSimulationPlan(const ScheduleIR &ir, const CommPlan &comm) {
       auto [it, inserted] = pairClass.try_emplace(key, static_cast<uint32_t>(plan.classes.size()));
       if (inserted)
         plan.classes.push_back({backward.kind, true, backward.stage, op.stage});
-      plan.stepClass.push_back(it->second);
+      plan.appendStepClass(it->second);
     }
   }
 
@@ -145,7 +158,7 @@ private:
       uint32_t input = s_.latestInput[k];
       if (input != kNoMessage)
         start = std::max(start, result_.messageArrived[input]);
-      double finish = start + s_.classDuration[plan_.stepClass[k]];
+      double finish = start + s_.classDuration[plan_.stepClass(k)];
       result_.stepEnd[k] = finish;
       busy += finish - start;
       sendOutputs(r, k, finish);
