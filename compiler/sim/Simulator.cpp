@@ -132,13 +132,14 @@ private:
     for (int64_t s = 0; s < plan_.numStages; ++s)
       s_.stageTransfer[s] = costs.transfer(s);
     s_.channelFree.assign(plan_.numChannels, 0.0);
-    s_.missing.assign(plan_.stepInputs.begin(), plan_.stepInputs.end());
     s_.latestInput.assign(plan_.numSteps(), kNoMessage);
     s_.next.assign(plan_.rankStep.begin(), plan_.rankStep.end() - 1);
     s_.sendCursor.assign(plan_.rankMessage.begin(), plan_.rankMessage.end() - 1);
     s_.ready.clear();
     result_.ranks.assign(plan_.numRanks(), RankTiming{});
-    result_.stepEnd.resize(plan_.numSteps());
+    // Until a step runs, its end holds how many of its inputs are still missing
+    // (small counts, exact in a double): no separate byte a step.
+    result_.stepEnd.assign(plan_.stepInputs.begin(), plan_.stepInputs.end());
     result_.messageArrived.resize(plan_.numMessages());
     result_.criticalPath.clear();
   }
@@ -153,7 +154,7 @@ private:
     uint32_t &k = s_.next[r];
     uint32_t end = plan_.rankStep[r + 1];
     double busy = result_.ranks[r].busy;
-    for (; k < end && s_.missing[k] == 0; ++k) {
+    for (; k < end && result_.stepEnd[k] == 0; ++k) {
       double start = rankFree(r, k);
       uint32_t input = s_.latestInput[k];
       if (input != kNoMessage)
@@ -180,12 +181,16 @@ private:
       uint32_t &latest = s_.latestInput[consumer];
       if (latest == kNoMessage || arrived > result_.messageArrived[latest])
         latest = id;
-      if (--s_.missing[consumer] == 0)
+      if (--result_.stepEnd[consumer] == 0)
         s_.ready.push_back(static_cast<uint32_t>(plan_.comm->to(m)));
     }
   }
 
   void finish() {
+    // Steps that never ran end at 0, not at their count of missing inputs.
+    for (size_t r = 0; r < plan_.numRanks(); ++r)
+      std::fill(result_.stepEnd.begin() + s_.next[r], result_.stepEnd.begin() + plan_.rankStep[r + 1],
+                0.0);
     double makespan = 0;
     int32_t lastRank = -1;
     for (size_t r = 0; r < plan_.numRanks(); ++r) {

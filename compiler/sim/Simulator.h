@@ -121,7 +121,6 @@ struct SimResult {
   // Scratch of the event loop, kept so a re-run allocates nothing.
   struct Scratch {
     std::vector<double> classDuration, stageTransfer, channelFree;
-    std::vector<uint8_t> missing;
     std::vector<uint32_t> latestInput, next, sendCursor, ready;
   } scratch;
 };
