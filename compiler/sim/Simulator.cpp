@@ -80,9 +80,6 @@ SimulationPlan buildSimulationPlan(const ScheduleIR &ir, const CommPlan &comm) {
   }
 
   size_t messages = comm.messages.size();
-  plan.stepInputs.assign(steps, 0);
-  for (const Message &m : comm.messages)
-    ++plan.stepInputs[plan.consumerStep(m)];
   // Message ids are in posting order, sender after sender (CommPlan): rank r's
   // sends are the ids from rankMessage[r], in the order of their steps.
   plan.rankMessage.assign(ranks + 1, 0);
@@ -139,7 +136,10 @@ private:
     result_.ranks.assign(plan_.numRanks(), RankTiming{});
     // Until a step runs, its end holds how many of its inputs are still missing
     // (small counts, exact in a double): no separate byte a step.
-    result_.stepEnd.assign(plan_.stepInputs.begin(), plan_.stepInputs.end());
+    // Counted from the messages on each run rather than kept in the plan.
+    result_.stepEnd.assign(plan_.numSteps(), 0.0);
+    for (const Message &m : plan_.comm->messages)
+      ++result_.stepEnd[plan_.consumerStep(m)];
     result_.messageArrived.resize(plan_.numMessages());
     result_.criticalPath.clear();
   }

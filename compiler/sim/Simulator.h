@@ -37,7 +37,6 @@ struct SimulationPlan {
   // do: 2 bytes a step at 10M ops), widened once when they do not.
   std::vector<uint16_t> stepClassNarrow;
   std::vector<uint32_t> stepClassWide;
-  std::vector<uint8_t> stepInputs;       // step -> messages it waits for (at most 2)
   std::vector<uint32_t> rankMessage;     // rank -> its first message sent; one more entry
   std::vector<StepClass> classes;
   uint32_t numChannels = 0;
