@@ -26,6 +26,19 @@ double SimResult::stepStart(uint32_t k) const {
   return input != ~0u ? std::max(start, messageArrived[input]) : start;
 }
 
+void SimulationPlan::appendStepClass(uint32_t c) {
+  if (stepClassWide.empty() && c <= UINT16_MAX) {
+    stepClassNarrow.push_back(static_cast<uint16_t>(c));
+    return;
+  }
+  if (stepClassWide.empty()) { // first class past 16 bits: widen what is there
+    stepClassWide.reserve(stepClassNarrow.capacity());
+    stepClassWide.assign(stepClassNarrow.begin(), stepClassNarrow.end());
+    std::vector<uint16_t>().swap(stepClassNarrow);
+  }
+  stepClassWide.push_back(c);
+}
+
 SimulationPlan buildSimulationPlan(const ScheduleIR &ir, const CommPlan &comm) {
   SimulationPlan plan;
   plan.comm = &comm;
@@ -46,14 +59,14 @@ SimulationPlan buildSimulationPlan(const ScheduleIR &ir, const CommPlan &comm) {
     for (int64_t s = 0; s < ir.numStages; ++s)
       plan.classes.push_back({kind, false, static_cast<int32_t>(s), 0});
   std::unordered_map<uint64_t, uint32_t> pairClass; // (forward, backward kind, stage) -> class
-  plan.stepClass.reserve(steps);
+  plan.stepClassNarrow.reserve(steps);
   for (size_t r = 0; r < ranks; ++r) {
     const std::vector<Op> &ops = ir.ranks[r].ops;
     for (uint32_t first : comm.ranks[r].stepOp) {
       const Op &op = ops[first];
       if (op.pair != PairRole::First) {
-        plan.stepClass.push_back(static_cast<uint32_t>(static_cast<int>(op.kind) * ir.numStages +
-                                                       op.stage));
+        plan.appendStepClass(static_cast<uint32_t>(static_cast<int>(op.kind) * ir.numStages +
+                                                   op.stage));
         continue;
       }
       const Op &backward = ops[first + 1];
@@ -62,14 +75,11 @@ SimulationPlan buildSimulationPlan(const ScheduleIR &ir, const CommPlan &comm) {
       auto [it, inserted] = pairClass.try_emplace(key, static_cast<uint32_t>(plan.classes.size()));
       if (inserted)
         plan.classes.push_back({backward.kind, true, backward.stage, op.stage});
-      plan.stepClass.push_back(it->second);
+      plan.appendStepClass(it->second);
     }
   }
 
   size_t messages = comm.messages.size();
-  plan.stepInputs.assign(steps, 0);
-  for (const Message &m : comm.messages)
-    ++plan.stepInputs[plan.consumerStep(m)];
   // Message ids are in posting order, sender after sender (CommPlan): rank r's
   // sends are the ids from rankMessage[r], in the order of their steps.
   plan.rankMessage.assign(ranks + 1, 0);
@@ -119,13 +129,17 @@ private:
     for (int64_t s = 0; s < plan_.numStages; ++s)
       s_.stageTransfer[s] = costs.transfer(s);
     s_.channelFree.assign(plan_.numChannels, 0.0);
-    s_.missing.assign(plan_.stepInputs.begin(), plan_.stepInputs.end());
     s_.latestInput.assign(plan_.numSteps(), kNoMessage);
     s_.next.assign(plan_.rankStep.begin(), plan_.rankStep.end() - 1);
     s_.sendCursor.assign(plan_.rankMessage.begin(), plan_.rankMessage.end() - 1);
     s_.ready.clear();
     result_.ranks.assign(plan_.numRanks(), RankTiming{});
-    result_.stepEnd.resize(plan_.numSteps());
+    // Until a step runs, its end holds how many of its inputs are still missing
+    // (small counts, exact in a double): no separate byte a step.
+    // Counted from the messages on each run rather than kept in the plan.
+    result_.stepEnd.assign(plan_.numSteps(), 0.0);
+    for (const Message &m : plan_.comm->messages)
+      ++result_.stepEnd[plan_.consumerStep(m)];
     result_.messageArrived.resize(plan_.numMessages());
     result_.criticalPath.clear();
   }
@@ -140,12 +154,12 @@ private:
     uint32_t &k = s_.next[r];
     uint32_t end = plan_.rankStep[r + 1];
     double busy = result_.ranks[r].busy;
-    for (; k < end && s_.missing[k] == 0; ++k) {
+    for (; k < end && result_.stepEnd[k] == 0; ++k) {
       double start = rankFree(r, k);
       uint32_t input = s_.latestInput[k];
       if (input != kNoMessage)
         start = std::max(start, result_.messageArrived[input]);
-      double finish = start + s_.classDuration[plan_.stepClass[k]];
+      double finish = start + s_.classDuration[plan_.stepClass(k)];
       result_.stepEnd[k] = finish;
       busy += finish - start;
       sendOutputs(r, k, finish);
@@ -167,12 +181,16 @@ private:
       uint32_t &latest = s_.latestInput[consumer];
       if (latest == kNoMessage || arrived > result_.messageArrived[latest])
         latest = id;
-      if (--s_.missing[consumer] == 0)
+      if (--result_.stepEnd[consumer] == 0)
         s_.ready.push_back(static_cast<uint32_t>(plan_.comm->to(m)));
     }
   }
 
   void finish() {
+    // Steps that never ran end at 0, not at their count of missing inputs.
+    for (size_t r = 0; r < plan_.numRanks(); ++r)
+      std::fill(result_.stepEnd.begin() + s_.next[r], result_.stepEnd.begin() + plan_.rankStep[r + 1],
+                0.0);
     double makespan = 0;
     int32_t lastRank = -1;
     for (size_t r = 0; r < plan_.numRanks(); ++r) {

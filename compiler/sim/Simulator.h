@@ -33,12 +33,19 @@ struct StepClass {
 struct SimulationPlan {
   const CommPlan *comm = nullptr;
   std::vector<uint32_t> rankStep;        // rank -> its first step; one more entry at the end
-  std::vector<uint32_t> stepClass;       // step -> index into classes
-  std::vector<uint8_t> stepInputs;       // step -> messages it waits for (at most 2)
+  // step -> index into classes: 16 bits while the classes fit (they almost always
+  // do: 2 bytes a step at 10M ops), widened once when they do not.
+  std::vector<uint16_t> stepClassNarrow;
+  std::vector<uint32_t> stepClassWide;
   std::vector<uint32_t> rankMessage;     // rank -> its first message sent; one more entry
   std::vector<StepClass> classes;
   uint32_t numChannels = 0;
   int64_t numStages = 0;
+
+  uint32_t stepClass(uint32_t global) const {
+    return stepClassWide.empty() ? stepClassNarrow[global] : stepClassWide[global];
+  }
+  void appendStepClass(uint32_t c);
 
   size_t numRanks() const { return rankStep.size() - 1; }
   size_t numSteps() const { return rankStep.back(); }
@@ -56,7 +63,7 @@ struct SimulationPlan {
   // The stage that produced `m`, from its step's class (messages do not store it):
   // a pair's activation comes from its forward, its gradient from its backward.
   int32_t messageStage(const Message &m) const {
-    const StepClass &c = classes[stepClass[producerStep(m)]];
+    const StepClass &c = classes[stepClass(producerStep(m))];
     return c.pair && m.kind == MessageKind::Activation ? c.forwardStage : c.stage;
   }
 };
@@ -113,7 +120,6 @@ struct SimResult {
   // Scratch of the event loop, kept so a re-run allocates nothing.
   struct Scratch {
     std::vector<double> classDuration, stageTransfer, channelFree;
-    std::vector<uint8_t> missing;
     std::vector<uint32_t> latestInput, next, sendCursor, ready;
   } scratch;
 };

@@ -136,3 +136,17 @@ TEST_CASE("numbers keep six significant digits below 1 and stay short when huge"
   CHECK(formatNumber(1e300) == "1e+300");
   CHECK(formatNumber(std::numeric_limits<double>::infinity()) == "inf");
 }
+
+TEST_CASE("step classes widen past 16 bits and keep earlier steps", "[sim]") {
+  SimulationPlan plan;
+  plan.appendStepClass(7);
+  plan.appendStepClass(UINT16_MAX);
+  CHECK(plan.stepClassWide.empty());
+  plan.appendStepClass(UINT16_MAX + 1u);
+  plan.appendStepClass(3);
+  CHECK(plan.stepClassNarrow.empty());
+  CHECK(plan.stepClass(0) == 7);
+  CHECK(plan.stepClass(1) == UINT16_MAX);
+  CHECK(plan.stepClass(2) == UINT16_MAX + 1u);
+  CHECK(plan.stepClass(3) == 3);
+}
