@@ -28,6 +28,10 @@ struct StageProfile {
 std::optional<std::vector<StageProfile>> profileTrace(llvm::StringRef json, llvm::StringRef name,
                                                       const std::vector<std::vector<int64_t>> &stageOf,
                                                       std::string &error);
+// Reads the trace file (at most the 12 MiB input limit) and profiles it.
+std::optional<std::vector<StageProfile>> readTraceProfile(llvm::StringRef path,
+                                                          const std::vector<std::vector<int64_t>> &stageOf,
+                                                          std::string &error);
 // {"F[0]": 1.5e-3, ...} for every measured op kind of every stage, in seconds.
 std::string profileCostsJson(const std::vector<StageProfile> &profile);
 
