@@ -54,7 +54,7 @@ std::optional<Cluster> clusterPreset(llvm::StringRef name) {
 
 bool validateCluster(const Cluster &c, std::string &error) {
   auto bad = [&](const char *field, const std::string &problem) {
-    error = "cluster '" + c.name + "': field '" + field + "' " + problem;
+    error = c.name + ": field '" + field + "' " + problem;
     return false;
   };
   auto positive = [](double v, double max) { return std::isfinite(v) && v > 0 && v <= max; };
