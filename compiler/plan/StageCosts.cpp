@@ -248,6 +248,8 @@ std::optional<PlanCosts> computeCosts(const ModelConfig &config, const ModelLaye
     StepTail &tail = tails[size_t(r)];
     double bw = cluster.bandwidth(dataGroupInNode), lat = cluster.latency(dataGroupInNode);
     auto reduce = [&](double params, int64_t replicas) {
+      if (params == 0)
+        return 0.0; // no experts here: no collective at all
       double grads = params * gradBytes;
       if (zero == 0)
         return ringAllReduceSeconds(grads, replicas, bw, lat);
