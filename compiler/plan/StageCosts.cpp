@@ -271,6 +271,14 @@ std::optional<PlanCosts> computeCosts(const ModelConfig &config, const ModelLaye
         double bytes = ((w.params - w.expertParams) / t + w.expertParams / (t * double(ep))) * gradBytes;
         tail.copiesSeconds += ringAllReduceSeconds(bytes, 2, cluster.bandwidth(same), cluster.latency(same));
       }
+    // A tied embedding and head on two ranks are one parameter with two
+    // copies (Megatron's embedding group): their gradients are summed too.
+    int64_t embeddingRank = l.stageRank.front(), headRank = l.stageRank.back();
+    if (config.tiedEmbeddings && embeddingRank != headRank && (r == embeddingRank || r == headRank)) {
+      bool same = nodeOfRank(l, cluster, training, embeddingRank) == nodeOfRank(l, cluster, training, headRank);
+      double bytes = double(config.vocabSize) * h / t * gradBytes;
+      tail.copiesSeconds += ringAllReduceSeconds(bytes, 2, cluster.bandwidth(same), cluster.latency(same));
+    }
     costs.rankTailSeconds[size_t(r)] = tail.total();
     if (tail.total() > costs.tail.total())
       costs.tail = tail;

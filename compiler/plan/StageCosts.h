@@ -60,7 +60,7 @@ struct StageCost {
 
 struct StepTail {
   double dataParallelSeconds = 0; // gradient all-reduce (or reduce-scatter + all-gather) over dp
-  double copiesSeconds = 0;       // all-reduce between a replicated stage's two copies
+  double copiesSeconds = 0;       // all-reduce between a replicated stage's two copies (and a tied embedding's)
   double total() const { return dataParallelSeconds + copiesSeconds; }
 };
 

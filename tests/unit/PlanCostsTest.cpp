@@ -258,6 +258,12 @@ TEST_CASE("The step tail: data-parallel all-reduce and the copies' all-reduce", 
   PlanCosts copies = costsOf(config, training(), dual);
   CHECK(copies.tail.copiesSeconds > 0);
   CHECK(copies.tail.dataParallelSeconds == 0);
+  // A tied embedding on the first stage and its head on the last sum their gradients.
+  ModelConfig tied = parse(R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+    "num_hidden_layers": 4, "num_attention_heads": 4, "vocab_size": 100, "tie_word_embeddings": true})");
+  PlanCosts tiedCosts = costsOf(tied, training(), layout({{0, 3}, {3, 6}}));
+  CHECK(tiedCosts.tail.copiesSeconds == Approx(2 * 1e-6 + 100 * 64 * 2 / 100e9));
+  CHECK(costsOf(tied, training(), layout({{0, 6}})).tail.copiesSeconds == 0);
 }
 
 TEST_CASE("Plan costs feed the cost model and `--costs` as they are", "[plan]") {
