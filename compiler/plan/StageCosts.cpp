@@ -113,7 +113,7 @@ StageWork stageWork(const ModelConfig &config, const ModelLayers &model, const T
     w.largestLayerActivation =
         std::max(w.largestLayerActivation, layerActivationBytes(config, layer.kind, noRecompute));
     double e = bytesOf(training.activationType), h = double(config.hiddenSize);
-    // Korthikanti et al. §4.2: the embedding's dropout mask; the head's norm
+    // Korthikanti et al.: the embedding's dropout mask; the head's norm
     // input, projection input and fp32 logits for the loss.
     if (layer.kind == LayerKind::Embedding && config.dropout)
       w.activationBytes += tokens * h / t;

@@ -76,7 +76,7 @@ TEST_CASE("DeepSeek-V3: 671B main model, MTP apart, 37B active", "[plan]") {
   ModelLayers v3 = buildLayers(*config);
   CHECK(billions(v3.totalParams) == Approx(671).margin(0.5));
   CHECK(billions(v3.totalWithMtpParams) == Approx(685).margin(0.6));
-  CHECK(billions(v3.mtpParams) == Approx(14).margin(0.6)); // "14B of the MTP module" (report §4.2)
+  CHECK(billions(v3.mtpParams) == Approx(14).margin(0.6)); // "14B of the MTP module" (the model card)
   // DeepSeek counts active parameters without the embedding lookup.
   CHECK(billions(v3.activeNonEmbeddingParams) == Approx(37).margin(0.5));
   // Embedding, 3 dense layers, 58 MoE layers, head: the MTP layer is not one of them.
