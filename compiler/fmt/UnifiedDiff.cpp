@@ -84,7 +84,7 @@ std::string unifiedDiff(llvm::StringRef before, llvm::StringRef after, llvm::Str
     return "";
   std::vector<std::string> a = linesOf(before), b = linesOf(after);
   std::vector<Edit> edits = editScript(a, b);
-  std::string diff = "--- a/" + path.str() + "\n+++ b/" + path.str() + "\n";
+  std::string diff = "--- " + path.str() + "\n+++ " + path.str() + "\n";
   for (size_t k = 0; k < edits.size();) {
     if (edits[k].op == ' ') {
       ++k;

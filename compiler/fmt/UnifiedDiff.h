@@ -7,7 +7,7 @@
 
 namespace pipec::fmt {
 
-// "" when the texts are equal. Headers name `path` as a/PATH and b/PATH.
+// "" when the texts are equal. Both headers name `path` (as `patch -p0` reads them).
 std::string unifiedDiff(llvm::StringRef before, llvm::StringRef after, llvm::StringRef path);
 
 } // namespace pipec::fmt

@@ -147,7 +147,7 @@ TEST_CASE("fmt: idempotent and meaning-preserving on generated schedules", "[fmt
 TEST_CASE("fmt: unified diff", "[fmt]") {
   CHECK(fmt::unifiedDiff("a\nb\n", "a\nb\n", "f") == "");
   CHECK(fmt::unifiedDiff("a\nb\nc\n", "a\nB\nc\n", "f") ==
-        "--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n");
+        "--- f\n+++ f\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n");
   CHECK(fmt::unifiedDiff("a", "a\n", "f") ==
-        "--- a/f\n+++ b/f\n@@ -1,1 +1,1 @@\n-a\n\\ No newline at end of file\n+a\n");
+        "--- f\n+++ f\n@@ -1,1 +1,1 @@\n-a\n\\ No newline at end of file\n+a\n");
 }
