@@ -60,11 +60,11 @@ bool lexForFormat(llvm::StringRef source, std::vector<Token> &tokens, std::strin
     const char *end = text.pointerAt(token->getStopIndex() + 1);
     Token out;
     out.kind = kindOf(type);
-    out.text = std::string(begin, end);
+    out.text = llvm::StringRef(begin, size_t(end - begin));
     if (out.kind == TokenKind::Punct && !out.text.empty() && std::isalpha(out.text[0]))
       out.kind = TokenKind::Keyword;
     if (out.kind == TokenKind::LineComment)
-      out.text = llvm::StringRef(out.text).rtrim().str();
+      out.text = out.text.rtrim();
     llvm::StringRef gap(previousEnd, begin - previousEnd);
     // "\r\n" is one line end, a lone "\r" another.
     for (size_t i = 0; i < gap.size(); ++i)
@@ -88,8 +88,10 @@ bool lexForFormat(llvm::StringRef source, std::vector<Token> &tokens, std::strin
 
 std::string tokenSignature(const std::vector<Token> &tokens) {
   std::string signature;
-  for (const Token &token : tokens)
-    signature += token.text + "\n";
+  for (const Token &token : tokens) {
+    signature += token.text;
+    signature += '\n';
+  }
   return signature;
 }
 

@@ -34,6 +34,7 @@ FormatResult formatSource(llvm::StringRef name, llvm::StringRef source) {
     result.status = FormatResult::Rejected;
     return result;
   }
+  result.compilation.reset(); // memory for what follows, on the largest inputs
   std::vector<Token> tokens;
   std::string error;
   if (!lexForFormat(source, tokens, error)) {
@@ -42,10 +43,11 @@ FormatResult formatSource(llvm::StringRef name, llvm::StringRef source) {
     return result;
   }
   result.text = layoutTokens(tokens);
+  std::string signature = tokenSignature(tokens);
+  tokens = std::vector<Token>();
 
   std::vector<Token> after;
-  if (!lexForFormat(result.text, after, error) ||
-      tokenSignature(tokens) != tokenSignature(after)) {
+  if (!lexForFormat(result.text, after, error) || signature != tokenSignature(after)) {
     result.status = FormatResult::Unsafe;
     result.problem = "the formatted text has different tokens";
     return result;

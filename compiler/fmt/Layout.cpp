@@ -14,7 +14,7 @@ constexpr unsigned kIndent = 2;
 constexpr unsigned kContinuation = 4;
 
 // Display width of UTF-8 text: one column per code point.
-unsigned widthOf(const std::string &text) {
+unsigned widthOf(llvm::StringRef text) {
   return unsigned(std::count_if(text.begin(), text.end(),
                                 [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
 }
@@ -123,7 +123,7 @@ private:
     for (size_t i = from + 1; i <= to; ++i) {
       const Token &t = tok(i);
       if (t.newlinesBefore > 0 || t.kind == TokenKind::LineComment ||
-          t.text.find('\n') != std::string::npos)
+          t.text.contains('\n'))
         return npos;
       width += widthOf(flatSeparator(i)) + widthOf(t.text);
     }
@@ -214,10 +214,10 @@ private:
       oneLineBlock_.pop_back();
     bool opens = isBlockOpen(i);
     bool flat = opens && staysOnOneLine(i);
-    out_ += t.text;
+    out_ += t.text.str();
     size_t lastBreak = t.text.rfind('\n');
-    column_ = lastBreak == std::string::npos ? column_ + widthOf(t.text)
-                                             : widthOf(t.text.substr(lastBreak + 1));
+    column_ = lastBreak == llvm::StringRef::npos ? column_ + widthOf(t.text)
+                                                 : widthOf(t.text.substr(lastBreak + 1));
     if (opens)
       oneLineBlock_.push_back(flat);
     if (!t.isComment())

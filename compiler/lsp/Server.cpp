@@ -46,6 +46,31 @@ std::optional<Position> positionOf(const Object *params) {
   return positionIn(objectAt(params, "position"));
 }
 
+// llvm::json::parse recurses once per nesting level: a client's `[[[[...` must
+// not reach the stack's end. Counts brackets outside strings.
+constexpr int kMaxJsonNesting = 512;
+bool nestedTooDeep(llvm::StringRef body) {
+  int depth = 0;
+  bool inString = false;
+  for (size_t i = 0; i < body.size(); ++i) {
+    char c = body[i];
+    if (inString) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        inString = false;
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonNesting)
+        return true;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return false;
+}
+
 } // namespace
 
 int Server::run() {
@@ -61,6 +86,11 @@ int Server::run() {
       continue;
     case Transport::Read::Message:
       break;
+    }
+    if (nestedTooDeep(body)) {
+      log("a message nested more than " + llvm::Twine(kMaxJsonNesting) + " deep; skipped");
+      replyError(nullptr, InvalidRequest, "the message is nested too deep");
+      continue;
     }
     llvm::Expected<Value> message = llvm::json::parse(body);
     if (!message) {

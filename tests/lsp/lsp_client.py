@@ -215,6 +215,9 @@ def main():
     parse_error = s.receive()
     check(parse_error.get("error", {}).get("code") == -32700 and parse_error.get("id") is None,
           "malformed JSON: a ParseError with a null id: %r" % parse_error)
+    deep = b"[" * 100000 + b"]" * 100000
+    s.send_raw(b"Content-Length: %d\r\n\r\n" % len(deep) + deep)
+    check(s.receive().get("error", {}).get("code") == -32600, "deeply nested JSON is refused")
     s.send_raw(b"X-Nonsense\r\n\r\n")  # a header block without Content-Length
     closed = s.request("textDocument/hover", {"textDocument": {"uri": "file:///nope.pipe"},
                                               "position": {"line": 0, "character": 0}})
