@@ -7,6 +7,7 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <optional>
 
 namespace pipec::fmt {
@@ -25,14 +26,37 @@ std::optional<std::string> elaboratedOps(llvm::StringRef name, llvm::StringRef s
   return out.str();
 }
 
+// Problems that leave no trustworthy token stream or parse: such a file is
+// not formatted. The parser's other findings (a missing `ranks`, an unknown op)
+// are about meaning, and a file with them is formatted like any other.
+bool blocksFormatting(DiagKind kind) {
+  switch (kind) {
+  case DiagKind::SyntaxError:
+  case DiagKind::ExpectedSemicolon:
+  case DiagKind::UnexpectedCharacter:
+  case DiagKind::UnterminatedString:
+  case DiagKind::UnterminatedComment:
+  case DiagKind::InvalidUTF8:
+  case DiagKind::NestingTooDeep:
+    return true;
+  default:
+    return false;
+  }
+}
+
 } // namespace
 
 FormatResult formatSource(llvm::StringRef name, llvm::StringRef source) {
   FormatResult result;
   result.compilation = Compilation::fromText(name.str(), source);
-  if (!result.compilation->load() || !result.compilation->parse()) {
-    result.status = FormatResult::Rejected;
-    return result;
+  result.compilation->diags().setErrorLimit(0); // a syntax error past the limit counts too
+  if (!result.compilation->parse()) {
+    const auto &found = result.compilation->diags().diagnostics();
+    if (std::any_of(found.begin(), found.end(),
+                    [](const Diagnostic &d) { return blocksFormatting(d.kind); })) {
+      result.status = FormatResult::Rejected;
+      return result;
+    }
   }
   result.compilation.reset(); // memory for what follows, on the largest inputs
   std::vector<Token> tokens;

@@ -1,5 +1,5 @@
 // `pipec fmt` on one source text: parse it (a file with syntax errors is not
-// formatted), lay its tokens out (Layout.h), then prove the result means the
+// formatted; one with only errors of meaning is), lay its tokens out (Layout.h), then prove the result means the
 // same before handing it back.
 #pragma once
 
@@ -15,7 +15,7 @@ namespace pipec::fmt {
 struct FormatResult {
   enum Status {
     Formatted, // `text` is the formatted source
-    Rejected,  // the source does not parse: `compilation` holds the diagnostics
+    Rejected,  // the source has syntax errors: `compilation` holds the diagnostics
     Unsafe,    // the layout would change the file (a formatter bug): `problem` says how
   } status = Formatted;
   std::string text;

@@ -116,6 +116,9 @@ TEST_CASE("fmt: files with syntax errors are not formatted", "[fmt]") {
   fmt::FormatResult result = fmt::formatSource("bad.pipe", "schedule s( { ranks 1 }");
   CHECK(result.status == fmt::FormatResult::Rejected);
   CHECK(result.compilation->diags().hasErrors());
+  // Errors of meaning found while parsing (no `ranks`, a negative cost) do not
+  // stop formatting.
+  CHECK(format("schedule s(){costs{F=-1;}}") == "schedule s() { costs { F = -1; } }\n");
 }
 
 TEST_CASE("fmt: the library is formatted", "[fmt]") {
