@@ -14,15 +14,11 @@ namespace pipec::fmt {
 
 namespace {
 
-// The elaborated ops at the default parameters as `emit --target ir` prints
-// them, or nothing when the source does not get that far.
-std::optional<std::string> elaboratedOps(llvm::StringRef name, llvm::StringRef source) {
-  std::unique_ptr<Compilation> compilation = Compilation::fromText(name.str(), source);
-  if (!compilation->runFrontEnd(ElabOptions()))
-    return std::nullopt;
+// The elaborated ops (at the default parameters) as `emit --target ir` prints them.
+std::string irText(const ScheduleIR &ir) {
   std::string ops;
   llvm::raw_string_ostream out(ops);
-  printIR(*compilation->ir(), out);
+  printIR(ir, out);
   return out.str();
 }
 
@@ -50,7 +46,11 @@ FormatResult formatSource(llvm::StringRef name, llvm::StringRef source) {
   FormatResult result;
   result.compilation = Compilation::fromText(name.str(), source);
   result.compilation->diags().setErrorLimit(0); // a syntax error past the limit counts too
-  if (!result.compilation->parse()) {
+  // The ops to compare with, from the same run that looks for syntax errors.
+  std::optional<std::string> before;
+  if (result.compilation->runFrontEnd(ElabOptions())) {
+    before = irText(*result.compilation->ir());
+  } else if (!result.compilation->ast()) {
     const auto &found = result.compilation->diags().diagnostics();
     if (std::any_of(found.begin(), found.end(),
                     [](const Diagnostic &d) { return blocksFormatting(d.kind); })) {
@@ -59,6 +59,7 @@ FormatResult formatSource(llvm::StringRef name, llvm::StringRef source) {
     }
   }
   result.compilation.reset(); // memory for what follows, on the largest inputs
+
   std::vector<Token> tokens;
   std::string error;
   if (!lexForFormat(source, tokens, error)) {
@@ -76,11 +77,12 @@ FormatResult formatSource(llvm::StringRef name, llvm::StringRef source) {
     result.problem = "the formatted text has different tokens";
     return result;
   }
+  after = std::vector<Token>();
   // Only a source whose schedule elaborates has ops to compare; the token check
   // above covers the rest.
-  if (std::optional<std::string> before = elaboratedOps(name, source)) {
-    std::optional<std::string> formatted = elaboratedOps(name, result.text);
-    if (!formatted || *formatted != *before) {
+  if (before) {
+    auto formatted = Compilation::fromText(name.str(), result.text);
+    if (!formatted->runFrontEnd(ElabOptions()) || irText(*formatted->ir()) != *before) {
       result.status = FormatResult::Unsafe;
       result.problem = "the formatted schedule elaborates to different ops";
     }
