@@ -2,6 +2,8 @@
 
 #include "llvm/ADT/StringRef.h"
 
+#include <algorithm>
+
 namespace pipec::lsp {
 
 namespace {
@@ -24,6 +26,18 @@ bool Transport::readLine(std::string &line, bool &tooLong) {
       tooLong = true; // keep reading to the line end, storing nothing more
   }
   return false; // the input ended, perhaps in the middle of a line
+}
+
+bool Transport::skip(long long length) {
+  char sink[1 << 16];
+  for (long long left = length; left > 0;) {
+    size_t chunk = size_t(std::min<long long>(left, sizeof sink));
+    size_t got = std::fread(sink, 1, chunk, in_);
+    if (got == 0)
+      return false;
+    left -= (long long)got;
+  }
+  return true;
 }
 
 Transport::Read Transport::read(std::string &body, std::string &problem) {
@@ -59,24 +73,18 @@ Transport::Read Transport::read(std::string &body, std::string &problem) {
   } while (readLine(line, tooLong) && !line.empty());
   if (std::feof(in_))
     return Read::End;
-  if (badHeader)
-    return Read::Bad;
   if (length < 0) {
-    problem = "a message without a Content-Length header";
+    if (!badHeader)
+      problem = "a message without a Content-Length header";
     return Read::Bad;
   }
-  if (size_t(length) > kMaxMessageBytes) {
-    // Skipped unread, so the next message is found again.
-    char sink[1 << 16];
-    for (long long left = length; left > 0;) {
-      size_t chunk = size_t(std::min<long long>(left, sizeof sink));
-      size_t got = std::fread(sink, 1, chunk, in_);
-      if (got == 0)
-        return Read::End;
-      left -= (long long)got;
-    }
-    problem = "a message of " + std::to_string(length) + " bytes, over the limit of " +
-              std::to_string(kMaxMessageBytes) + "; skipped";
+  if (badHeader || size_t(length) > kMaxMessageBytes) {
+    // The body is skipped unread, so that the next message is found again.
+    if (!skip(length))
+      return Read::End;
+    if (!badHeader)
+      problem = "a message of " + std::to_string(length) + " bytes, over the limit of " +
+                std::to_string(kMaxMessageBytes) + "; skipped";
     return Read::Bad;
   }
   body.resize(size_t(length));

@@ -32,6 +32,8 @@ public:
 private:
   // One header line without its line end; false at the end of input.
   bool readLine(std::string &line, bool &tooLong);
+  // Reads and drops `length` bytes; false at the end of input.
+  bool skip(long long length);
 
   std::FILE *in_;
   llvm::raw_ostream &out_;
