@@ -219,6 +219,7 @@ def main():
     s.send_raw(b"Content-Length: %d\r\n\r\n" % len(deep) + deep)
     check(s.receive().get("error", {}).get("code") == -32600, "deeply nested JSON is refused")
     s.send_raw(b"X-Nonsense\r\n\r\n")  # a header block without Content-Length
+    s.send_raw(b"Content-Length: 2\r\nno colon here\r\n\r\n{}")  # a bad header; body skipped
     closed = s.request("textDocument/hover", {"textDocument": {"uri": "file:///nope.pipe"},
                                               "position": {"line": 0, "character": 0}})
     check(closed.get("error", {}).get("code") == -32602, "a document that is not open")
@@ -231,7 +232,7 @@ def main():
     s.notify("exit")
     code, stderr = s.finish()
     check(code == 0, "exit after shutdown: status 0 (got %d)" % code)
-    check("not JSON" in stderr and "X-Nonsense" in stderr,
+    check("not JSON" in stderr and "X-Nonsense" in stderr and "no colon here" in stderr,
           "the bad messages were reported on stderr: %r" % stderr)
 
     # --- the input ends without shutdown: status 1, a message, no hang ----------------
