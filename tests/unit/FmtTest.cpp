@@ -53,6 +53,21 @@ std::string scramble(const std::string &source, std::mt19937 &rng) {
   return out;
 }
 
+// The same tokens with a comment between every two: the parser must not see them.
+std::string commented(const std::string &source) {
+  std::vector<fmt::Token> tokens;
+  std::string error;
+  REQUIRE(fmt::lexForFormat(source, tokens, error));
+  std::string out;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    out += tokens[i].text;
+    out += i % 3 ? " /* c */ " : " // c\n";
+    if (tokens[i].kind == fmt::TokenKind::LineComment)
+      out += "\n";
+  }
+  return out;
+}
+
 void checkProperties(const std::string &source) {
   std::string once = format(source);
   INFO(once);
@@ -130,6 +145,11 @@ TEST_CASE("fmt: the library is formatted", "[fmt]") {
     checkProperties(source);
     std::mt19937 rng(7);
     checkProperties(scramble(source, rng));
+    // Comments are on the lexer's hidden channel: the parser never sees them.
+    std::unique_ptr<Compiled> plain = compile(source), withComments = compile(commented(source));
+    REQUIRE(withComments->ir);
+    CHECK(withComments->ir_text() == plain->ir_text());
+    checkProperties(commented(source));
   }
 }
 
