@@ -169,17 +169,21 @@ def main():
     check(formatted.get("result") == [], "the library needs no formatting")
 
     # An edit with an error: diagnostics with a code, a range and a severity.
-    broken = one_f_one_b.replace("for i in 0..warmup { B; }", "for i in 0..warmup + 1 { B; }")
+    broken = one_f_one_b.replace("for i in 0..warmup { B; }", "for i in 0..warmup + 1 { W; }")
     s.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},
                                         "contentChanges": [{"text": broken}]})
     diagnostics = s.diagnostics(uri)
     check(len(diagnostics) >= 1 and diagnostics[0]["severity"] == 1 and
           diagnostics[0]["code"].isidentifier() and diagnostics[0]["source"] == "pipec",
           "a check failure is published as an error with its kind: %r" % diagnostics)
-    check(any("relatedInformation" in d or "note:" in d["message"] for d in diagnostics),
-          "the notes go with the diagnostic: %r" % diagnostics)
-    check(diagnostics and diagnostics[0]["range"]["start"]["line"] ==
-          position_of(broken, "warmup + 1")["line"], "the diagnostic is on the changed line")
+    unmatched = [d for d in diagnostics if d["code"] == "UnmatchedW"]
+    check(unmatched and "\nnote: every W completes an earlier I" in unmatched[0]["message"],
+          "a note without a place is appended to the message: %r" % diagnostics)
+    check(unmatched and any("on rank" in r["message"] and r["location"]["uri"] == uri
+                            for r in unmatched[0].get("relatedInformation", [])),
+          "a note with a place is related information: %r" % diagnostics)
+    check(unmatched and unmatched[0]["range"]["start"] == position_of(broken, "W; }"),
+          "the diagnostic is at the W: %r" % diagnostics)
 
     # A syntax error, then a messy layout that formats.
     s.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 3},
