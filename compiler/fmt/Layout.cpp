@@ -185,7 +185,7 @@ private:
     }
     unsigned indent = depth() * kIndent;
     bool closesLine = isBlockClose(i) && !inFlatBlock;
-    if (closesLine)
+    if (closesLine && indent >= kIndent)
       indent -= kIndent;
     size_t q = previous_[i];
     bool statementEnd = q != npos && !inFlatBlock &&
