@@ -6,6 +6,9 @@
 
 #include "PipeLexer.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/ConvertUTF.h"
+
 namespace pipec::fmt {
 
 using pipegen::PipeLexer;
@@ -20,6 +23,23 @@ public:
                    const std::string &message, std::exception_ptr) override {
     if (first.empty())
       first = std::to_string(line) + ":" + std::to_string(column + 1) + ": " + message;
+  }
+};
+
+// The lexer's input decoded to UTF-32 in a buffer of exactly its size (4 bytes
+// per code point; ANTLR's own decoding peaks near 20 per input byte), as the
+// parser does it. The source is valid UTF-8: the parser checked it.
+class DecodedInput : public antlr4::ANTLRInputStream {
+public:
+  explicit DecodedInput(llvm::StringRef utf8) {
+    size_t codePoints = llvm::count_if(utf8, [](char c) { return (c & 0xC0) != 0x80; });
+    _data.resize(codePoints);
+    if (codePoints == 0)
+      return;
+    const llvm::UTF8 *from = reinterpret_cast<const llvm::UTF8 *>(utf8.begin());
+    llvm::UTF32 *to = reinterpret_cast<llvm::UTF32 *>(&_data[0]);
+    llvm::ConvertUTF8toUTF32(&from, reinterpret_cast<const llvm::UTF8 *>(utf8.end()), &to,
+                             to + codePoints, llvm::lenientConversion);
   }
 };
 
@@ -40,8 +60,7 @@ TokenKind kindOf(size_t type) {
 
 bool lexForFormat(llvm::StringRef source, std::vector<Token> &tokens, std::string &error) {
   SourceText text(source);
-  // ANTLRInputStream decodes UTF-8 itself; the source was validated by the parser.
-  antlr4::ANTLRInputStream input(source.data(), source.size());
+  DecodedInput input(source);
   PipeLexer lexer(&input);
   ErrorCollector errors;
   lexer.removeErrorListeners();
