@@ -77,10 +77,10 @@ int Server::run() {
   std::string body, problem;
   while (!exit_) {
     switch (transport_.read(body, problem)) {
-    case Transport::Read::End:
+    case Transport::Read::End: // a client that shut the server down may just close
       if (!shutdown_)
         log("the input ended without 'shutdown' and 'exit'");
-      return 1;
+      return shutdown_ ? 0 : 1;
     case Transport::Read::Bad:
       log(problem);
       continue;

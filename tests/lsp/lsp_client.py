@@ -245,6 +245,13 @@ def main():
     code, stderr = s.finish()
     check(code == 1 and "ended" in stderr, "end of input without shutdown: %d %r" % (code, stderr))
 
+    # --- shutdown, then the input ends without exit: status 0 --------------------------
+    s = Server(pipec)
+    s.request("initialize", {})
+    s.request("shutdown")
+    code, stderr = s.finish()
+    check(code == 0 and stderr == "", "end of input after shutdown: %d %r" % (code, stderr))
+
     # --- an oversized message is skipped, not read into memory ----------------------------
     s = Server(pipec)
     s.send_raw(b"Content-Length: 999999999999999\r\n\r\n" + b" " * 1000)
