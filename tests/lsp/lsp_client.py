@@ -211,6 +211,25 @@ def main():
     edits = s.request("textDocument/formatting", {"textDocument": {"uri": uri}, "options": {}})
     check(edits.get("result") == [], "the incremental change restored the formatted text")
 
+    # Positions count UTF-16 code units: an emoji is two, an accented letter one.
+    uri2 = "file:///work/unicode%20name.pipe"
+    unicode_text = one_f_one_b.replace("    let warmup = P - r - 1;",
+                                       "    /* \U0001F600 \u00e9 */ let warmup = P - r - 1;")
+    s.notify("textDocument/didOpen", {"textDocument": {
+        "uri": uri2, "languageId": "pipe", "version": 1, "text": unicode_text}})
+    check(s.diagnostics(uri2) == [], "a document with non-ASCII comments")
+    line_start = unicode_text.rfind("\n", 0, unicode_text.index("let warmup")) + 1
+    column = len(unicode_text[line_start:unicode_text.index("let warmup") + 4].encode("utf-16-le")) // 2
+    line = unicode_text.count("\n", 0, line_start)
+    text = hover_text(s, uri2, {"line": line, "character": column})
+    check("let `warmup`" in text, "hover after an emoji, at a UTF-16 position: %r" % text)
+    definition = s.request("textDocument/definition", {
+        "textDocument": {"uri": uri2}, "position": {"line": line, "character": column}})
+    check(definition["result"]["range"]["start"] == {"line": line, "character": column},
+          "ranges are in UTF-16 code units too: %r" % definition)
+    s.notify("textDocument/didClose", {"textDocument": {"uri": uri2}})
+    check(s.diagnostics(uri2) == [], "closing the second document")
+
     # What a broken client might send.
     unknown = s.request("textDocument/semanticTokens/full", {"textDocument": {"uri": uri}})
     check(unknown.get("error", {}).get("code") == -32601, "an unknown request: MethodNotFound")
