@@ -101,8 +101,9 @@ FLOAT        : [0-9]+ '.' [0-9]+ ([eE] [+-]? [0-9]+)? ;
 INT          : [0-9]+ ;
 STRING       : '"' (~["\\\r\n] | '\\' ~[\r\n])* '"' ;
 
-LINE_COMMENT  : '//' ~[\r\n]* -> skip ;
-BLOCK_COMMENT : '/*' .*? '*/' -> skip ;
+// Comments are hidden, not skipped: the parser never sees them, `pipec fmt` keeps them.
+LINE_COMMENT  : '//' ~[\r\n]* -> channel(HIDDEN) ;
+BLOCK_COMMENT : '/*' .*? '*/' -> channel(HIDDEN) ;
 WS            : [ \t\r\n]+ -> skip ;
 
 // Malformed tokens: kept (off the parser's channel) so the front end reports them

@@ -58,4 +58,14 @@ struct BuildArgs {
 
 int runBuild(const std::string &file, const BuildArgs &build, const CommonArgs &args);
 
+// --- fmt and lsp (FmtCommand.cpp, LspCommand.cpp) ---
+struct FmtArgs {
+  bool inPlace = false; // -i: rewrite the files
+  bool check = false;   // --check: print a diff, exit 1 if a file is not formatted
+  bool color = false;   // diagnostics of files that do not parse
+};
+int runFmt(const std::vector<std::string> &files, const FmtArgs &args);
+// A Language Server on stdin/stdout until `exit` or end of input.
+int runLsp();
+
 } // namespace pipec

@@ -381,6 +381,27 @@ bool parseSimArgs(pipec::SimArgs &sim) {
 
 bool validateImport() { return requirePath(ImportOutput); }
 
+// --- fmt and lsp --------------------------------------------------------------------
+cl::SubCommand FmtCmd("fmt", "Print schedule files in the canonical layout");
+cl::SubCommand LspCmd("lsp", "Run a Language Server on standard input and output");
+cl::list<std::string> FmtFiles(cl::Positional, cl::OneOrMore, cl::desc("<file.pipe>..."),
+                               cl::sub(FmtCmd));
+cl::opt<bool> FmtInPlace("i", cl::desc("Rewrite the files in place"), cl::sub(FmtCmd),
+                         cl::cat(Category));
+cl::opt<bool> FmtCheck("check",
+                       cl::desc("Print a diff and exit 1 if a file is not formatted"),
+                       cl::sub(FmtCmd), cl::cat(Category));
+
+int dispatchFmtOrLsp() {
+  if (LspCmd)
+    return pipec::runLsp();
+  if (FmtInPlace && FmtCheck)
+    return conflict("-i", "--check", "--check only reports"), pipec::kExitUsage;
+  if (FmtInPlace && llvm::is_contained(FmtFiles, "-"))
+    return usage("-i cannot rewrite standard input"), pipec::kExitUsage;
+  return pipec::runFmt(FmtFiles, {FmtInPlace, FmtCheck, sys::Process::StandardErrHasColors()});
+}
+
 // The last line of defence when memory runs out (the input cap keeps every input
 // far below it): a clear error and the I/O status instead of an abort and a stack
 // dump. Nothing here may allocate.
@@ -400,6 +421,8 @@ int dispatch(int argc, char **argv) {
                                    &errs()))
     return pipec::kExitUsage;
 
+  if (FmtCmd || LspCmd)
+    return dispatchFmtOrLsp();
   pipec::CommonArgs args;
   if (ImportCmd) {
     args.color = sys::Process::StandardErrHasColors();
