@@ -36,8 +36,14 @@ enum class EmitTarget { IR, AST, TorchCsv, Cpu, Cuda };
 struct SimArgs {
   bool compare = false;
   bool json = false; // --format json: the results as one JSON document
-  std::string sweepName;           // --sweep NAME=v1,v2,...
-  std::vector<int64_t> sweepValues;
+  // --sweep NAME=v1,v2,...: one run per value, of a parameter (integers) or of a
+  // cost (`F`, `W[3]`: any number, on top of every other cost setting).
+  struct SweepPoint {
+    std::string setting; // "M=16", "F=1.5"
+    std::vector<std::pair<std::string, int64_t>> defines;
+    std::vector<CostOverride> costs;
+  };
+  std::vector<SweepPoint> sweep;
   bool timeline = false;
   std::string svgPath, tracePath;
 };

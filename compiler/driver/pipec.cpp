@@ -344,15 +344,29 @@ bool parseSimArgs(pipec::SimArgs &sim) {
     auto [name, values] = StringRef(Sweep).split('=');
     SmallVector<StringRef, 8> parts;
     values.split(parts, ',', -1, /*KeepEmpty=*/false);
-    for (StringRef part : parts) {
-      long long value;
-      if (part.trim().getAsInteger(10, value))
-        return usage("--sweep expects NAME=v1,v2,... with integers, got '" + Sweep + "'");
-      sim.sweepValues.push_back(value);
-    }
-    if (name.empty() || sim.sweepValues.empty())
+    if (name.empty() || parts.empty())
       return usage("--sweep expects NAME=v1,v2,..., got '" + Sweep + "'");
-    sim.sweepName = name.str();
+    // A cost name (with or without [STAGE]) sweeps that cost; anything else is a parameter.
+    bool cost = pipec::isKnownCost(name.split('[').first);
+    for (StringRef part : parts) {
+      std::string setting = (name + "=" + part.trim()).str();
+      pipec::SimArgs::SweepPoint point{setting, {}, {}};
+      if (cost) {
+        std::string error;
+        auto override = pipec::parseCostOverride(setting, error);
+        if (!override)
+          return usage("--sweep: " + error);
+        override->origin = "--sweep '" + setting + "'";
+        point.costs.push_back(*override);
+      } else {
+        long long value;
+        if (part.trim().getAsInteger(10, value))
+          return usage("--sweep expects integers for the parameter '" + name + "', got '" +
+                       part.trim() + "' (only costs take non-integer values)");
+        point.defines.emplace_back(name.str(), value);
+      }
+      sim.sweep.push_back(std::move(point));
+    }
   }
   sim.compare = Compare;
   sim.json = SimResultFormat == SimFormat::Json;

@@ -133,6 +133,8 @@ void printSimJson(const ScheduleIR &ir, const CheckReport &report, const SimResu
       }
     });
     j.attribute("schedule", ir.name);
+    // Default costs are one rank's share / this (CostModel.h).
+    j.attribute("stages_per_rank", CostModel::stagesPerRank(ir));
     j.attributeObject("totals", [&] {
       j.attribute("bubble", sim.totalBubble());
       j.attribute("busy", sim.totalBusy());
