@@ -1,0 +1,88 @@
+// Stored activations of one transformer layer for one micro-batch, after
+// Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large
+// Transformer Models", §4.1), term by term so that the same accounting covers
+// GQA, gated MLPs, MLA and MoE. e is the activation dtype's bytes (2 in the
+// paper), masks take 1 byte, everything is divided by t (sequence parallelism
+// shards the norms and dropouts too). sb = tokens of the micro-batch.
+//
+//   norm inputs (two norms)           2 e sb h
+//   attention input (shared by q,k,v) e sb h
+//   Q, K, V                           e sb (a + 2 kv) d          (GQA: K, V by kv heads)
+//   softmax output                    e a s^2 b
+//     + dropout mask and output       (1 + e) a s^2 b            (GPT-2 style only)
+//   output projection input           e sb a d
+//   attention dropout mask            sb h                       (GPT-2 style only)
+//   MLP input                         e sb h
+//   MLP: GELU                         2 e sb i                   (fc1 output, GELU output)
+//        gated (SwiGLU)               4 e sb i                   (gate, up, SiLU, product)
+//   MLP dropout mask                  sb h                       (GPT-2 style only)
+// With e = 2, i = 4h, kv = a, d = h/a and dropout this is the paper's
+// sbh (34 + 5 a s / h). MLA (DeepSeek-V2 §2.1) stores the latents instead of
+// a full-width K, V input: e sb (2 q_lora + 2 kv_lora + rope) for the latents
+// and their norms, then Q, K of a (nope + rope) and V of a v_head per token.
+// MoE replaces the MLP by: router input e sb h, router probabilities 4 sb E
+// (fp32), the k dispatched copies e sb k h, the experts' intermediates
+// 4 e sb k i_moe (gated), the k expert outputs e sb k h awaiting the combine,
+// and shared experts' 4 e sb S i_moe.
+//
+// Selective recomputation drops the s^2 terms (recomputed, or never stored
+// with FlashAttention); full recomputation keeps only the layer input, e sb h.
+#include "plan/StageCosts.h"
+
+namespace pipec::plan {
+
+double korthikantiActivationBytes(double s, double b, double h, double a, double t,
+                                  Recompute recompute) {
+  switch (recompute) {
+  case Recompute::None:
+    return s * b * h * (34 + 5 * a * s / h) / t;
+  case Recompute::Selective:
+    return 34 * s * b * h / t;
+  case Recompute::Full:
+    return 2 * s * b * h / t;
+  }
+  return 0;
+}
+
+double layerActivationBytes(const ModelConfig &c, LayerKind kind, const Training &training) {
+  if (kind != LayerKind::Dense && kind != LayerKind::Moe)
+    return 0;
+  double e = bytesOf(training.activationType), t = double(training.tensorParallel);
+  double s = double(training.sequenceLength), b = double(training.microBatch), sb = s * b;
+  double h = double(c.hiddenSize), a = double(c.numHeads);
+  if (training.recompute == Recompute::Full)
+    return e * sb * h / t;
+
+  double linear = 2 * e * sb * h; // the two norms' inputs
+  double scores = e * a * s * s * b;
+  if (c.dropout) {
+    scores += (1 + e) * a * s * s * b;
+    linear += 2 * sb * h; // attention and MLP dropout masks
+  }
+  if (c.usesLatentAttention()) {
+    double qk = double(c.qkNopeHeadDim + c.qkRopeHeadDim), v = double(c.vHeadDim);
+    linear += e * sb * h; // input of q_a and kv_a
+    linear += e * sb * (2 * double(c.qLoraRank) + 2 * double(c.kvLoraRank) + double(c.qkRopeHeadDim));
+    linear += e * sb * a * (2 * qk + v); // Q, K, V
+    linear += e * sb * a * v;            // output projection input
+  } else {
+    double d = double(c.headDim), kv = double(c.numKvHeads);
+    linear += e * sb * h + e * sb * (a + 2 * kv) * d + e * sb * a * d;
+  }
+  linear += e * sb * h; // MLP (or router) input
+  double perWidth = c.gatedMlp ? 4 : 2;
+  if (kind == LayerKind::Moe) {
+    double k = double(c.expertsPerToken), i = double(c.moeIntermediateSize);
+    linear += 4 * sb * double(c.routedExperts);
+    linear += 2 * e * sb * k * h;
+    linear += perWidth * e * sb * k * i;
+    linear += perWidth * e * sb * double(c.sharedExperts) * i;
+  } else {
+    linear += perWidth * e * sb * double(c.intermediateSize);
+  }
+  if (training.recompute == Recompute::Selective)
+    scores = 0;
+  return (linear + scores) / t;
+}
+
+} // namespace pipec::plan

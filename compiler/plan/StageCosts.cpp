@@ -1,0 +1,314 @@
+#include "plan/StageCosts.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace pipec::plan {
+
+namespace {
+
+bool checkLayout(const ModelConfig &config, const ModelLayers &model, const Cluster &cluster,
+                 const Training &training, const ParallelLayout &l, std::string &error) {
+  auto bad = [&](const std::string &message) {
+    error = "layout: " + message;
+    return false;
+  };
+  if (l.pipelineRanks < 1 || l.dataParallel < 1 || l.expertParallel < 1 || l.chunksPerRank < 1 ||
+      l.microbatches < 1)
+    return bad("pipeline ranks, data and expert parallelism, chunks and micro-batches must be at least 1");
+  if (l.dataParallel % l.expertParallel != 0)
+    return bad("expert parallelism " + std::to_string(l.expertParallel) +
+               " does not divide data parallelism " + std::to_string(l.dataParallel));
+  if (l.expertParallel > 1 && !config.isMoe())
+    return bad("expert parallelism " + std::to_string(l.expertParallel) + " needs an MoE model");
+  if (config.numHeads % training.tensorParallel != 0)
+    return bad("tensor parallelism " + std::to_string(training.tensorParallel) +
+               " does not divide the " + std::to_string(config.numHeads) + " attention heads");
+  // In doubles: the product of three int64 factors may not fit one.
+  double gpus = double(l.pipelineRanks) * double(l.dataParallel) * double(training.tensorParallel);
+  if (gpus > double(cluster.gpus))
+    return bad("needs " + std::to_string(int64_t(std::min(gpus, 9e18))) + " GPUs (P x dp x t), the cluster has " +
+               std::to_string(cluster.gpus));
+  if (double(l.pipelineRanks) * double(l.chunksPerRank) != double(l.stageLayers.size()))
+    return bad("has " + std::to_string(l.stageLayers.size()) + " stage layer ranges for " +
+               std::to_string(l.pipelineRanks) + " x " + std::to_string(l.chunksPerRank) +
+               " stages (P x v)");
+  size_t stages = l.stageLayers.size();
+  size_t next = 0;
+  for (size_t s = 0; s < stages; ++s) {
+    auto [first, last] = l.stageLayers[s];
+    if (first != next || last <= first)
+      return bad("stage " + std::to_string(s) + " holds layers [" + std::to_string(first) + ", " +
+                 std::to_string(last) + "); stages must hold contiguous, non-empty ranges in order from layer 0");
+    next = last;
+  }
+  if (next != model.layers.size())
+    return bad("the stages hold " + std::to_string(next) + " of the model's " +
+               std::to_string(model.layers.size()) + " layers");
+  if (l.stageRank.size() != stages)
+    return bad("has " + std::to_string(l.stageRank.size()) + " stage ranks for " + std::to_string(stages) + " stages");
+  for (size_t s = 0; s < stages; ++s) {
+    if (l.stageRank[s] < 0 || l.stageRank[s] >= l.pipelineRanks)
+      return bad("stage " + std::to_string(s) + " is placed on rank " + std::to_string(l.stageRank[s]) +
+                 ", outside 0.." + std::to_string(l.pipelineRanks - 1));
+    if (!l.stageCopyRank.empty() &&
+        (l.stageCopyRank[s] < -1 || l.stageCopyRank[s] >= l.pipelineRanks))
+      return bad("stage " + std::to_string(s) + "'s copy is placed on rank " +
+                 std::to_string(l.stageCopyRank[s]));
+  }
+  if (!l.stageCopyRank.empty() && l.stageCopyRank.size() != stages)
+    return bad("has " + std::to_string(l.stageCopyRank.size()) + " copy ranks for " + std::to_string(stages) + " stages");
+  if (!l.rankNode.empty() && l.rankNode.size() != size_t(l.pipelineRanks))
+    return bad("has " + std::to_string(l.rankNode.size()) + " rank nodes for " +
+               std::to_string(l.pipelineRanks) + " ranks");
+  if (!l.peakActivations.empty() && l.peakActivations.size() != size_t(l.pipelineRanks))
+    return bad("has " + std::to_string(l.peakActivations.size()) + " peak activations for " +
+               std::to_string(l.pipelineRanks) + " ranks");
+  for (double peak : l.peakActivations)
+    if (!std::isfinite(peak) || peak < 0)
+      return bad("a peak activation count is negative or not finite");
+  return true;
+}
+
+// The node of a pipeline rank's first GPU: tensor-parallel rank fastest, then
+// data-parallel replica, then pipeline rank.
+int64_t nodeOfRank(const ParallelLayout &l, const Cluster &cluster, const Training &training,
+                   int64_t rank) {
+  if (!l.rankNode.empty())
+    return l.rankNode[size_t(rank)];
+  return cluster.nodeOf(rank * l.dataParallel * training.tensorParallel);
+}
+
+struct StageWork {
+  double attention = 0, scores = 0, mlp = 0; // forward FLOPs per GPU
+  int64_t moeLayers = 0, routedCopies = 0;
+  double params = 0, expertParams = 0; // stored, whole (not yet divided by t, ep)
+  double activationBytes = 0, largestLayerActivation = 0, largestLayerParams = 0;
+};
+
+StageWork stageWork(const ModelConfig &config, const ModelLayers &model, const Training &training,
+                    std::pair<size_t, size_t> range) {
+  double tokens = double(training.microBatch) * double(training.sequenceLength);
+  double t = double(training.tensorParallel), s = double(training.sequenceLength);
+  Training noRecompute = training;
+  noRecompute.recompute = Recompute::None;
+  StageWork w;
+  for (size_t i = range.first; i < range.second; ++i) {
+    const LayerSpec &layer = model.layers[i];
+    w.attention += tokens * layer.attentionFlopsPerToken / t;
+    w.scores += tokens * layer.attentionScoreFlopsPerTokenPerPosition * s / t;
+    w.mlp += tokens * layer.mlpFlopsPerToken / t;
+    if (layer.kind == LayerKind::Moe) {
+      ++w.moeLayers;
+      w.routedCopies = layer.routedCopiesPerToken;
+    }
+    w.params += layer.storedParams;
+    w.expertParams += layer.expertParams;
+    w.largestLayerParams = std::max(w.largestLayerParams, layer.storedParams);
+    w.activationBytes += layerActivationBytes(config, layer.kind, training);
+    w.largestLayerActivation =
+        std::max(w.largestLayerActivation, layerActivationBytes(config, layer.kind, noRecompute));
+    double e = bytesOf(training.activationType), h = double(config.hiddenSize);
+    // Korthikanti et al. §4.2: the embedding's dropout mask; the head's norm
+    // input, projection input and fp32 logits for the loss.
+    if (layer.kind == LayerKind::Embedding && config.dropout)
+      w.activationBytes += tokens * h / t;
+    if (layer.kind == LayerKind::Head)
+      w.activationBytes += (2 * e * tokens * h + 4 * tokens * double(config.vocabSize)) / t;
+  }
+  return w;
+}
+
+} // namespace
+
+std::optional<PlanCosts> computeCosts(const ModelConfig &config, const ModelLayers &model,
+                                      const Cluster &cluster, const Training &training,
+                                      const ParallelLayout &l, std::string &error) {
+  if (!validateCluster(cluster, error) || !validateTraining(training, error) ||
+      !checkLayout(config, model, cluster, training, l, error))
+    return std::nullopt;
+  const double flops = cluster.sustainedFlops(), t = double(training.tensorParallel);
+  const double e = bytesOf(training.activationType), h = double(config.hiddenSize);
+  const double tokens = double(training.microBatch) * double(training.sequenceLength);
+  const size_t stages = l.stageLayers.size();
+  // An expert-parallel group is ep replicas of one GPU, t apart in the numbering.
+  const bool expertGroupInNode = double(l.expertParallel) * t <= double(cluster.gpusPerNode);
+  const bool dataGroupInNode = double(l.dataParallel) * t <= double(cluster.gpusPerNode);
+
+  PlanCosts costs;
+  costs.stages.resize(stages);
+  std::vector<StageWork> work(stages);
+  for (size_t s = 0; s < stages; ++s) {
+    StageWork &w = work[s] = stageWork(config, model, training, l.stageLayers[s]);
+    StageCost &c = costs.stages[s];
+    c.forwardFlops = w.attention + w.scores + w.mlp;
+    double attention = (w.attention + w.scores) / flops, mlp = w.mlp / flops;
+    // One dispatch (and one combine) per MoE layer: k copies of each of the
+    // GPU's tokens, of which (ep-1)/ep leave it.
+    double a2aBytes = tokens / t * double(w.routedCopies) * h * e;
+    double a2a = double(w.moeLayers) *
+                 allToAllSeconds(a2aBytes, l.expertParallel, cluster.bandwidth(expertGroupInNode),
+                                 cluster.latency(expertGroupInNode));
+    c.allToAllBytes = double(w.moeLayers) * a2aBytes * double(l.expertParallel - 1) /
+                      double(l.expertParallel);
+    c.forwardParts = {attention, a2a, mlp, a2a};
+    // Backward: input and weight gradients, twice the forward's matmuls; the
+    // gradients cross the all-to-alls the other way. Recomputation replays
+    // the score term (selective) or the whole forward (full) first.
+    double replayAttention = 0, replayMlp = 0, replayA2a = 0;
+    if (training.recompute == Recompute::Selective)
+      replayAttention = w.scores / flops;
+    if (training.recompute == Recompute::Full) {
+      replayAttention = attention;
+      replayMlp = mlp;
+      replayA2a = a2a;
+    }
+    c.backwardParts = {2 * attention + replayAttention, a2a + replayA2a, 2 * mlp + replayMlp,
+                       a2a + replayA2a};
+    c.F = attention + mlp + 2 * a2a;
+    c.B = c.backwardParts[0] + c.backwardParts[1] + c.backwardParts[2] + c.backwardParts[3];
+    // W: the weight gradients, one matmul per weight (the score term has no
+    // weights); I: the rest of B, the all-to-alls and any replay included.
+    c.W = (w.attention + w.mlp) / flops;
+    c.I = c.B - c.W;
+    c.activationBytes = w.activationBytes;
+    c.paramsPerGpu = (w.params - w.expertParams) / t + w.expertParams / (t * double(l.expertParallel));
+    c.messageBytes = tokens * h * e / t;
+  }
+  // A stage's messages go to both neighbours; the cost model has one link per
+  // stage, so each stage takes its slower one (none when both share its rank).
+  for (size_t s = 0; s < stages; ++s) {
+    StageCost &c = costs.stages[s];
+    int64_t rank = l.stageRank[s];
+    for (size_t n : {s - 1, s + 1}) {
+      if (n >= stages || l.stageRank[n] == rank)
+        continue;
+      bool same = nodeOfRank(l, cluster, training, rank) == nodeOfRank(l, cluster, training, l.stageRank[n]);
+      double seconds = messageSeconds(c.messageBytes, cluster.bandwidth(same), cluster.latency(same));
+      if (seconds > c.messageSeconds) {
+        c.messageSeconds = seconds;
+        c.nextOnSameNode = same;
+      }
+    }
+  }
+
+  // Memory and the step tail, per rank.
+  const int64_t P = l.pipelineRanks, dp = l.dataParallel, ep = l.expertParallel;
+  const double paramBytes = bytesOf(training.paramType), gradBytes = bytesOf(training.gradType);
+  const double optimizerBytes = training.optimizerBytesPerParam();
+  const int zero = training.zeroStage;
+  costs.rankMemory.assign(size_t(P), {});
+  costs.rankTailSeconds.assign(size_t(P), 0);
+  std::vector<StepTail> tails(static_cast<size_t>(P));
+  for (int64_t r = 0; r < P; ++r) {
+    MemoryBreakdown &m = costs.rankMemory[size_t(r)];
+    double dense = 0, experts = 0, largestActivation = 0, largestLayerActivation = 0,
+           largestLayerParams = 0, largestMessage = 0, largestA2a = 0;
+    for (size_t s = 0; s < stages; ++s) {
+      int copies = (l.stageRank[s] == r) + (!l.stageCopyRank.empty() && l.stageCopyRank[s] == r);
+      if (copies == 0)
+        continue;
+      const StageWork &w = work[s];
+      dense += copies * (w.params - w.expertParams) / t;
+      experts += copies * w.expertParams / (t * double(ep));
+      largestActivation = std::max(largestActivation, costs.stages[s].activationBytes);
+      largestLayerActivation = std::max(largestLayerActivation, w.largestLayerActivation);
+      largestLayerParams = std::max(largestLayerParams, w.largestLayerParams / t);
+      largestMessage = std::max(largestMessage, costs.stages[s].messageBytes);
+      largestA2a = std::max(largestA2a, tokens / t * double(w.routedCopies) * h * e);
+    }
+    // ZeRO shards over the replicas holding the same parameters: dp for dense
+    // ones, dp/ep for experts.
+    double expertReplicas = double(dp / ep);
+    auto sharded = [&](double bytesPerParam, int fromStage) {
+      return zero >= fromStage ? dense * bytesPerParam / double(dp) + experts * bytesPerParam / expertReplicas
+                               : (dense + experts) * bytesPerParam;
+    };
+    m.params = sharded(paramBytes, 3);
+    m.grads = sharded(gradBytes, 2);
+    m.optimizer = sharded(optimizerBytes, 1);
+    double peak = l.peakActivations.empty() ? double(P) : l.peakActivations[size_t(r)];
+    m.activations = peak * largestActivation;
+    // Two activations and two gradients in flight (a send and a receive each);
+    // an MoE layer's dispatch and combine receive buffers; with full
+    // recomputation, one layer's activations rebuilt for its backward; with
+    // ZeRO-3, one layer's gathered parameters.
+    m.buffers = 4 * largestMessage + 2 * largestA2a;
+    if (training.recompute == Recompute::Full)
+      m.buffers += largestLayerActivation;
+    if (zero >= 3)
+      m.buffers += largestLayerParams * paramBytes;
+    m.total = m.params + m.grads + m.optimizer + m.activations + m.buffers;
+
+    // Gradient reduction over the data-parallel replicas (experts over dp/ep).
+    StepTail &tail = tails[size_t(r)];
+    double bw = cluster.bandwidth(dataGroupInNode), lat = cluster.latency(dataGroupInNode);
+    auto reduce = [&](double params, int64_t replicas) {
+      double grads = params * gradBytes;
+      if (zero == 0)
+        return ringAllReduceSeconds(grads, replicas, bw, lat);
+      // Reduce-scatter the gradients, all-gather the updated parameters (ZeRO-3:
+      // once for the forward and once for the backward, counted here unhidden).
+      double gathers = zero >= 3 ? 2 : 1;
+      return reduceScatterSeconds(grads, replicas, bw, lat) +
+             gathers * reduceScatterSeconds(params * paramBytes, replicas, bw, lat);
+    };
+    tail.dataParallelSeconds = reduce(dense, dp) + reduce(experts, dp / ep);
+    // A replicated stage's two copies sum their gradients: an all-reduce of two.
+    if (!l.stageCopyRank.empty())
+      for (size_t s = 0; s < stages; ++s) {
+        int64_t a = l.stageRank[s], b = l.stageCopyRank[s];
+        if (b < 0 || a == b || (a != r && b != r))
+          continue;
+        bool same = nodeOfRank(l, cluster, training, a) == nodeOfRank(l, cluster, training, b);
+        const StageWork &w = work[s];
+        double bytes = ((w.params - w.expertParams) / t + w.expertParams / (t * double(ep))) * gradBytes;
+        tail.copiesSeconds += ringAllReduceSeconds(bytes, 2, cluster.bandwidth(same), cluster.latency(same));
+      }
+    costs.rankTailSeconds[size_t(r)] = tail.total();
+    if (tail.total() > costs.tail.total())
+      costs.tail = tail;
+  }
+  return costs;
+}
+
+std::vector<CostOverride> toCostOverrides(const PlanCosts &costs) {
+  static const char *kForward[] = {"attn_f", "dispatch_f", "mlp_f", "combine_f"};
+  static const char *kBackward[] = {"attn_b", "dispatch_b", "mlp_b", "combine_b"};
+  std::vector<CostOverride> result;
+  for (size_t s = 0; s < costs.stages.size(); ++s) {
+    const StageCost &c = costs.stages[s];
+    auto add = [&](const char *name, double value) {
+      CostOverride cost(name, int64_t(s), value + 0.0, CostSource::File);
+      cost.origin = "the planner's costs";
+      result.push_back(std::move(cost));
+    };
+    add("F", c.F);
+    add("B", c.B);
+    add("I", c.I);
+    add("W", c.W);
+    for (int k = 0; k < kSubOps; ++k) {
+      add(kForward[k], c.forwardParts[size_t(k)]);
+      add(kBackward[k], c.backwardParts[size_t(k)]);
+    }
+    add("p2p", c.messageSeconds);
+    add("activation_bytes", c.activationBytes);
+  }
+  return result;
+}
+
+std::string costsJson(const PlanCosts &costs) {
+  llvm::json::Object object;
+  for (const CostOverride &cost : toCostOverrides(costs))
+    object[cost.name + "[" + std::to_string(cost.stage) + "]"] = cost.value;
+  std::string text;
+  llvm::raw_string_ostream out(text);
+  out << llvm::formatv("{0:2}", llvm::json::Value(std::move(object))) << "\n";
+  return out.str();
+}
+
+} // namespace pipec::plan

@@ -1,0 +1,126 @@
+#include "plan/TraceProfile.h"
+
+#include "plan/JsonFields.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+
+namespace pipec::plan {
+
+namespace {
+
+struct Slice {
+  int kind; // 0..3: F, B, I, W
+  int64_t chunk;
+};
+
+// "F0.3" -> kind F, chunk 0 (the micro-batch does not matter here); nullopt
+// for an overlap pair "FB(...)" or any other name.
+std::optional<Slice> parseLabel(llvm::StringRef name) {
+  static const char kKinds[] = "FBIW";
+  if (name.size() < 4)
+    return std::nullopt;
+  const char *kind = std::strchr(kKinds, name[0]);
+  if (!kind || *kind == '\0')
+    return std::nullopt;
+  auto [chunk, micro] = name.drop_front().split('.');
+  unsigned long long c, m;
+  if (chunk.getAsInteger(10, c) || micro.getAsInteger(10, m) || c > (1ull << 31))
+    return std::nullopt;
+  return Slice{int(kind - kKinds), int64_t(c)};
+}
+
+} // namespace
+
+std::optional<std::vector<StageProfile>> profileTrace(llvm::StringRef json, llvm::StringRef name,
+                                                      const std::vector<std::vector<int64_t>> &stageOf,
+                                                      std::string &error) {
+  std::optional<llvm::json::Object> object = parseJsonObject(json, name, error);
+  if (!object)
+    return std::nullopt;
+  const llvm::json::Array *events = object->getArray("traceEvents");
+  if (!events) {
+    error = name.str() + ": field 'traceEvents' is missing or not an array";
+    return std::nullopt;
+  }
+  int64_t stages = 0;
+  for (const auto &chunks : stageOf)
+    for (int64_t s : chunks)
+      stages = std::max(stages, s + 1);
+  std::vector<StageProfile> profile(static_cast<size_t>(stages));
+  std::vector<std::array<double, 4>> sums(size_t(stages), {0, 0, 0, 0});
+  size_t index = 0;
+  for (const llvm::json::Value &value : *events) {
+    std::string where = name.str() + ": traceEvents[" + std::to_string(index++) + "]";
+    const llvm::json::Object *event = value.getAsObject();
+    if (!event) {
+      error = where + " is not an object";
+      return std::nullopt;
+    }
+    if (event->getString("ph") != llvm::StringRef("X"))
+      continue; // metadata and message arrows
+    auto label = event->getString("name");
+    auto rank = event->getInteger("pid");
+    auto duration = event->getNumber("dur");
+    if (!label || !rank || !duration) {
+      error = where + " needs a string 'name', an integer 'pid' and a number 'dur'";
+      return std::nullopt;
+    }
+    if (!std::isfinite(*duration) || *duration < 0) {
+      error = where + " has a negative or non-finite 'dur'";
+      return std::nullopt;
+    }
+    std::optional<Slice> slice = parseLabel(*label);
+    if (!slice)
+      continue; // overlap pairs: their halves are not timed apart
+    if (*rank < 0 || size_t(*rank) >= stageOf.size() || slice->chunk >= int64_t(stageOf[size_t(*rank)].size()) ||
+        stageOf[size_t(*rank)][size_t(slice->chunk)] < 0) {
+      error = where + " ('" + label->str() + "' on rank " + std::to_string(*rank) +
+              ") is on a rank or chunk the placement does not have";
+      return std::nullopt;
+    }
+    size_t stage = size_t(stageOf[size_t(*rank)][size_t(slice->chunk)]);
+    StageProfile &p = profile[stage];
+    OpProfile *ops[] = {&p.F, &p.B, &p.I, &p.W};
+    ++ops[slice->kind]->samples;
+    sums[stage][size_t(slice->kind)] += *duration * 1e-6; // the trace is in microseconds
+  }
+  for (size_t s = 0; s < profile.size(); ++s) {
+    OpProfile *ops[] = {&profile[s].F, &profile[s].B, &profile[s].I, &profile[s].W};
+    for (int k = 0; k < 4; ++k)
+      if (ops[k]->samples > 0)
+        ops[k]->seconds = sums[s][size_t(k)] / double(ops[k]->samples);
+  }
+  return profile;
+}
+
+std::optional<std::vector<StageProfile>> readTraceProfile(llvm::StringRef path,
+                                                          const std::vector<std::vector<int64_t>> &stageOf,
+                                                          std::string &error) {
+  std::optional<std::string> text = readTextFile(path, error);
+  if (!text)
+    return std::nullopt;
+  return profileTrace(*text, path, stageOf, error);
+}
+
+std::string profileCostsJson(const std::vector<StageProfile> &profile) {
+  llvm::json::Object object;
+  for (size_t s = 0; s < profile.size(); ++s) {
+    const OpProfile *ops[] = {&profile[s].F, &profile[s].B, &profile[s].I, &profile[s].W};
+    static const char *kNames[] = {"F", "B", "I", "W"};
+    for (int k = 0; k < 4; ++k)
+      if (ops[k]->samples > 0)
+        object[std::string(kNames[k]) + "[" + std::to_string(s) + "]"] = ops[k]->seconds;
+  }
+  std::string text;
+  llvm::raw_string_ostream out(text);
+  out << llvm::formatv("{0:2}", llvm::json::Value(std::move(object))) << "\n";
+  return out.str();
+}
+
+} // namespace pipec::plan

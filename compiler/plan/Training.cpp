@@ -1,0 +1,111 @@
+#include "plan/Training.h"
+
+#include "plan/JsonFields.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSwitch.h"
+
+namespace pipec::plan {
+
+namespace {
+
+constexpr int64_t kMaxBatch = int64_t(1) << 30;
+constexpr int64_t kMaxSequence = int64_t(1) << 24;
+constexpr int64_t kMaxTensorParallel = 1 << 16;
+
+} // namespace
+
+std::optional<DType> parseDType(llvm::StringRef text) {
+  return llvm::StringSwitch<std::optional<DType>>(text)
+      .Case("bf16", DType::BF16)
+      .Case("fp16", DType::FP16)
+      .Case("fp32", DType::FP32)
+      .Default(std::nullopt);
+}
+
+double Training::optimizerBytesPerParam() const {
+  double master = paramType == DType::FP32 ? 0 : 4;
+  return optimizer == Optimizer::AdamW ? master + 8 : master;
+}
+
+int64_t Training::microbatchesPerReplica(int64_t dataParallel) const {
+  if (dataParallel < 1 || microBatch < 1 || globalBatch % (dataParallel * microBatch) != 0)
+    return 0;
+  return globalBatch / (dataParallel * microBatch);
+}
+
+bool validateTraining(const Training &t, std::string &error) {
+  auto bad = [&](const char *field, const std::string &problem) {
+    error = "training: field '" + std::string(field) + "' " + problem;
+    return false;
+  };
+  if (t.globalBatch < 1 || t.globalBatch > kMaxBatch)
+    return bad("global_batch", "must be 1 to " + std::to_string(kMaxBatch));
+  if (t.sequenceLength < 1 || t.sequenceLength > kMaxSequence)
+    return bad("sequence_length", "must be 1 to " + std::to_string(kMaxSequence));
+  if (t.microBatch < 1 || t.microBatch > t.globalBatch)
+    return bad("micro_batch", "must be 1 to global_batch (" + std::to_string(t.globalBatch) + ")");
+  if (t.zeroStage < 0 || t.zeroStage > 3)
+    return bad("zero_stage", "must be 0, 1, 2 or 3");
+  if (t.tensorParallel < 1 || t.tensorParallel > kMaxTensorParallel)
+    return bad("tensor_parallel", "must be 1 to " + std::to_string(kMaxTensorParallel));
+  return true;
+}
+
+std::optional<Training> parseTraining(llvm::StringRef text, llvm::StringRef name,
+                                      std::string &error) {
+  std::optional<llvm::json::Object> object = parseJsonObject(text, name, error);
+  if (!object)
+    return std::nullopt;
+  JsonFields f(*object, name, error);
+  Training t;
+  t.globalBatch = f.integer("global_batch", 1, kMaxBatch);
+  t.sequenceLength = f.integer("sequence_length", 1, kMaxSequence);
+  t.microBatch = f.integer("micro_batch", 1, t.globalBatch, 1);
+  auto dtype = [&](const char *key) {
+    std::string text = f.string(key, "bf16");
+    std::optional<DType> type = parseDType(text);
+    if (!type)
+      f.fail(key, "is '" + text + "'; expected bf16, fp16 or fp32");
+    return type.value_or(DType::BF16);
+  };
+  t.paramType = dtype("param_dtype");
+  t.gradType = dtype("grad_dtype");
+  t.activationType = dtype("activation_dtype");
+  std::string optimizer = f.string("optimizer", "adamw");
+  if (optimizer == "adamw")
+    t.optimizer = Optimizer::AdamW;
+  else if (optimizer == "sgd")
+    t.optimizer = Optimizer::Sgd;
+  else
+    f.fail("optimizer", "is '" + optimizer + "'; expected adamw or sgd");
+  t.zeroStage = int(f.integer("zero_stage", 0, 3, 0));
+  std::string recompute = f.string("recompute", "none");
+  if (recompute == "none")
+    t.recompute = Recompute::None;
+  else if (recompute == "selective")
+    t.recompute = Recompute::Selective;
+  else if (recompute == "full")
+    t.recompute = Recompute::Full;
+  else
+    f.fail("recompute", "is '" + recompute + "'; expected none, selective or full");
+  t.tensorParallel = f.integer("tensor_parallel", 1, kMaxTensorParallel, 1);
+  static const char *kKnown[] = {"global_batch", "sequence_length", "micro_batch", "param_dtype",
+                                 "grad_dtype", "activation_dtype", "optimizer", "zero_stage",
+                                 "recompute", "tensor_parallel"};
+  for (const auto &entry : *object)
+    if (!llvm::is_contained(kKnown, entry.first.str()))
+      f.fail(entry.first.str(), "is not a training field");
+  if (!f.ok() || !validateTraining(t, error))
+    return std::nullopt;
+  return t;
+}
+
+std::optional<Training> readTraining(llvm::StringRef path, std::string &error) {
+  std::optional<std::string> text = readTextFile(path, error);
+  if (!text)
+    return std::nullopt;
+  return parseTraining(*text, path, error);
+}
+
+} // namespace pipec::plan

@@ -1,0 +1,379 @@
+// The planner's costs in seconds and bytes: activation memory against
+// Korthikanti et al. 2022, memory per GPU by ZeRO stage, message, all-to-all
+// and reduction times, the costs `pipec sim` takes, the cluster and training
+// inputs and their errors.
+#include "plan/StageCosts.h"
+
+#include "cost/CostInput.h"
+#include "cost/CostModel.h"
+#include "cost/OverlapPlan.h"
+
+#include "TestSupport.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <catch2/catch.hpp>
+
+using namespace pipec;
+using namespace pipec::plan;
+
+namespace {
+
+ModelConfig parse(const std::string &json) {
+  std::string error;
+  std::optional<ModelConfig> config = parseModelConfig(json, "model.json", error);
+  INFO(error);
+  REQUIRE(config);
+  return *config;
+}
+
+// Six layers: embedding, four dense layers, head.
+ModelConfig llama() {
+  return parse(R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+    "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 100})");
+}
+
+// Four layers: embedding, two MoE layers (4 experts, top 2), head.
+ModelConfig mixtral() {
+  return parse(R"({"model_type": "mixtral", "hidden_size": 64, "intermediate_size": 128,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 100,
+    "num_local_experts": 4, "num_experts_per_tok": 2})");
+}
+
+// Two nodes of 8; 5e11 FLOP/s sustained; round link figures.
+Cluster cluster() {
+  Cluster c;
+  c.name = "test";
+  c.gpus = 16;
+  c.gpusPerNode = 8;
+  c.memoryBytes = 80e9;
+  c.peakFlops = 1e12;
+  c.sustainedFraction = 0.5;
+  c.intraNodeBandwidth = 100e9;
+  c.interNodeBandwidth = 10e9;
+  c.intraNodeLatency = 1e-6;
+  c.interNodeLatency = 1e-5;
+  return c;
+}
+
+Training training(int64_t t = 1) {
+  Training tr;
+  tr.globalBatch = 64;
+  tr.sequenceLength = 16;
+  tr.microBatch = 2;
+  tr.tensorParallel = t;
+  return tr;
+}
+
+// P ranks, one stage each, layers split as given.
+ParallelLayout layout(std::vector<std::pair<size_t, size_t>> ranges, int64_t dp = 1, int64_t ep = 1) {
+  ParallelLayout l;
+  l.pipelineRanks = int64_t(ranges.size());
+  l.dataParallel = dp;
+  l.expertParallel = ep;
+  l.microbatches = 4;
+  l.stageLayers = std::move(ranges);
+  for (int64_t s = 0; s < l.pipelineRanks; ++s)
+    l.stageRank.push_back(s);
+  return l;
+}
+
+PlanCosts costsOf(const ModelConfig &config, const Training &tr, const ParallelLayout &l,
+                  const Cluster &c = cluster()) {
+  std::string error;
+  std::optional<PlanCosts> costs = computeCosts(config, buildLayers(config), c, tr, l, error);
+  INFO(error);
+  REQUIRE(costs);
+  return *costs;
+}
+
+std::string layoutError(const ParallelLayout &l, const Training &tr = training()) {
+  std::string error;
+  ModelConfig config = llama();
+  CHECK_FALSE(computeCosts(config, buildLayers(config), cluster(), tr, l, error));
+  return error;
+}
+
+} // namespace
+
+TEST_CASE("Activation bytes reproduce Korthikanti et al. on GPT-3", "[plan]") {
+  // GPT-3 175B at s = 2048, b = 1, t = 8 (the paper's Table 3 setting).
+  ModelConfig gpt3 = parse(R"({"model_type": "gpt2", "n_embd": 12288, "n_layer": 96, "n_head": 96,
+    "n_positions": 2048, "vocab_size": 50257})");
+  Training tr;
+  tr.globalBatch = 1;
+  tr.sequenceLength = 2048;
+  tr.microBatch = 1;
+  tr.tensorParallel = 8;
+  double s = 2048, b = 1, h = 12288, a = 96, t = 8;
+  // 5as/h = 80 for GPT-3 (paper, §4.1).
+  CHECK(korthikantiActivationBytes(s, b, h, a, t, Recompute::None) == s * b * h * (34 + 80) / t);
+  for (Recompute r : {Recompute::None, Recompute::Selective, Recompute::Full}) {
+    tr.recompute = r;
+    CHECK(layerActivationBytes(gpt3, LayerKind::Dense, tr) ==
+          Approx(korthikantiActivationBytes(s, b, h, a, t, r)).epsilon(1e-12));
+  }
+  // Selective recomputation saves 70% of the activations (paper, §5).
+  tr.recompute = Recompute::Selective;
+  double selective = layerActivationBytes(gpt3, LayerKind::Dense, tr);
+  tr.recompute = Recompute::None;
+  CHECK(1 - selective / layerActivationBytes(gpt3, LayerKind::Dense, tr) == Approx(0.70).margin(0.005));
+  CHECK(layerActivationBytes(gpt3, LayerKind::Embedding, tr) == 0);
+}
+
+TEST_CASE("Activation bytes of GQA, gated MLPs and MoE layers follow the derived terms", "[plan]") {
+  Training tr = training();
+  double sb = 32, h = 64, e = 2, a = 4, s = 16, b = 2;
+  // norms 2h, attention input h, Q + K + V (4 + 2 + 2 heads of 16), output input h,
+  // MLP input h, four gated tensors of width 128; softmax a s^2 b.
+  double dense = e * sb * (2 * h + h + (4 + 2 * 2) * 16 + h + h + 4 * 128) + e * a * s * s * b;
+  CHECK(layerActivationBytes(llama(), LayerKind::Dense, tr) == dense);
+  // MoE: router probabilities in fp32, k dispatched copies and outputs, k experts' intermediates.
+  double moe = e * sb * (2 * h + h + 8 * 16 + h + h) + e * a * s * s * b + 4 * sb * 4 +
+               e * sb * (2 * 2 * h + 4 * 2 * 128);
+  CHECK(layerActivationBytes(mixtral(), LayerKind::Moe, tr) == moe);
+  tr.tensorParallel = 2;
+  CHECK(layerActivationBytes(mixtral(), LayerKind::Moe, tr) == moe / 2);
+  tr.recompute = Recompute::Full;
+  CHECK(layerActivationBytes(mixtral(), LayerKind::Moe, tr) == e * sb * h / 2);
+}
+
+TEST_CASE("Stage times are FLOPs over sustained FLOP/s; B = 2F and I + W = B", "[plan]") {
+  ModelConfig config = llama();
+  ModelLayers model = buildLayers(config);
+  PlanCosts costs = costsOf(config, training(), layout({{0, 3}, {3, 6}}));
+  REQUIRE(costs.stages.size() == 2);
+  for (size_t s = 0; s < 2; ++s) {
+    const StageCost &c = costs.stages[s];
+    auto [first, last] = s == 0 ? std::pair<size_t, size_t>{0, 3} : std::pair<size_t, size_t>{3, 6};
+    CHECK(c.forwardFlops == Approx(model.forwardFlops(first, last, 2, 16)));
+    CHECK(c.F == Approx(c.forwardFlops / 5e11));
+    CHECK(c.B == Approx(2 * c.F));
+    CHECK(c.I + c.W == Approx(c.B));
+    CHECK(c.forwardParts[1] == 0); // dense: no all-to-all
+    CHECK(c.forwardParts[0] + c.forwardParts[2] == Approx(c.F));
+  }
+  // Tensor parallelism divides the work per GPU.
+  PlanCosts split = costsOf(config, training(2), layout({{0, 3}, {3, 6}}));
+  CHECK(split.stages[0].F == Approx(costs.stages[0].F / 2));
+  // Full recomputation replays the forward in the backward.
+  Training full = training();
+  full.recompute = Recompute::Full;
+  CHECK(costsOf(config, full, layout({{0, 3}, {3, 6}})).stages[0].B == Approx(3 * costs.stages[0].F));
+}
+
+TEST_CASE("The activation message crosses NVLink or InfiniBand by placement", "[plan]") {
+  ModelConfig config = llama();
+  double bytes = 2 * 16 * 64 * 2 / 2.0; // b s h, bf16, sharded over t = 2
+  // dp 2 x t 2: rank 1's GPUs are 4..7, on rank 0's node.
+  PlanCosts near = costsOf(config, training(2), layout({{0, 3}, {3, 6}}, 2));
+  CHECK(near.stages[0].messageBytes == bytes);
+  CHECK(near.stages[0].nextOnSameNode);
+  CHECK(near.stages[0].messageSeconds == Approx(1e-6 + bytes / 100e9));
+  // dp 4 x t 2: rank 1 starts at GPU 8, the next node.
+  PlanCosts far = costsOf(config, training(2), layout({{0, 3}, {3, 6}}, 4));
+  CHECK_FALSE(far.stages[1].nextOnSameNode);
+  CHECK(far.stages[1].messageSeconds == Approx(1e-5 + bytes / 10e9));
+  // Stages on one rank send nothing.
+  ParallelLayout v = layout({{0, 3}, {3, 6}});
+  v.pipelineRanks = 1;
+  v.chunksPerRank = 2;
+  v.stageRank = {0, 0};
+  CHECK(costsOf(config, training(), v).stages[0].messageSeconds == 0);
+}
+
+TEST_CASE("The expert all-to-all is the dispatch and combine sub-operations", "[plan]") {
+  ModelConfig config = mixtral();
+  PlanCosts costs = costsOf(config, training(), layout({{0, 4}}, 4, 4));
+  const StageCost &c = costs.stages[0];
+  double bytes = 32 * 2 * 64 * 2; // tokens x top-k x h x bf16
+  double perLayer = 1e-6 + 0.75 * bytes / 100e9; // ep 4 in one node: 3/4 leaves the GPU
+  CHECK(c.allToAllBytes == 2 * 0.75 * bytes);
+  CHECK(c.forwardParts[1] == Approx(2 * perLayer));
+  CHECK(c.forwardParts[3] == Approx(2 * perLayer));
+  CHECK(c.backwardParts[1] == Approx(2 * perLayer));
+  CHECK(c.F == Approx(c.forwardParts[0] + c.forwardParts[1] + c.forwardParts[2] + c.forwardParts[3]));
+  CHECK(c.B == Approx(c.backwardParts[0] + c.backwardParts[1] + c.backwardParts[2] + c.backwardParts[3]));
+  CHECK(c.I + c.W == Approx(c.B));
+  // An overlap pair hides one half's all-to-all under the other's compute.
+  OverlapPlan pair = planOverlap(c.forwardParts, c.backwardParts);
+  CHECK(pair.makespan < c.F + c.B);
+  CHECK(pair.makespan >= std::max(c.F, c.B) - 1e-15);
+  // Across nodes (ep 16 spans two), the inter-node link carries it.
+  Cluster wide = cluster();
+  PlanCosts across = costsOf(config, training(), layout({{0, 4}}, 16, 16), wide);
+  CHECK(across.stages[0].forwardParts[1] == Approx(2 * (1e-5 + 15.0 / 16 * bytes / 10e9)));
+}
+
+TEST_CASE("Memory per GPU: parameters, gradients and optimizer state by ZeRO stage", "[plan]") {
+  ModelConfig config = llama();
+  ModelLayers model = buildLayers(config);
+  double rank0 = 0;
+  for (size_t i = 0; i < 3; ++i)
+    rank0 += model.layers[i].storedParams;
+  ParallelLayout l = layout({{0, 3}, {3, 6}}, 2);
+  l.peakActivations = {2, 1};
+  Training tr = training();
+  MemoryBreakdown m = costsOf(config, tr, l).rankMemory[0];
+  CHECK(m.params == 2 * rank0);
+  CHECK(m.grads == 2 * rank0);
+  CHECK(m.optimizer == 12 * rank0); // AdamW: fp32 master, two fp32 moments
+  double activations = 2 * layerActivationBytes(config, LayerKind::Dense, tr);
+  CHECK(m.activations == 2 * activations); // the peak of 2 micro-batches
+  CHECK(m.buffers == 4 * (32 * 64 * 2));   // two messages each way in flight
+  CHECK(m.total == m.params + m.grads + m.optimizer + m.activations + m.buffers);
+  tr.zeroStage = 1;
+  CHECK(costsOf(config, tr, l).rankMemory[0].optimizer == 6 * rank0);
+  tr.zeroStage = 2;
+  CHECK(costsOf(config, tr, l).rankMemory[0].grads == rank0);
+  tr.zeroStage = 3;
+  CHECK(costsOf(config, tr, l).rankMemory[0].params == rank0);
+  tr.zeroStage = 0;
+  tr.optimizer = Optimizer::Sgd;
+  CHECK(costsOf(config, tr, l).rankMemory[0].optimizer == 4 * rank0);
+  // A replicated stage (copies 2) stores its parameters on both ranks.
+  l.stageCopyRank = {1, -1};
+  tr.optimizer = Optimizer::AdamW;
+  CHECK(costsOf(config, tr, l).rankMemory[1].params ==
+        costsOf(config, tr, layout({{0, 3}, {3, 6}}, 2)).rankMemory[1].params + 2 * rank0);
+}
+
+TEST_CASE("The step tail: data-parallel all-reduce and the copies' all-reduce", "[plan]") {
+  ModelConfig config = llama();
+  ModelLayers model = buildLayers(config);
+  double rank0 = model.layers[0].storedParams + model.layers[1].storedParams + model.layers[2].storedParams;
+  Training tr = training();
+  PlanCosts costs = costsOf(config, tr, layout({{0, 3}, {3, 6}}, 4));
+  double grads = 2 * rank0;
+  CHECK(costs.rankTailSeconds[0] == Approx(6 * 1e-6 + 1.5 * grads / 100e9)); // 2(n-1)/n, n = 4
+  CHECK(ringAllReduceSeconds(100, 1, 1, 1) == 0);
+  CHECK(reduceScatterSeconds(400, 4, 100, 0) == 3);
+  CHECK(allToAllSeconds(400, 4, 100, 0) == 3);
+  tr.zeroStage = 2; // reduce-scatter gradients, all-gather parameters
+  CHECK(costsOf(config, tr, layout({{0, 3}, {3, 6}}, 4)).rankTailSeconds[0] ==
+        Approx(6 * 1e-6 + 0.75 * grads / 100e9 + 0.75 * 2 * rank0 / 100e9));
+  ParallelLayout dual = layout({{0, 3}, {3, 6}});
+  dual.stageCopyRank = {1, 0};
+  PlanCosts copies = costsOf(config, training(), dual);
+  CHECK(copies.tail.copiesSeconds > 0);
+  CHECK(copies.tail.dataParallelSeconds == 0);
+}
+
+TEST_CASE("Plan costs feed the cost model and `--costs` as they are", "[plan]") {
+  ModelConfig config = mixtral();
+  PlanCosts costs = costsOf(config, training(), layout({{0, 2}, {2, 4}}, 4, 4));
+  auto compiled = pipec::test::compile("schedule t(P = 2, M = 2) {\n  ranks P; stages P; microbatches M;\n"
+                                       "  place stage s -> rank s;\n  rank r { F; F; B; B; }\n}\n");
+  REQUIRE(compiled->ir);
+  CostModel model = CostModel::build(*compiled->ir, toCostOverrides(costs));
+  for (int64_t s = 0; s < 2; ++s) {
+    CHECK(model.op(OpKind::F, s) == costs.stages[size_t(s)].F);
+    CHECK(model.op(OpKind::W, s) == costs.stages[size_t(s)].W);
+    CHECK(model.transfer(s) == costs.stages[size_t(s)].messageSeconds);
+    CHECK(model.hasSubOps(s));
+  }
+  CHECK(model.pair(0, OpKind::B, 1) == planOverlap(costs.stages[0].forwardParts, costs.stages[1].backwardParts).makespan);
+
+  llvm::SmallString<128> path;
+  REQUIRE_FALSE(llvm::sys::fs::createTemporaryFile("plan-costs", "json", path));
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream out(path, ec);
+    out << costsJson(costs);
+  }
+  std::string error;
+  auto read = readCostsFile(std::string(path), error);
+  llvm::sys::fs::remove(path);
+  INFO(error);
+  REQUIRE(read);
+  CHECK(read->size() == toCostOverrides(costs).size());
+  for (const CostOverride &cost : *read)
+    if (cost.name == "F")
+      CHECK(cost.value == costs.stages[size_t(cost.stage)].F); // exact: JSON keeps every digit
+}
+
+TEST_CASE("Layouts that do not fit are errors that say why", "[plan]") {
+  CHECK(layoutError(layout({{0, 3}, {4, 6}})).find("stage 1 holds layers [4, 6)") != std::string::npos);
+  CHECK(layoutError(layout({{0, 3}, {3, 5}})).find("the stages hold 5 of the model's 6 layers") !=
+        std::string::npos);
+  CHECK(layoutError(layout({{0, 6}}, 32)).find("needs 32 GPUs") != std::string::npos);
+  CHECK(layoutError(layout({{0, 6}}, 4, 2)).find("needs an MoE model") != std::string::npos);
+  CHECK(layoutError(layout({{0, 6}}), training(3)).find("does not divide the 4 attention heads") !=
+        std::string::npos);
+  ParallelLayout l = layout({{0, 3}, {3, 6}});
+  l.stageRank = {0, 2};
+  CHECK(layoutError(l).find("stage 1 is placed on rank 2") != std::string::npos);
+  l = layout({{0, 3}, {3, 6}});
+  l.peakActivations = {1, -1};
+  CHECK(layoutError(l).find("peak activation") != std::string::npos);
+}
+
+TEST_CASE("Cluster presets carry the datasheet figures", "[plan]") {
+  auto h100 = clusterPreset("h100"), h800 = clusterPreset("h800"), h200 = clusterPreset("h200");
+  REQUIRE(h100);
+  REQUIRE(h800);
+  REQUIRE(h200);
+  CHECK(h100->peakFlops == 989e12);
+  CHECK(h100->memoryBytes == 80e9);
+  CHECK(h100->intraNodeBandwidth == 450e9);
+  CHECK(h100->interNodeBandwidth == 50e9);
+  CHECK(h800->intraNodeBandwidth == 200e9);
+  CHECK(h200->memoryBytes == 141e9);
+  CHECK(h200->gpusPerNode == 8);
+  CHECK_FALSE(clusterPreset("a100"));
+  std::string error;
+  auto file = parseCluster(R"({"preset": "h800", "gpus": 2048, "intra_node_bandwidth": 160e9})", "c.json", error);
+  INFO(error);
+  REQUIRE(file);
+  CHECK(file->gpus == 2048);
+  CHECK(file->intraNodeBandwidth == 160e9);
+  CHECK(file->peakFlops == 989e12);
+}
+
+TEST_CASE("Cluster errors name the field", "[plan]") {
+  auto errorOf = [](const std::string &json) {
+    std::string error;
+    CHECK_FALSE(parseCluster(json, "c.json", error));
+    return error;
+  };
+  CHECK(errorOf(R"({"gpus": 8})") == "c.json: field 'gpus_per_node' is missing");
+  CHECK(errorOf(R"({"preset": "h100", "gpus": 12})") ==
+        "c.json: field 'gpus' is 12, not a whole number of nodes of 8");
+  CHECK(errorOf(R"({"preset": "h100", "sustained_fraction": 1.5})") ==
+        "c.json: field 'sustained_fraction' is 1.5, expected above 0 to 1");
+  CHECK(errorOf(R"({"preset": "h100", "memory_bytes": "80GB"})") ==
+        "c.json: field 'memory_bytes' must be a number");
+  CHECK(errorOf(R"({"preset": "h100", "inter_node_bandwidth": 0})").find("'inter_node_bandwidth' is 0") !=
+        std::string::npos);
+  CHECK(errorOf(R"({"preset": "h100", "nvlink": 1})") == "c.json: field 'nvlink' is not a cluster field");
+  CHECK(errorOf(R"({"preset": "tpu"})") == "c.json: field 'preset' is 'tpu'; known: h100, h800, h200");
+}
+
+TEST_CASE("Training input: defaults, optimizer bytes and errors", "[plan]") {
+  std::string error;
+  auto t = parseTraining(R"({"global_batch": 64, "sequence_length": 4096})", "t.json", error);
+  REQUIRE(t);
+  CHECK(t->microBatch == 1);
+  CHECK(t->optimizerBytesPerParam() == 12);
+  CHECK(t->microbatchesPerReplica(4) == 16);
+  CHECK(t->microbatchesPerReplica(5) == 0);
+  t->paramType = DType::FP32;
+  CHECK(t->optimizerBytesPerParam() == 8);
+  auto errorOf = [](const std::string &json) {
+    std::string error;
+    CHECK_FALSE(parseTraining(json, "t.json", error));
+    return error;
+  };
+  CHECK(errorOf(R"({"sequence_length": 4096})") == "t.json: field 'global_batch' is missing");
+  CHECK(errorOf(R"({"global_batch": 8, "sequence_length": 4, "micro_batch": 16})") ==
+        "t.json: field 'micro_batch' is 16, expected 1 to 8");
+  CHECK(errorOf(R"({"global_batch": 8, "sequence_length": 4, "param_dtype": "int8"})") ==
+        "t.json: field 'param_dtype' is 'int8'; expected bf16, fp16 or fp32");
+  CHECK(errorOf(R"({"global_batch": 8, "sequence_length": 4, "zero_stage": 4})") ==
+        "t.json: field 'zero_stage' is 4, expected 0 to 3");
+  CHECK(errorOf(R"({"global_batch": 8, "sequence_length": 4, "recompute": "some"})") ==
+        "t.json: field 'recompute' is 'some'; expected none, selective or full");
+  CHECK(errorOf(R"({"global_batch": 8, "sequence_length": 4, "tp": 2})") ==
+        "t.json: field 'tp' is not a training field");
+}
