@@ -22,6 +22,10 @@ bool loadPlanInputs(const ModelArgs &args, plan::PlanInputs &inputs, std::string
   if (!config)
     return error = "--model: " + why, false;
   auto cluster = plan::readCluster(args.cluster, why);
+  if (!cluster && !llvm::sys::fs::exists(args.cluster) && !plan::clusterPreset(args.cluster))
+    return error = "--cluster: '" + args.cluster +
+                   "' is neither a preset (h100, h800, h200) nor a file",
+           false;
   if (!cluster)
     return error = "--cluster: " + why, false;
   if (args.gpus > 0)

@@ -2,7 +2,9 @@
 //  - one file: the numbers (text or JSON), optionally a timeline, an SVG and a trace;
 //  - several files (--compare) and/or --sweep NAME=v1,v2: one table, one row each.
 #include "driver/Commands.h"
+#include "driver/PlanSetup.h"
 #include "driver/Reporting.h"
+#include "driver/SimUnits.h"
 
 #include "diag/DiagnosticRenderer.h"
 
@@ -15,6 +17,7 @@
 #include <cmath>
 #include <functional>
 #include <memory>
+#include <optional>
 
 namespace pipec {
 
@@ -78,6 +81,16 @@ int runSim(const std::vector<std::string> &files, const SimArgs &sim, const Comm
   if (sweep.empty())
     sweep.push_back({"-", {}, {}}); // one run without a sweep value
 
+  // --model: costs in seconds and bytes, below any --costs / --cost given.
+  plan::PlanInputs units;
+  if (sim.model.given()) {
+    std::string error;
+    if (!loadPlanInputs(sim.model, units, error)) {
+      llvm::errs() << "pipec: error: " << error << "\n";
+      return kExitUsage;
+    }
+  }
+
   std::vector<Row> rows;
   for (const std::string &file : files) {
     for (const SimArgs::SweepPoint &point : sweep) {
@@ -87,6 +100,21 @@ int runSim(const std::vector<std::string> &files, const SimArgs &sim, const Comm
       runArgs.costs.insert(runArgs.costs.end(), point.costs.begin(), point.costs.end());
       runArgs.checks.costs = runArgs.costs; // the memory check sees the swept cost too
       const std::string &setting = point.setting;
+      std::optional<plan::Candidate> inUnits;
+      if (sim.model.given()) {
+        std::string error;
+        inUnits = costInUnits(file, elab, units, error);
+        if (!inUnits && !error.empty()) {
+          llvm::errs() << "pipec: error: '" << file << "': " << error << "\n";
+          status = std::max(status, int(kExitUsage));
+          continue;
+        }
+        if (inUnits) {
+          std::vector<CostOverride> model = plan::toCostOverrides(inUnits->costs);
+          runArgs.costs.insert(runArgs.costs.begin(), model.begin(), model.end());
+          runArgs.checks.costs = runArgs.costs;
+        }
+      }
       auto compilation = compileAndCheck(file, runArgs, elab, status);
       if (!compilation)
         continue;
@@ -117,7 +145,10 @@ int runSim(const std::vector<std::string> &files, const SimArgs &sim, const Comm
       }
       if (sim.json)
         printSimJson(ir, report, result, llvm::outs());
-      else {
+      else if (inUnits) {
+        printSimText(ir, report, result, llvm::outs());
+        printUnitsSummary(units, *inUnits, llvm::outs());
+      } else {
         llvm::outs() << costRule(ir);
         printSimText(ir, report, result, llvm::outs());
       }

@@ -438,9 +438,12 @@ bool parseSimArgs(pipec::SimArgs &sim) {
 bool validateImport() { return requirePath(ImportOutput); }
 
 // Reads the planner's inputs; their files are read later, by the subcommand.
-bool parseModelArgs(pipec::ModelArgs &model) {
+// plan needs them all; sim only with --model.
+bool parseModelArgs(pipec::ModelArgs &model, bool required) {
   if (!requirePath(ModelFile) || !requirePath(ClusterName))
     return false;
+  if (required && !given(ModelFile))
+    return usage("plan needs --model (a Hugging Face config.json)");
   if (!given(ModelFile))
     if (const cl::Option *option = firstGiven({&ClusterName, &Gpus, &GlobalBatch, &SeqLen,
                                                &MicroBatchSize, &RecomputeMode, &ZeroStage,
@@ -504,7 +507,7 @@ int dispatch(int argc, char **argv) {
   }
   if (PlanCmd) {
     pipec::ModelArgs model;
-    if (!parseModelArgs(model))
+    if (!parseModelArgs(model, /*required=*/true))
       return pipec::kExitUsage;
     pipec::PlanArgs plan{PlanFiles, PlanFormat == SimFormat::Json, PlanThreads, PlanRows};
     return pipec::runPlan(plan, model, args);
@@ -529,7 +532,7 @@ int dispatch(int argc, char **argv) {
   }
   if (SimCmd) {
     pipec::SimArgs sim;
-    if (!parseSimArgs(sim) || !parseModelArgs(sim.model))
+    if (!parseSimArgs(sim) || !parseModelArgs(sim.model, /*required=*/false))
       return pipec::kExitUsage;
     return pipec::runSim(SimFiles, sim, args);
   }

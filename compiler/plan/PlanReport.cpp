@@ -23,7 +23,8 @@ std::string formatGB(double bytes) { return fmt::format("{:.1f}", bytes / 1e9); 
 namespace {
 
 std::string percent(double fraction) { return fmt::format("{:.1f}%", 100 * fraction); }
-std::string seconds(double s) { return formatNumber(s); }
+// Four significant digits: enough to rank by, short enough for a table.
+std::string seconds(double s) { return fmt::format("{:.4g}", s); }
 
 std::string fileName(const std::string &path) {
   size_t slash = path.find_last_of('/');
@@ -74,6 +75,8 @@ void printPlanText(const PlanInputs &inputs, const PlanResult &plan, llvm::raw_o
   out << fmt::format("{} candidates simulated, {} fit in memory; {} layouts refused by a "
                      "schedule's requirements or checks\n",
                      plan.candidates.size(), fitting, plan.refused);
+  if (plan.candidates.empty())
+    return;
   const char *kRow = "{:>3} {:<18} {:<28} {:>9} {:>7} {:>6} {:>10} {:>9} {:>7} {:>7} {:>7} "
                      "{:>7} {:>7} {:>7} {:>4}\n";
   out << "memory in GB per GPU (the rank that needs most)\n";
@@ -86,7 +89,7 @@ void printPlanText(const PlanInputs &inputs, const PlanResult &plan, llvm::raw_o
     out << fmt::format(kRow, i + 1, c.name, describeLayout(c.layout), seconds(c.stepTime),
                        percent(c.bubbleFraction), percent(c.mfu),
                        fmt::format("{:.0f}", c.tokensPerSecond),
-                       formatNumber(c.gpuHoursPerMillionTokens), formatGB(m.params),
+                       seconds(c.gpuHoursPerMillionTokens), formatGB(m.params),
                        formatGB(m.grads), formatGB(m.optimizer), formatGB(m.activations),
                        formatGB(m.buffers), formatGB(m.total), c.fits ? "yes" : "no");
   }
@@ -101,7 +104,7 @@ void printPlanText(const PlanInputs &inputs, const PlanResult &plan, llvm::raw_o
                      "GPU-hours per million tokens, {} GB per GPU\n",
                      best.name, fileName(best.schedule), describeLayout(best.layout),
                      seconds(best.stepTime), percent(best.bubbleFraction), percent(best.mfu),
-                     formatNumber(best.gpuHoursPerMillionTokens), formatGB(best.memory.total));
+                     seconds(best.gpuHoursPerMillionTokens), formatGB(best.memory.total));
   // The runner-up: the best fitting candidate of another schedule, else the next one.
   const Candidate *runnerUp = nullptr;
   for (size_t i = *plan.recommended + 1; i < plan.candidates.size() && !runnerUp; ++i)
@@ -179,7 +182,7 @@ void printRemedies(const std::vector<Remedy> &remedies, llvm::raw_ostream &out) 
       continue;
     any = true;
     out << fmt::format("  {}: {} ({}), {} s per step, {} GB per GPU\n", r.change, r.best->name,
-                       describeLayout(r.best->layout), formatNumber(r.best->stepTime),
+                       describeLayout(r.best->layout), seconds(r.best->stepTime),
                        formatGB(r.best->memory.total));
   }
   if (!any)

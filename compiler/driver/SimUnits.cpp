@@ -1,0 +1,92 @@
+#include "driver/SimUnits.h"
+
+#include "driver/Compilation.h"
+#include "plan/PlanReport.h"
+#include "sim/SimOutputs.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace pipec {
+
+namespace {
+
+const int64_t *defined(const ElabOptions &elab, const std::string &name) {
+  for (const auto &[n, value] : elab.defines)
+    if (n == name)
+      return &value;
+  return nullptr;
+}
+
+int64_t paramValue(const ScheduleIR &ir, const char *name) {
+  for (const auto &[n, value] : ir.params)
+    if (n == name)
+      return value;
+  return 0;
+}
+
+} // namespace
+
+std::optional<plan::Candidate> costInUnits(const std::string &file, ElabOptions &elab,
+                                           const plan::PlanInputs &inputs, std::string &error) {
+  // Elaborate once as given to learn P (and v); the checks come later, in sim.
+  Compilation probe(file);
+  if (!probe.runFrontEnd(elab))
+    return std::nullopt; // sim reports the diagnostics when it compiles the file
+  const ScheduleIR &ir = *probe.ir();
+  const plan::Training &t = inputs.training;
+  int64_t P = ir.numRanks, gpus = inputs.cluster.gpus;
+  if (P < 1 || gpus % (P * t.tensorParallel)) {
+    error = fmt::format("{} GPUs do not split into pipelines of P = {} ranks", gpus, P);
+    return std::nullopt;
+  }
+  int64_t dp = gpus / (P * t.tensorParallel);
+  if (t.globalBatch % (dp * t.microBatch)) {
+    error = fmt::format("--global-batch {} is not a whole number of micro-batches of {} over "
+                        "dp = {} replicas",
+                        t.globalBatch, t.microBatch, dp);
+    return std::nullopt;
+  }
+  int64_t M = t.globalBatch / (dp * t.microBatch);
+  if (const int64_t *given = defined(elab, "M")) {
+    if (*given != M) {
+      error = fmt::format("-D M={} but --global-batch {} / (dp {} x micro-batch {}) is {} "
+                          "micro-batches",
+                          *given, t.globalBatch, dp, t.microBatch, M);
+      return std::nullopt;
+    }
+  } else {
+    elab.defines.emplace_back("M", M);
+  }
+  int64_t ep = inputs.expertParallel.value_or(1);
+  if (dp % ep || (inputs.config.isMoe() ? inputs.config.routedExperts % ep : ep > 1)) {
+    error = fmt::format("--ep {} must divide dp = {} and the {} routed experts", ep, dp,
+                        inputs.config.routedExperts);
+    return std::nullopt;
+  }
+  plan::Layout layout{P, dp, ep, M, paramValue(ir, "v")};
+  // Layouts always pass P, M and v; define them as the schedule bound them.
+  std::optional<plan::Candidate> candidate = plan::evaluateCandidate(inputs, file, layout, error);
+  return candidate;
+}
+
+void printUnitsSummary(const plan::PlanInputs &inputs, const plan::Candidate &c,
+                       llvm::raw_ostream &out) {
+  const plan::MemoryBreakdown &m = c.memory;
+  out << fmt::format("in seconds and bytes ({}, {} GPUs of {}; {}):\n", inputs.config.modelType,
+                     inputs.cluster.gpus, inputs.cluster.name, plan::describeLayout(c.layout));
+  out << fmt::format("  step time {} s (pipeline {} s + gradient reduction {} s), bubble "
+                     "{:.1f}%, MFU {:.1f}%, {:.0f} tokens/s, {} GPU-hours per million tokens\n",
+                     formatNumber(c.stepTime), formatNumber(c.makespan),
+                     formatNumber(c.tailSeconds), 100 * c.bubbleFraction, 100 * c.mfu,
+                     c.tokensPerSecond, formatNumber(c.gpuHoursPerMillionTokens));
+  out << fmt::format("  memory per GPU (GB): params {}, grads {}, optimizer {}, activations {}, "
+                     "buffers {}, total {} of {}: {}\n",
+                     plan::formatGB(m.params), plan::formatGB(m.grads),
+                     plan::formatGB(m.optimizer), plan::formatGB(m.activations),
+                     plan::formatGB(m.buffers), plan::formatGB(m.total),
+                     plan::formatGB(inputs.cluster.memoryBytes), c.fits ? "fits" : "does not fit");
+}
+
+} // namespace pipec
