@@ -19,8 +19,8 @@ const int64_t *defined(const ElabOptions &elab, const std::string &name) {
   return nullptr;
 }
 
-int64_t paramValue(const ScheduleIR &ir, const char *name) {
-  for (const auto &[n, value] : ir.params)
+int64_t paramValue(const ScheduleIR *ir, const char *name) {
+  for (const auto &[n, value] : ir->params)
     if (n == name)
       return value;
   return 0;
@@ -65,10 +65,12 @@ std::optional<plan::Candidate> costInUnits(const std::string &file, ElabOptions 
                         inputs.config.routedExperts);
     return std::nullopt;
   }
-  plan::Layout layout{P, dp, ep, M, paramValue(ir, "v")};
-  // Layouts always pass P, M and v; define them as the schedule bound them.
-  std::optional<plan::Candidate> candidate = plan::evaluateCandidate(inputs, file, layout, error);
-  return candidate;
+  // A schedule that refuses this M is reported by sim itself, located (exit 1).
+  Compilation checked(file);
+  if (!checked.runAll(elab, CheckOptions{}))
+    return std::nullopt;
+  plan::Layout layout{P, dp, ep, M, paramValue(checked.ir(), "v")};
+  return plan::evaluateCandidate(inputs, file, layout, error);
 }
 
 void printUnitsSummary(const plan::PlanInputs &inputs, const plan::Candidate &c,
