@@ -91,7 +91,8 @@ struct LayerSpec {
 struct ModelLayers {
   std::vector<LayerSpec> layers;
   double totalParams = 0;       // main model (embedding, layers, head; tied counted once)
-  double activeParams = 0;      // per token, main model (embedding table included)
+  double activeParams = 0;      // per token, main model (embedding table included, as Mixtral counts)
+  double activeNonEmbeddingParams = 0; // the same without the embedding lookup (as DeepSeek counts)
   double mtpParams = 0;         // multi-token prediction modules, as stored (own embedding/head copies)
   double totalWithMtpParams = 0;
   // Forward FLOPs of a micro-batch of `batch` sequences of `seq` tokens for layers [first, last).

@@ -113,6 +113,8 @@ ModelLayers buildLayers(const ModelConfig &c) {
   for (const LayerSpec &layer : model.layers) {
     model.totalParams += layer.params;
     model.activeParams += layer.activeParams;
+    if (layer.kind != LayerKind::Embedding)
+      model.activeNonEmbeddingParams += layer.activeParams;
   }
   // A multi-token prediction module (DeepSeek-V3 report, §2.2): two norms, a
   // 2h -> h projection and one transformer layer; the checkpoint stores its own

@@ -113,7 +113,7 @@ StageWork stageWork(const ModelConfig &config, const ModelLayers &model, const T
     w.largestLayerActivation =
         std::max(w.largestLayerActivation, layerActivationBytes(config, layer.kind, noRecompute));
     double e = bytesOf(training.activationType), h = double(config.hiddenSize);
-    // Korthikanti et al. §4.2: the embedding's dropout mask; the head's norm
+    // Korthikanti et al.: the embedding's dropout mask; the head's norm
     // input, projection input and fp32 logits for the loss.
     if (layer.kind == LayerKind::Embedding && config.dropout)
       w.activationBytes += tokens * h / t;
@@ -248,6 +248,8 @@ std::optional<PlanCosts> computeCosts(const ModelConfig &config, const ModelLaye
     StepTail &tail = tails[size_t(r)];
     double bw = cluster.bandwidth(dataGroupInNode), lat = cluster.latency(dataGroupInNode);
     auto reduce = [&](double params, int64_t replicas) {
+      if (params == 0)
+        return 0.0; // no experts here: no collective at all
       double grads = params * gradBytes;
       if (zero == 0)
         return ringAllReduceSeconds(grads, replicas, bw, lat);
@@ -269,6 +271,14 @@ std::optional<PlanCosts> computeCosts(const ModelConfig &config, const ModelLaye
         double bytes = ((w.params - w.expertParams) / t + w.expertParams / (t * double(ep))) * gradBytes;
         tail.copiesSeconds += ringAllReduceSeconds(bytes, 2, cluster.bandwidth(same), cluster.latency(same));
       }
+    // A tied embedding and head on two ranks are one parameter with two
+    // copies (Megatron's embedding group): their gradients are summed too.
+    int64_t embeddingRank = l.stageRank.front(), headRank = l.stageRank.back();
+    if (config.tiedEmbeddings && embeddingRank != headRank && (r == embeddingRank || r == headRank)) {
+      bool same = nodeOfRank(l, cluster, training, embeddingRank) == nodeOfRank(l, cluster, training, headRank);
+      double bytes = double(config.vocabSize) * h / t * gradBytes;
+      tail.copiesSeconds += ringAllReduceSeconds(bytes, 2, cluster.bandwidth(same), cluster.latency(same));
+    }
     costs.rankTailSeconds[size_t(r)] = tail.total();
     if (tail.total() > costs.tail.total())
       costs.tail = tail;

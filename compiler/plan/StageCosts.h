@@ -50,9 +50,11 @@ struct StageCost {
   double F = 0, B = 0, I = 0, W = 0; // seconds
   SubOpDurations forwardParts{};   // attention, dispatch, mlp, combine; sum to F
   SubOpDurations backwardParts{};  // sum to B
-  double messageBytes = 0;         // activation (and gradient) between this stage and the next
-  double messageSeconds = 0;       // latency + bytes / bandwidth on that link
-  bool nextOnSameNode = true;
+  double messageBytes = 0;         // one activation (or gradient) this stage sends
+  // latency + bytes / bandwidth on the slower of its links to the neighbour
+  // stages (the cost model has one link per stage); 0 when both share its rank.
+  double messageSeconds = 0;
+  bool nextOnSameNode = true;      // whether that link stays inside a node
   double allToAllBytes = 0;        // one dispatch's bytes leaving the GPU, all MoE layers of the stage
   double activationBytes = 0;      // stored per micro-batch (after recomputation)
   double paramsPerGpu = 0;         // parameters this stage stores on one GPU
@@ -60,7 +62,7 @@ struct StageCost {
 
 struct StepTail {
   double dataParallelSeconds = 0; // gradient all-reduce (or reduce-scatter + all-gather) over dp
-  double copiesSeconds = 0;       // all-reduce between a replicated stage's two copies
+  double copiesSeconds = 0;       // all-reduce between a replicated stage's two copies (and a tied embedding's)
   double total() const { return dataParallelSeconds + copiesSeconds; }
 };
 

@@ -52,8 +52,17 @@ std::optional<std::vector<StageProfile>> profileTrace(llvm::StringRef json, llvm
   for (const auto &chunks : stageOf)
     for (int64_t s : chunks)
       stages = std::max(stages, s + 1);
-  std::vector<StageProfile> profile(static_cast<size_t>(stages));
-  std::vector<std::array<double, 4>> sums(size_t(stages), {0, 0, 0, 0});
+
+  // An op's slice runs from when the rank starts it, so it includes any wait
+  // for its input; a message's arrow ends where the message arrived. The op
+  // computed from the later of its start and its last input's arrival.
+  struct Timed {
+    double start, end, arrival;
+    int kind;    // -1: an overlap pair
+    size_t stage;
+  };
+  std::vector<std::vector<Timed>> slices(stageOf.size());
+  std::vector<std::pair<int64_t, double>> arrivals; // (rank, ts)
   size_t index = 0;
   for (const llvm::json::Value &value : *events) {
     std::string where = name.str() + ": traceEvents[" + std::to_string(index++) + "]";
@@ -62,34 +71,72 @@ std::optional<std::vector<StageProfile>> profileTrace(llvm::StringRef json, llvm
       error = where + " is not an object";
       return std::nullopt;
     }
-    if (event->getString("ph") != llvm::StringRef("X"))
-      continue; // metadata and message arrows
+    auto phase = event->getString("ph");
+    if (phase == llvm::StringRef("f")) {
+      auto rank = event->getInteger("pid");
+      auto ts = event->getNumber("ts");
+      if (!rank || !ts || !std::isfinite(*ts)) {
+        error = where + " (a message's arrival) needs an integer 'pid' and a finite number 'ts'";
+        return std::nullopt;
+      }
+      arrivals.push_back({*rank, *ts});
+      continue;
+    }
+    if (phase != llvm::StringRef("X"))
+      continue; // metadata and message departures
     auto label = event->getString("name");
     auto rank = event->getInteger("pid");
+    auto start = event->getNumber("ts");
     auto duration = event->getNumber("dur");
-    if (!label || !rank || !duration) {
-      error = where + " needs a string 'name', an integer 'pid' and a number 'dur'";
+    if (!label || !rank || !start || !duration) {
+      error = where + " needs a string 'name', an integer 'pid' and numbers 'ts' and 'dur'";
       return std::nullopt;
     }
-    if (!std::isfinite(*duration) || *duration < 0) {
-      error = where + " has a negative or non-finite 'dur'";
+    if (!std::isfinite(*duration) || *duration < 0 || !std::isfinite(*start)) {
+      error = where + " has a negative or non-finite 'ts' or 'dur'";
       return std::nullopt;
     }
+    if (*rank < 0 || size_t(*rank) >= stageOf.size()) {
+      error = where + " ('" + label->str() + "') is on rank " + std::to_string(*rank) +
+              ", which the placement does not have";
+      return std::nullopt;
+    }
+    const std::vector<int64_t> &chunks = stageOf[size_t(*rank)];
     std::optional<Slice> slice = parseLabel(*label);
-    if (!slice)
-      continue; // overlap pairs: their halves are not timed apart
-    if (*rank < 0 || size_t(*rank) >= stageOf.size() || slice->chunk >= int64_t(stageOf[size_t(*rank)].size()) ||
-        stageOf[size_t(*rank)][size_t(slice->chunk)] < 0) {
+    if (slice && (slice->chunk >= int64_t(chunks.size()) || chunks[size_t(slice->chunk)] < 0)) {
       error = where + " ('" + label->str() + "' on rank " + std::to_string(*rank) +
               ") is on a rank or chunk the placement does not have";
       return std::nullopt;
     }
-    size_t stage = size_t(stageOf[size_t(*rank)][size_t(slice->chunk)]);
-    StageProfile &p = profile[stage];
-    OpProfile *ops[] = {&p.F, &p.B, &p.I, &p.W};
-    ++ops[slice->kind]->samples;
-    sums[stage][size_t(slice->kind)] += *duration * 1e-6; // the trace is in microseconds
+    // Overlap pairs stay in the list (an arrow may end in one) but are not
+    // measured: their halves are not timed apart.
+    slices[size_t(*rank)].push_back({*start, *start + *duration, *start, slice ? slice->kind : -1,
+                                     slice ? size_t(chunks[size_t(slice->chunk)]) : 0});
   }
+  for (std::vector<Timed> &rank : slices)
+    std::sort(rank.begin(), rank.end(), [](const Timed &a, const Timed &b) { return a.start < b.start; });
+  for (auto [rank, ts] : arrivals) {
+    if (rank < 0 || size_t(rank) >= slices.size())
+      continue;
+    std::vector<Timed> &list = slices[size_t(rank)];
+    // The latest slice starting at or before the arrival holds it.
+    auto after = std::upper_bound(list.begin(), list.end(), ts,
+                                  [](double t, const Timed &slice) { return t < slice.start; });
+    if (after != list.begin() && ts <= std::prev(after)->end)
+      std::prev(after)->arrival = std::max(std::prev(after)->arrival, ts);
+  }
+
+  std::vector<StageProfile> profile(static_cast<size_t>(stages));
+  std::vector<std::array<double, 4>> sums(size_t(stages), {0, 0, 0, 0});
+  for (const std::vector<Timed> &rank : slices)
+    for (const Timed &slice : rank) {
+      if (slice.kind < 0)
+        continue;
+      StageProfile &p = profile[slice.stage];
+      OpProfile *ops[] = {&p.F, &p.B, &p.I, &p.W};
+      ++ops[slice.kind]->samples;
+      sums[slice.stage][size_t(slice.kind)] += (slice.end - slice.arrival) * 1e-6; // microseconds
+    }
   for (size_t s = 0; s < profile.size(); ++s) {
     OpProfile *ops[] = {&profile[s].F, &profile[s].B, &profile[s].I, &profile[s].W};
     for (int k = 0; k < 4; ++k)

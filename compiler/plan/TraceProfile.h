@@ -13,7 +13,7 @@
 namespace pipec::plan {
 
 struct OpProfile {
-  double seconds = 0; // mean duration
+  double seconds = 0; // mean duration, from the op's last input's arrival to its end
   int64_t samples = 0;
 };
 
@@ -23,7 +23,8 @@ struct StageProfile {
 
 // Reads the trace's lone op slices ("F0.3": kind, chunk, micro-batch; overlap
 // pairs "FB(...)" are skipped: their halves cannot be told apart) and averages
-// them per stage. `stageOf[rank][chunk]` names each slice's stage. nullopt
+// them per stage. A slice includes the op's wait for its inputs; the time
+// before its last incoming message arrow ends is not counted. `stageOf[rank][chunk]` names each slice's stage. nullopt
 // with `error` set on malformed traces or unknown ranks/chunks.
 std::optional<std::vector<StageProfile>> profileTrace(llvm::StringRef json, llvm::StringRef name,
                                                       const std::vector<std::vector<int64_t>> &stageOf,

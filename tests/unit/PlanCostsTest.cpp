@@ -98,7 +98,7 @@ std::string layoutError(const ParallelLayout &l, const Training &tr = training()
 } // namespace
 
 TEST_CASE("Activation bytes reproduce Korthikanti et al. on GPT-3", "[plan]") {
-  // GPT-3 175B at s = 2048, b = 1, t = 8 (the paper's Table 3 setting).
+  // GPT-3 175B at s = 2048, b = 1, t = 8, as the paper runs it.
   ModelConfig gpt3 = parse(R"({"model_type": "gpt2", "n_embd": 12288, "n_layer": 96, "n_head": 96,
     "n_positions": 2048, "vocab_size": 50257})");
   Training tr;
@@ -107,14 +107,14 @@ TEST_CASE("Activation bytes reproduce Korthikanti et al. on GPT-3", "[plan]") {
   tr.microBatch = 1;
   tr.tensorParallel = 8;
   double s = 2048, b = 1, h = 12288, a = 96, t = 8;
-  // 5as/h = 80 for GPT-3 (paper, §4.1).
+  // 5as/h = 80 for GPT-3, as the paper notes.
   CHECK(korthikantiActivationBytes(s, b, h, a, t, Recompute::None) == s * b * h * (34 + 80) / t);
   for (Recompute r : {Recompute::None, Recompute::Selective, Recompute::Full}) {
     tr.recompute = r;
     CHECK(layerActivationBytes(gpt3, LayerKind::Dense, tr) ==
           Approx(korthikantiActivationBytes(s, b, h, a, t, r)).epsilon(1e-12));
   }
-  // Selective recomputation saves 70% of the activations (paper, §5).
+  // Selective recomputation saves 70% of the activations, as the paper reports for GPT-3.
   tr.recompute = Recompute::Selective;
   double selective = layerActivationBytes(gpt3, LayerKind::Dense, tr);
   tr.recompute = Recompute::None;
@@ -258,6 +258,12 @@ TEST_CASE("The step tail: data-parallel all-reduce and the copies' all-reduce", 
   PlanCosts copies = costsOf(config, training(), dual);
   CHECK(copies.tail.copiesSeconds > 0);
   CHECK(copies.tail.dataParallelSeconds == 0);
+  // A tied embedding on the first stage and its head on the last sum their gradients.
+  ModelConfig tied = parse(R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+    "num_hidden_layers": 4, "num_attention_heads": 4, "vocab_size": 100, "tie_word_embeddings": true})");
+  PlanCosts tiedCosts = costsOf(tied, training(), layout({{0, 3}, {3, 6}}));
+  CHECK(tiedCosts.tail.copiesSeconds == Approx(2 * 1e-6 + 100 * 64 * 2 / 100e9));
+  CHECK(costsOf(tied, training(), layout({{0, 6}})).tail.copiesSeconds == 0);
 }
 
 TEST_CASE("Plan costs feed the cost model and `--costs` as they are", "[plan]") {
