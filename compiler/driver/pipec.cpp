@@ -114,7 +114,7 @@ cl::list<std::string> SimFiles(cl::Positional, cl::OneOrMore, cl::desc("<file.pi
                                cl::sub(SimCmd));
 cl::opt<bool> Compare("compare", cl::desc("One table row per schedule"), cl::sub(SimCmd),
                       cl::cat(Category));
-cl::opt<std::string> Sweep("sweep", cl::desc("One row per value of a parameter"),
+cl::opt<std::string> Sweep("sweep", cl::desc("One row per value of a parameter or a cost"),
                            cl::value_desc("NAME=v1,v2,..."), cl::sub(SimCmd), cl::cat(Category));
 cl::opt<bool> Timeline("timeline", cl::desc("Print an ASCII timeline"), cl::sub(SimCmd),
                        cl::cat(Category));
@@ -144,6 +144,8 @@ cl::opt<std::string> RecomputeMode("recompute",
                                    Planning, cl::cat(Category));
 cl::opt<int> ZeroStage("zero", cl::desc("ZeRO stage over data parallelism: 0, 1, 2 or 3"),
                        cl::value_desc("0-3"), cl::init(0), Planning, cl::cat(Category));
+cl::opt<int64_t> TensorParallel("tp", cl::desc("Tensor-parallel size (sequence parallelism assumed)"),
+                                cl::value_desc("N"), cl::init(1), Planning, cl::cat(Category));
 cl::opt<int64_t> ExpertParallel("ep",
                                 cl::desc("Expert-parallel size (sim: default 1; plan: every size)"),
                                 cl::value_desc("N"), Planning, cl::cat(Category));
@@ -447,7 +449,7 @@ bool parseModelArgs(pipec::ModelArgs &model, bool required) {
   if (!given(ModelFile))
     if (const cl::Option *option = firstGiven({&ClusterName, &Gpus, &GlobalBatch, &SeqLen,
                                                &MicroBatchSize, &RecomputeMode, &ZeroStage,
-                                               &ExpertParallel}))
+                                               &TensorParallel, &ExpertParallel}))
       return usage(spelling(*option) + " needs --model (a Hugging Face config.json)");
   auto positive = [](const cl::opt<int64_t> &option) {
     return !given(option) || option >= 1 ||
@@ -455,7 +457,7 @@ bool parseModelArgs(pipec::ModelArgs &model, bool required) {
                  std::to_string(option));
   };
   if (!positive(Gpus) || !positive(GlobalBatch) || !positive(SeqLen) ||
-      !positive(MicroBatchSize) || !positive(ExpertParallel))
+      !positive(MicroBatchSize) || !positive(ExpertParallel) || !positive(TensorParallel))
     return false;
   if (RecomputeMode != "none" && RecomputeMode != "selective" && RecomputeMode != "full")
     return usage("--recompute expects none, selective or full, got '" + RecomputeMode + "'");
@@ -473,6 +475,7 @@ bool parseModelArgs(pipec::ModelArgs &model, bool required) {
   model.recompute = RecomputeMode;
   model.zero = ZeroStage;
   model.expertParallel = ExpertParallel;
+  model.tensorParallel = TensorParallel;
   return true;
 }
 
