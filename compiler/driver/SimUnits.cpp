@@ -30,15 +30,25 @@ int64_t paramValue(const ScheduleIR *ir, const char *name) {
 
 std::optional<plan::Candidate> costInUnits(const std::string &file, ElabOptions &elab,
                                            const plan::PlanInputs &inputs, std::string &error) {
-  // Elaborate once as given to learn P (and v); the checks come later, in sim.
+  // P as given or as the schedule declares it: M depends on it, and the
+  // schedule's requires may refuse its default M.
   Compilation probe(file);
-  if (!probe.runFrontEnd(elab))
+  if (!probe.load() || !probe.parse())
     return std::nullopt; // sim reports the diagnostics when it compiles the file
-  const ScheduleIR &ir = *probe.ir();
+  const int64_t *givenP = defined(elab, "P");
+  int64_t P = givenP ? *givenP : 0;
+  for (const ast::Param &param : probe.ast()->params)
+    if (param.var.name == "P" && !givenP)
+      P = param.defaultValue;
   const plan::Training &t = inputs.training;
-  int64_t P = ir.numRanks, gpus = inputs.cluster.gpus;
-  if (P < 1 || gpus % (P * t.tensorParallel)) {
-    error = fmt::format("{} GPUs do not split into pipelines of P = {} ranks", gpus, P);
+  int64_t gpus = inputs.cluster.gpus;
+  if (P < 1) {
+    error = "the schedule has no parameter P (its ranks) to lay the GPUs out by";
+    return std::nullopt;
+  }
+  if (gpus % (P * t.tensorParallel)) {
+    error = fmt::format("{} GPUs do not split into pipelines of P = {} ranks{}", gpus, P,
+                        t.tensorParallel > 1 ? fmt::format(" x tp {}", t.tensorParallel) : "");
     return std::nullopt;
   }
   int64_t dp = gpus / (P * t.tensorParallel);
