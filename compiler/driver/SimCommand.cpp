@@ -143,7 +143,10 @@ int runSim(const std::vector<std::string> &files, const SimArgs &sim, const Comm
                         peak, chunks, ir.copies, CostModel::stagesPerRank(ir)});
         continue;
       }
-      if (sim.json)
+      if (sim.json && inUnits)
+        printSimJson(ir, report, result, llvm::outs(),
+                     [&](llvm::json::OStream &j) { writeUnitsJson(*inUnits, j); });
+      else if (sim.json)
         printSimJson(ir, report, result, llvm::outs());
       else if (inUnits) {
         printSimText(ir, report, result, llvm::outs());

@@ -83,6 +83,28 @@ std::optional<plan::Candidate> costInUnits(const std::string &file, ElabOptions 
   return plan::evaluateCandidate(inputs, file, layout, error);
 }
 
+void writeUnitsJson(const plan::Candidate &c, llvm::json::OStream &j) {
+  j.attributeObject("in_units", [&] {
+    j.attribute("bubble_fraction", c.bubbleFraction);
+    j.attribute("data_parallel", c.layout.dp);
+    j.attribute("expert_parallel", c.layout.ep);
+    j.attribute("fits", c.fits);
+    j.attribute("gpu_hours_per_million_tokens", c.gpuHoursPerMillionTokens);
+    j.attribute("memory_bytes_per_gpu", c.memory.total);
+    j.attributeObject("memory_parts", [&] {
+      j.attribute("activations", c.memory.activations);
+      j.attribute("buffers", c.memory.buffers);
+      j.attribute("grads", c.memory.grads);
+      j.attribute("optimizer", c.memory.optimizer);
+      j.attribute("params", c.memory.params);
+    });
+    j.attribute("mfu", c.mfu);
+    j.attribute("step_time_s", c.stepTime);
+    j.attribute("tail_s", c.tailSeconds);
+    j.attribute("tokens_per_second", c.tokensPerSecond);
+  });
+}
+
 void printUnitsSummary(const plan::PlanInputs &inputs, const plan::Candidate &c,
                        llvm::raw_ostream &out) {
   const plan::MemoryBreakdown &m = c.memory;

@@ -6,6 +6,7 @@
 #include "driver/Commands.h"
 #include "plan/Planner.h"
 
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <optional>
@@ -19,6 +20,9 @@ namespace pipec {
 std::optional<plan::Candidate> costInUnits(const std::string &file, ElabOptions &elab,
                                            const plan::PlanInputs &inputs,
                                            std::string &error);
+
+// The summary as the "in_units" attribute of sim's JSON document.
+void writeUnitsJson(const plan::Candidate &c, llvm::json::OStream &j);
 
 void printUnitsSummary(const plan::PlanInputs &inputs, const plan::Candidate &c,
                        llvm::raw_ostream &out);
