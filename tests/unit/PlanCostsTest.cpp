@@ -383,3 +383,28 @@ TEST_CASE("Training input: defaults, optimizer bytes and errors", "[plan]") {
   CHECK(errorOf(R"({"global_batch": 8, "sequence_length": 4, "tp": 2})") ==
         "t.json: field 'tp' is not a training field");
 }
+
+TEST_CASE("Cluster and training files are read under the input limit, or name the path", "[plan]") {
+  std::string error;
+  CHECK(readCluster("h200", error)->memoryBytes == 141e9);
+  CHECK_FALSE(readCluster("no-such-cluster.json", error));
+  CHECK(error.find("cannot read 'no-such-cluster.json'") == 0);
+  CHECK_FALSE(readTraining("no-such-training.json", error));
+  CHECK(error.find("cannot read 'no-such-training.json'") == 0);
+  llvm::SmallString<128> path;
+  REQUIRE_FALSE(llvm::sys::fs::createTemporaryFile("cluster", "json", path));
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream out(path, ec);
+    out << R"({"gpus": 16, "gpus_per_node": 8, "memory_bytes": 80e9, "peak_flops": 989e12,
+      "intra_node_bandwidth": 450e9, "inter_node_bandwidth": 50e9,
+      "intra_node_latency": 5e-6, "inter_node_latency": 1e-5})";
+  }
+  auto file = readCluster(std::string(path), error);
+  llvm::sys::fs::remove(path);
+  INFO(error);
+  REQUIRE(file);
+  CHECK(file->sustainedFraction == 0.5); // the documented default
+  CHECK(file->sustainedFlops() == 494.5e12);
+  CHECK(file->nodeOf(9) == 1);
+}
