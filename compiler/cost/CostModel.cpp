@@ -6,6 +6,12 @@
 
 namespace pipec {
 
+double CostModel::stagesPerRank(const ScheduleIR &ir) {
+  if (ir.numRanks <= 0 || ir.numStages <= 0)
+    return 1;
+  return double(ir.numStages) / double(ir.numRanks);
+}
+
 CostModel CostModel::build(const ScheduleIR &ir, const std::vector<CostOverride> &overrides) {
   ResolvedCosts costs(ir, overrides);
   size_t stages = static_cast<size_t>(ir.numStages);
@@ -18,11 +24,14 @@ CostModel CostModel::build(const ScheduleIR &ir, const std::vector<CostOverride>
   model.hasSubOps_.resize(stages);
   model.latency_.resize(stages);
   model.bandwidth_.resize(stages);
+  model.defaultScale_ = 1 / stagesPerRank(ir);
+  const double scale = model.defaultScale_;
   static const char *kSubOpNames[2][kSubOps] = {
       {"attn_f", "dispatch_f", "mlp_f", "combine_f"},
       {"attn_b", "dispatch_b", "mlp_b", "combine_b"}};
   for (size_t s = 0; s < stages; ++s) {
-    double f = costs.get("F", s, 1), b = costs.get("B", s, 2), w = costs.get("W", s, 1);
+    double f = costs.get("F", s, 1 * scale), b = costs.get("B", s, 2 * scale),
+           w = costs.get("W", s, 1 * scale);
     model.op_[static_cast<int>(OpKind::F)][s] = f;
     model.op_[static_cast<int>(OpKind::B)][s] = b;
     model.op_[static_cast<int>(OpKind::W)][s] = w;

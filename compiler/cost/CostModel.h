@@ -3,8 +3,13 @@
 // point latency and bandwidth, activation sizes, and the sub-operation costs
 // that decide how long an overlap pair takes.
 //
-// Defaults: F=1, B=2, W=1, I=B-W (at least 0), an overlap pair F+B, p2p=0,
-// unlimited bandwidth, activation_bytes unknown (0). Which given setting wins
+// Defaults: F=1, B=2, W=1 for one rank's share of the model, so that schedules
+// compare fairly: a stage's default is that share divided by v, the stages each
+// rank holds per copy of the model (v = stages / ranks: 1 for 1F1B and DualPipe,
+// whose two stages on a rank are copies of each other; 2 for ZB-V and
+// DualPipeV; v for interleaved 1F1B). I=B-W (at least 0), an overlap pair F+B,
+// p2p=0, unlimited bandwidth, activation_bytes unknown (0). A given cost (a
+// costs block, --costs, --cost) is per stage, as given. Which given setting wins
 // is CostResolution.h's rule. p2p and bandwidth of stage s are those of the
 // link that carries stage s's messages.
 #pragma once
@@ -23,6 +28,11 @@ class CostModel {
 public:
   // Builds the model for `ir`: defaults, then ir.costs, then `overrides`.
   static CostModel build(const ScheduleIR &ir, const std::vector<CostOverride> &overrides);
+
+  // The stages each rank holds per copy of the model (v), and the fraction of
+  // a rank's share one stage holds (1/v): what the default costs are scaled by.
+  static double stagesPerRank(const ScheduleIR &ir);
+  double defaultScale() const { return defaultScale_; }
 
   double op(OpKind kind, int64_t stage) const { return op_[static_cast<int>(kind)][stage]; }
   // Duration of an overlap pair of forward stage `f` and backward (B or I) stage `b`.
@@ -48,6 +58,7 @@ private:
   std::vector<std::array<SubOpDurations, 2>> subOps_; // [stage][forward, backward]
   std::vector<bool> hasSubOps_;
   std::vector<double> latency_, bandwidth_; // per stage; bandwidth 0: unlimited
+  double defaultScale_ = 1;
 };
 
 // The two-stream plan of a pair of forward stage `forwardStage` and backward

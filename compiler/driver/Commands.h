@@ -33,11 +33,43 @@ struct CommonArgs {
 
 enum class EmitTarget { IR, AST, TorchCsv, Cpu, Cuda };
 
+// --- the planner's inputs (sim and plan) ------------------------------------------
+// A model, a cluster and how it trains: with --model, sim reports seconds and
+// bytes and plan searches layouts. Counts of 0 are "not given".
+struct ModelArgs {
+  std::string model;   // --model config.json; empty: costs stay in units
+  std::string cluster; // --cluster FILE or preset (h100, h800, h200)
+  int64_t gpus = 0;    // --gpus; 0: the cluster's
+  int64_t globalBatch = 0, seqLen = 0, microBatchSize = 1;
+  std::string recompute = "none"; // none | selective | full
+  int zero = 0;
+  int64_t tensorParallel = 1;
+  int64_t expertParallel = 0; // --ep; 0: plan tries every size, sim uses 1
+  bool given() const { return !model.empty(); }
+};
+
+struct PlanArgs {
+  std::vector<std::string> files; // empty: the schedule library
+  bool json = false;
+  unsigned threads = 0;
+  size_t rows = 20;
+};
+
+int runPlan(const PlanArgs &plan, const ModelArgs &model, const CommonArgs &args);
+// ---------------------------------------------------------------------------------
+
 struct SimArgs {
+  ModelArgs model;
   bool compare = false;
   bool json = false; // --format json: the results as one JSON document
-  std::string sweepName;           // --sweep NAME=v1,v2,...
-  std::vector<int64_t> sweepValues;
+  // --sweep NAME=v1,v2,...: one run per value, of a parameter (integers) or of a
+  // cost (`F`, `W[3]`: any number, on top of every other cost setting).
+  struct SweepPoint {
+    std::string setting; // "M=16", "F=1.5"
+    std::vector<std::pair<std::string, int64_t>> defines;
+    std::vector<CostOverride> costs;
+  };
+  std::vector<SweepPoint> sweep;
   bool timeline = false;
   std::string svgPath, tracePath;
 };

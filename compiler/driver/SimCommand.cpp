@@ -2,7 +2,9 @@
 //  - one file: the numbers (text or JSON), optionally a timeline, an SVG and a trace;
 //  - several files (--compare) and/or --sweep NAME=v1,v2: one table, one row each.
 #include "driver/Commands.h"
+#include "driver/PlanSetup.h"
 #include "driver/Reporting.h"
+#include "driver/SimUnits.h"
 
 #include "diag/DiagnosticRenderer.h"
 
@@ -15,6 +17,7 @@
 #include <cmath>
 #include <functional>
 #include <memory>
+#include <optional>
 
 namespace pipec {
 
@@ -24,7 +27,17 @@ struct Row {
   std::string schedule, setting;
   double makespan, meanBubble, utilization;
   int64_t peakActivations, parameterChunks, copies;
+  double stagesPerRank;
 };
+
+// The normalisation rule, stated where the numbers are: default costs are one
+// rank's share of the model divided by the stages it holds (CostModel.h).
+std::string costRule(const ScheduleIR &ir) {
+  double v = CostModel::stagesPerRank(ir), s = 1 / v;
+  return "costs per stage = rank share / v, v = " + formatNumber(v) + " (defaults F=" +
+         formatNumber(s) + " B=" + formatNumber(2 * s) + " W=" + formatNumber(s) +
+         "; given costs are per stage)\n";
+}
 
 // Compiles, checks and simulates one file; prints diagnostics. Null on failure.
 std::unique_ptr<Compilation> compileAndCheck(const std::string &file, const CommonArgs &args,
@@ -47,42 +60,68 @@ void reportNonFiniteResult(Compilation &compilation, const CommonArgs &args) {
 }
 
 void printTable(const std::vector<Row> &rows, llvm::raw_ostream &out) {
-  const char *kRow = "{:<22} {:<10} {:>10} {:>10} {:>9} {:>12} {:>10} {:>12} {:>7}\n";
+  const char *kRow = "{:<22} {:<10} {:>10} {:>10} {:>9} {:>12} {:>10} {:>12} {:>7} {:>4}\n";
+  out << "costs per stage = rank share / v, v = stages per rank (given costs are per stage)\n";
   out << fmt::format(kRow, "schedule", "setting", "makespan", "bubble", "bubble %", "utilization",
-                     "peak act.", "params/rank", "copies");
+                     "peak act.", "params/rank", "copies", "v");
   for (const Row &r : rows)
     out << fmt::format(kRow, r.schedule, r.setting, formatNumber(r.makespan),
                        formatNumber(r.meanBubble),
                        formatNumber(r.makespan > 0 ? 100 * r.meanBubble / r.makespan : 0) + "%",
                        formatNumber(100 * r.utilization) + "%", r.peakActivations,
-                       r.parameterChunks, r.copies);
+                       r.parameterChunks, r.copies, formatNumber(r.stagesPerRank));
 }
 
 } // namespace
 
 int runSim(const std::vector<std::string> &files, const SimArgs &sim, const CommonArgs &args) {
   int status = kExitClean;
-  bool table = files.size() > 1 || sim.compare || !sim.sweepValues.empty();
-  std::vector<int64_t> sweep = sim.sweepValues;
+  bool table = files.size() > 1 || sim.compare || !sim.sweep.empty();
+  std::vector<SimArgs::SweepPoint> sweep = sim.sweep;
   if (sweep.empty())
-    sweep.push_back(0); // one run without a sweep value
+    sweep.push_back({"-", {}, {}}); // one run without a sweep value
+
+  // --model: costs in seconds and bytes, below any --costs / --cost given.
+  plan::PlanInputs units;
+  if (sim.model.given()) {
+    std::string error;
+    if (!loadPlanInputs(sim.model, units, error)) {
+      llvm::errs() << "pipec: error: " << error << "\n";
+      return kExitUsage;
+    }
+  }
 
   std::vector<Row> rows;
   for (const std::string &file : files) {
-    for (int64_t value : sweep) {
+    for (const SimArgs::SweepPoint &point : sweep) {
       ElabOptions elab = args.elab;
-      std::string setting = "-";
-      if (!sim.sweepValues.empty()) {
-        elab.defines.emplace_back(sim.sweepName, value);
-        setting = sim.sweepName + "=" + std::to_string(value);
+      elab.defines.insert(elab.defines.end(), point.defines.begin(), point.defines.end());
+      CommonArgs runArgs = args;
+      runArgs.costs.insert(runArgs.costs.end(), point.costs.begin(), point.costs.end());
+      runArgs.checks.costs = runArgs.costs; // the memory check sees the swept cost too
+      const std::string &setting = point.setting;
+      std::optional<plan::Candidate> inUnits;
+      if (sim.model.given()) {
+        std::string error;
+        inUnits = costInUnits(file, elab, units, error);
+        if (!inUnits && !error.empty()) {
+          llvm::errs() << "pipec: error: '" << file << "': " << error << "\n";
+          status = std::max(status, int(kExitUsage));
+          continue;
+        }
+        if (inUnits) {
+          std::vector<CostOverride> model = plan::toCostOverrides(inUnits->costs);
+          runArgs.costs.insert(runArgs.costs.begin(), model.begin(), model.end());
+          runArgs.checks.costs = runArgs.costs;
+        }
       }
-      auto compilation = compileAndCheck(file, args, elab, status);
+      auto compilation = compileAndCheck(file, runArgs, elab, status);
       if (!compilation)
         continue;
       compilation->releaseCheckContext();
       const ScheduleIR &ir = *compilation->ir();
       const CheckReport &report = *compilation->report();
-      CostModel costs = CostModel::build(ir, args.costs);
+      CostModel costs = CostModel::build(ir, runArgs.costs);
       SimResult result = simulate(ir, report, costs);
       if (!std::isfinite(result.makespan) || !std::isfinite(result.totalBusy()) ||
           !std::isfinite(result.totalBubble())) {
@@ -101,13 +140,21 @@ int runSim(const std::vector<std::string> &files, const SimArgs &sim, const Comm
                         ranks ? result.totalBubble() / ranks : 0,
                         result.makespan > 0 && ranks ? result.totalBusy() / (result.makespan * ranks)
                                                      : 1,
-                        peak, chunks, ir.copies});
+                        peak, chunks, ir.copies, CostModel::stagesPerRank(ir)});
         continue;
       }
-      if (sim.json)
+      if (sim.json && inUnits)
+        printSimJson(ir, report, result, llvm::outs(),
+                     [&](llvm::json::OStream &j) { writeUnitsJson(*inUnits, j); });
+      else if (sim.json)
         printSimJson(ir, report, result, llvm::outs());
-      else
+      else if (inUnits) {
         printSimText(ir, report, result, llvm::outs());
+        printUnitsSummary(units, *inUnits, llvm::outs());
+      } else {
+        llvm::outs() << costRule(ir);
+        printSimText(ir, report, result, llvm::outs());
+      }
       // Pictures and the trace draw times: refuse them, clearly, when one is not finite.
       bool drawing = sim.timeline || !sim.svgPath.empty() || !sim.tracePath.empty();
       std::string undrawable = drawing ? undrawableReason(result) : "";

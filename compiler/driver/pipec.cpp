@@ -32,6 +32,7 @@ cl::SubCommand EmitCmd("emit", "Write an intermediate form of a schedule");
 cl::SubCommand SimCmd("sim", "Simulate schedules under a cost model");
 cl::SubCommand ImportCmd("import", "Turn a schedule written by another tool into a .pipe file");
 cl::SubCommand BuildCmd("build", "Compile a checked schedule into an executable");
+cl::SubCommand PlanCmd("plan", "Rank schedules and layouts for a model on a cluster");
 
 // Attaches an option to several subcommands in one modifier, so that an option
 // shared by a group of subcommands is declared once, for the whole group.
@@ -113,7 +114,7 @@ cl::list<std::string> SimFiles(cl::Positional, cl::OneOrMore, cl::desc("<file.pi
                                cl::sub(SimCmd));
 cl::opt<bool> Compare("compare", cl::desc("One table row per schedule"), cl::sub(SimCmd),
                       cl::cat(Category));
-cl::opt<std::string> Sweep("sweep", cl::desc("One row per value of a parameter"),
+cl::opt<std::string> Sweep("sweep", cl::desc("One row per value of a parameter or a cost"),
                            cl::value_desc("NAME=v1,v2,..."), cl::sub(SimCmd), cl::cat(Category));
 cl::opt<bool> Timeline("timeline", cl::desc("Print an ASCII timeline"), cl::sub(SimCmd),
                        cl::cat(Category));
@@ -121,6 +122,49 @@ cl::opt<std::string> SvgPath("svg", cl::desc("Write the timeline as SVG"),
                              cl::value_desc("out.svg"), cl::sub(SimCmd), cl::cat(Category));
 cl::opt<std::string> TracePath("trace", cl::desc("Write a Chrome/Perfetto trace"),
                                cl::value_desc("out.json"), cl::sub(SimCmd), cl::cat(Category));
+
+// --- the planner's inputs (sim and plan) -----------------------------------------
+// With --model, sim reports seconds and bytes; plan needs them.
+const subs Planning{&SimCmd, &PlanCmd};
+cl::opt<std::string> ModelFile("model", cl::desc("A Hugging Face config.json: costs in seconds and bytes"),
+                               cl::value_desc("config.json"), Planning, cl::cat(Category));
+cl::opt<std::string> ClusterName("cluster", cl::desc("A cluster JSON file, or a preset: h100, h800, h200"),
+                                 cl::value_desc("file.json|preset"), Planning, cl::cat(Category));
+cl::opt<int64_t> Gpus("gpus", cl::desc("GPUs to use (default: the cluster's)"), cl::value_desc("N"),
+                      Planning, cl::cat(Category));
+cl::opt<int64_t> GlobalBatch("global-batch", cl::desc("Sequences per training step"),
+                             cl::value_desc("N"), Planning, cl::cat(Category));
+cl::opt<int64_t> SeqLen("seq-len", cl::desc("Tokens per sequence"), cl::value_desc("N"), Planning,
+                        cl::cat(Category));
+cl::opt<int64_t> MicroBatchSize("micro-batch-size", cl::desc("Sequences per micro-batch"),
+                                cl::value_desc("N"), cl::init(1), Planning, cl::cat(Category));
+cl::opt<std::string> RecomputeMode("recompute",
+                                   cl::desc("Activation recomputation: none, selective or full"),
+                                   cl::value_desc("none|selective|full"), cl::init("none"),
+                                   Planning, cl::cat(Category));
+cl::opt<int> ZeroStage("zero", cl::desc("ZeRO stage over data parallelism: 0, 1, 2 or 3"),
+                       cl::value_desc("0-3"), cl::init(0), Planning, cl::cat(Category));
+cl::opt<int64_t> TensorParallel("tp", cl::desc("Tensor-parallel size (sequence parallelism assumed)"),
+                                cl::value_desc("N"), cl::init(1), Planning, cl::cat(Category));
+cl::opt<int64_t> ExpertParallel("ep",
+                                cl::desc("Expert-parallel size (sim: default 1; plan: every size)"),
+                                cl::value_desc("N"), Planning, cl::cat(Category));
+
+// --- plan ----------------------------------------------------------------------
+cl::list<std::string> PlanFiles(cl::Positional, cl::ZeroOrMore,
+                                cl::desc("[<file.pipe>...] (default: the schedule library)"),
+                                cl::sub(PlanCmd));
+cl::opt<SimFormat> PlanFormat(
+    "format", cl::desc("How to print the plan"), cl::init(SimFormat::Text), cl::sub(PlanCmd),
+    cl::cat(Category),
+    cl::values(clEnumValN(SimFormat::Text, "text", "a ranked table and a recommendation"),
+               clEnumValN(SimFormat::Json, "json", "one JSON document on stdout")));
+cl::opt<unsigned> PlanThreads("threads", cl::desc("Threads to plan with (default: all cores)"),
+                              cl::value_desc("N"), cl::init(0), cl::sub(PlanCmd),
+                              cl::cat(Category));
+cl::opt<unsigned> PlanRows("rows", cl::desc("Candidates listed in the table (0: all)"),
+                           cl::value_desc("N"), cl::init(20), cl::sub(PlanCmd),
+                           cl::cat(Category));
 
 // --- emit ----------------------------------------------------------------------
 cl::opt<std::string> EmitFile(cl::Positional, cl::Required, cl::desc("<file.pipe>"),
@@ -344,15 +388,29 @@ bool parseSimArgs(pipec::SimArgs &sim) {
     auto [name, values] = StringRef(Sweep).split('=');
     SmallVector<StringRef, 8> parts;
     values.split(parts, ',', -1, /*KeepEmpty=*/false);
-    for (StringRef part : parts) {
-      long long value;
-      if (part.trim().getAsInteger(10, value))
-        return usage("--sweep expects NAME=v1,v2,... with integers, got '" + Sweep + "'");
-      sim.sweepValues.push_back(value);
-    }
-    if (name.empty() || sim.sweepValues.empty())
+    if (name.empty() || parts.empty())
       return usage("--sweep expects NAME=v1,v2,..., got '" + Sweep + "'");
-    sim.sweepName = name.str();
+    // A cost name (with or without [STAGE]) sweeps that cost; anything else is a parameter.
+    bool cost = pipec::isKnownCost(name.split('[').first);
+    for (StringRef part : parts) {
+      std::string setting = (name + "=" + part.trim()).str();
+      pipec::SimArgs::SweepPoint point{setting, {}, {}};
+      if (cost) {
+        std::string error;
+        auto override = pipec::parseCostOverride(setting, error);
+        if (!override)
+          return usage("--sweep: " + error);
+        override->origin = "--sweep '" + setting + "'";
+        point.costs.push_back(*override);
+      } else {
+        long long value;
+        if (part.trim().getAsInteger(10, value))
+          return usage("--sweep expects integers for the parameter '" + name + "', got '" +
+                       part.trim() + "' (only costs take non-integer values)");
+        point.defines.emplace_back(name.str(), value);
+      }
+      sim.sweep.push_back(std::move(point));
+    }
   }
   sim.compare = Compare;
   sim.json = SimResultFormat == SimFormat::Json;
@@ -402,6 +460,46 @@ int dispatchFmtOrLsp() {
   return pipec::runFmt(FmtFiles, {FmtInPlace, FmtCheck, sys::Process::StandardErrHasColors()});
 }
 
+// Reads the planner's inputs; their files are read later, by the subcommand.
+// plan needs them all; sim only with --model.
+bool parseModelArgs(pipec::ModelArgs &model, bool required) {
+  if (!requirePath(ModelFile) || !requirePath(ClusterName))
+    return false;
+  if (required && !given(ModelFile))
+    return usage("plan needs --model (a Hugging Face config.json)");
+  if (!given(ModelFile))
+    if (const cl::Option *option = firstGiven({&ClusterName, &Gpus, &GlobalBatch, &SeqLen,
+                                               &MicroBatchSize, &RecomputeMode, &ZeroStage,
+                                               &TensorParallel, &ExpertParallel}))
+      return usage(spelling(*option) + " needs --model (a Hugging Face config.json)");
+  auto positive = [](const cl::opt<int64_t> &option) {
+    return !given(option) || option >= 1 ||
+           usage(spelling(option) + " expects a whole number of at least 1, got " +
+                 std::to_string(option));
+  };
+  if (!positive(Gpus) || !positive(GlobalBatch) || !positive(SeqLen) ||
+      !positive(MicroBatchSize) || !positive(ExpertParallel) || !positive(TensorParallel))
+    return false;
+  if (RecomputeMode != "none" && RecomputeMode != "selective" && RecomputeMode != "full")
+    return usage("--recompute expects none, selective or full, got '" + RecomputeMode + "'");
+  if (ZeroStage < 0 || ZeroStage > 3)
+    return usage("--zero expects 0, 1, 2 or 3, got " + std::to_string(ZeroStage));
+  if (given(GlobalBatch) && MicroBatchSize > GlobalBatch)
+    return usage("--micro-batch-size " + std::to_string(MicroBatchSize) +
+                 " is larger than --global-batch " + std::to_string(GlobalBatch));
+  model.model = ModelFile;
+  model.cluster = ClusterName;
+  model.gpus = Gpus;
+  model.globalBatch = GlobalBatch;
+  model.seqLen = SeqLen;
+  model.microBatchSize = MicroBatchSize;
+  model.recompute = RecomputeMode;
+  model.zero = ZeroStage;
+  model.expertParallel = ExpertParallel;
+  model.tensorParallel = TensorParallel;
+  return true;
+}
+
 // The last line of defence when memory runs out (the input cap keeps every input
 // far below it): a clear error and the I/O status instead of an abort and a stack
 // dump. Nothing here may allocate.
@@ -433,6 +531,13 @@ int dispatch(int argc, char **argv) {
       return pipec::kExitUsage;
     return pipec::runImport(ImportFile, ImportOutput, args);
   }
+  if (PlanCmd) {
+    pipec::ModelArgs model;
+    if (!parseModelArgs(model, /*required=*/true))
+      return pipec::kExitUsage;
+    pipec::PlanArgs plan{PlanFiles, PlanFormat == SimFormat::Json, PlanThreads, PlanRows};
+    return pipec::runPlan(plan, model, args);
+  }
   if (!CheckCmd && !EmitCmd && !SimCmd && !BuildCmd) {
     errs() << "pipec: error: no subcommand given; run 'pipec --help'\n";
     return pipec::kExitUsage;
@@ -453,7 +558,7 @@ int dispatch(int argc, char **argv) {
   }
   if (SimCmd) {
     pipec::SimArgs sim;
-    if (!parseSimArgs(sim))
+    if (!parseSimArgs(sim) || !parseModelArgs(sim.model, /*required=*/false))
       return pipec::kExitUsage;
     return pipec::runSim(SimFiles, sim, args);
   }

@@ -6,14 +6,20 @@
 #include "check/Checks.h"
 #include "sim/Simulator.h"
 
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <functional>
 
 namespace pipec {
 
 void printSimText(const ScheduleIR &ir, const CheckReport &report, const SimResult &sim,
                   llvm::raw_ostream &out);
+// `extra`, when given, writes more attributes into the document's object
+// (after "critical_path", before "makespan": keys stay sorted if theirs fall there).
 void printSimJson(const ScheduleIR &ir, const CheckReport &report, const SimResult &sim,
-                  llvm::raw_ostream &out);
+                  llvm::raw_ostream &out,
+                  const std::function<void(llvm::json::OStream &)> &extra = nullptr);
 // Every writer streams what it produces to `out` as it goes. The pictures and the
 // trace draw times, so they refuse (return false, write nothing) when a time is
 // not finite; see undrawableReason.

@@ -95,7 +95,8 @@ void printSimText(const ScheduleIR &ir, const CheckReport &report, const SimResu
 // Streamed: nothing the size of the schedule is built in memory. Keys are written
 // in sorted order, as llvm::json prints an Object.
 void printSimJson(const ScheduleIR &ir, const CheckReport &report, const SimResult &sim,
-                  llvm::raw_ostream &out) {
+                  llvm::raw_ostream &out,
+                  const std::function<void(llvm::json::OStream &)> &extra) {
   size_t count = sim.ranks.size();
   double utilization = sim.makespan > 0 && count ? sim.totalBusy() / (sim.makespan * count) : 1;
   llvm::json::OStream j(out, 2);
@@ -111,6 +112,8 @@ void printSimJson(const ScheduleIR &ir, const CheckReport &report, const SimResu
         });
       }
     });
+    if (extra)
+      extra(j);
     j.attribute("makespan", sim.makespan);
     j.attributeObject("params", [&] {
       std::vector<std::pair<std::string, int64_t>> params = ir.params;
@@ -133,6 +136,8 @@ void printSimJson(const ScheduleIR &ir, const CheckReport &report, const SimResu
       }
     });
     j.attribute("schedule", ir.name);
+    // Default costs are one rank's share / this (CostModel.h).
+    j.attribute("stages_per_rank", CostModel::stagesPerRank(ir));
     j.attributeObject("totals", [&] {
       j.attribute("bubble", sim.totalBubble());
       j.attribute("busy", sim.totalBusy());

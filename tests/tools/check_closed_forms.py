@@ -6,6 +6,8 @@ With F=1, B=2, W=1, FB=3 and p2p=0 (the costs the formulas assume):
   ZB-H1      (P-1)(F+I-W) on every rank, I = B-W (valid for W <= F)
   DualPipe   (PP/2-1)(F&B+B-3W) on every rank, PP = P
   DualPipeV  the same with PP = its number of stages (2P)
+The costs are given per stage, as the formulas count them (pipec's defaults
+would be one rank's share divided by the stages a rank holds).
 (Latency breaks these forms; tests/lit/sim/hand-computed.test covers it.)
 Also: peak activations P-r for 1F1B, P for ZB-H1 (its W's keep activations
 alive), P+1 for DualPipe and 2P+1 for DualPipeV.
@@ -21,7 +23,7 @@ F, B, W, FB = 1.0, 2.0, 1.0, 3.0
 
 def simulate(pipec, path, p, m, *costs):
     cmd = [pipec, "sim", path, "--format", "json", "-D", f"P={p}", "-D", f"M={m}",
-           "--cost", f"FB={FB}"] + [f"--cost={c}" for c in costs]
+           "--cost", f"FB={FB}"] + [f"--cost={c}" for c in ("F=1", "B=2", "W=1") + costs]
     return json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
 
 

@@ -1,0 +1,103 @@
+#include "driver/PlanSetup.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+
+#include <algorithm>
+
+namespace pipec {
+
+bool loadPlanInputs(const ModelArgs &args, plan::PlanInputs &inputs, std::string &error) {
+  if (args.model.empty())
+    return error = "--model is required (a Hugging Face config.json)", false;
+  if (args.cluster.empty())
+    return error = "--cluster is required (a cluster JSON file, or h100, h800, h200)", false;
+  if (args.globalBatch < 1)
+    return error = "--global-batch is required (sequences per step, at least 1)", false;
+  if (args.seqLen < 1)
+    return error = "--seq-len is required (tokens per sequence, at least 1)", false;
+  std::string why;
+  auto config = plan::readModelConfig(args.model, why);
+  if (!config)
+    return error = "--model: " + why, false;
+  auto cluster = plan::readCluster(args.cluster, why);
+  if (!cluster && !llvm::sys::fs::exists(args.cluster) && !plan::clusterPreset(args.cluster))
+    return error = "--cluster: '" + args.cluster +
+                   "' is neither a preset (h100, h800, h200) nor a file",
+           false;
+  if (!cluster)
+    return error = "--cluster: " + why, false;
+  if (args.gpus > 0)
+    cluster->gpus = args.gpus;
+  if (!plan::validateCluster(*cluster, why))
+    return error = (args.gpus > 0 ? "--gpus: " : "--cluster: ") + why, false;
+  plan::Training training;
+  training.globalBatch = args.globalBatch;
+  training.sequenceLength = args.seqLen;
+  training.microBatch = args.microBatchSize;
+  training.zeroStage = args.zero;
+  training.tensorParallel = args.tensorParallel;
+  training.recompute = args.recompute == "full"        ? plan::Recompute::Full
+                       : args.recompute == "selective" ? plan::Recompute::Selective
+                                                       : plan::Recompute::None;
+  if (!plan::validateTraining(training, why))
+    return error = why, false;
+  inputs.config = std::move(*config);
+  inputs.model = plan::buildLayers(inputs.config);
+  inputs.cluster = std::move(*cluster);
+  inputs.training = training;
+  if (args.expertParallel > 0)
+    inputs.expertParallel = args.expertParallel;
+  return true;
+}
+
+namespace {
+
+bool isDirectory(const std::string &path) { return llvm::sys::fs::is_directory(path); }
+
+// The examples next to this executable: build/bin/pipec -> examples/ (a build
+// tree inside the source tree), bin/pipec -> share/pipec/examples (installed).
+std::string besideExecutable() {
+  static int anchor;
+  std::string exe = llvm::sys::fs::getMainExecutable("pipec", &anchor);
+  if (exe.empty())
+    return "";
+  llvm::SmallString<256> bin(llvm::sys::path::parent_path(exe));
+  for (const char *relative : {"../share/pipec/examples", "../../examples"}) {
+    llvm::SmallString<256> candidate(bin);
+    llvm::sys::path::append(candidate, relative);
+    llvm::sys::path::remove_dots(candidate, true);
+    if (isDirectory(std::string(candidate)))
+      return std::string(candidate);
+  }
+  return "";
+}
+
+} // namespace
+
+std::vector<std::string> libraryFiles(std::string &error) {
+  std::string dir;
+#ifdef PIPEC_EXAMPLES_DIR
+  if (isDirectory(PIPEC_EXAMPLES_DIR))
+    dir = PIPEC_EXAMPLES_DIR;
+#endif
+  if (dir.empty())
+    dir = besideExecutable();
+  std::vector<std::string> files;
+  if (dir.empty()) {
+    error = "cannot find the schedule library (examples/*.pipe) beside pipec; name the "
+            "schedules to plan as arguments";
+    return files;
+  }
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec; it.increment(ec))
+    if (llvm::sys::path::extension(it->path()) == ".pipe")
+      files.push_back(it->path());
+  std::sort(files.begin(), files.end());
+  if (files.empty())
+    error = "the schedule library '" + dir + "' holds no .pipe files";
+  return files;
+}
+
+} // namespace pipec
