@@ -271,6 +271,7 @@ std::optional<ParameterDomain> buildDomain(Schedule &schedule, llvm::ArrayRef<Pa
     axisOf[decl.paramIndex] = int(domain.axes.size());
     domain.axes.push_back(std::move(axis));
   }
+  std::vector<DomainAxis> added;
   for (const ParamDefine &define : defines) {
     auto param = llvm::find_if(schedule.params,
                                [&](const Param &p) { return p.var.name == define.name; });
@@ -282,13 +283,15 @@ std::optional<ParameterDomain> buildDomain(Schedule &schedule, llvm::ArrayRef<Pa
     DomainAxis axis;
     if (!defineAxis(schedule, define, index, domain, diags, axis))
       continue;
-    if (axisOf[index] >= 0) { // overrides the declared domain, in its place
+    if (axisOf[index] >= 0) // overrides the declared domain, in its place
       domain.axes[axisOf[index]] = std::move(axis);
-      continue;
-    }
-    axisOf[index] = int(domain.axes.size());
-    domain.axes.push_back(std::move(axis));
+    else
+      added.push_back(std::move(axis));
   }
+  // The others follow, in the order the schedule declares its parameters.
+  llvm::stable_sort(added, [](const DomainAxis &a, const DomainAxis &b) { return a.param < b.param; });
+  for (DomainAxis &axis : added)
+    domain.axes.push_back(std::move(axis));
   if (diags.errorCount() != errorsBefore)
     return std::nullopt;
 

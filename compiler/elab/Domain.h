@@ -1,7 +1,8 @@
 // The parameter domain of a check: the points (one value per parameter) at which
 // a schedule family is elaborated and checked. It is the cartesian product of the
 // domains the file declares (`domain P in 2..17;`), each overridden by a -D of
-// its parameter, then of the -D's of parameters without a declared domain. Axes
+// its parameter, then of the -D's of parameters without a declared domain (in
+// the order the parameters are declared). Axes
 // are enumerated in that order, each range or list evaluated with the values the
 // axes before it chose, so points come out lexicographically ordered.
 #pragma once
