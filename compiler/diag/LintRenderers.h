@@ -25,6 +25,7 @@ struct PointSummary {
   std::string description; // "P in 2..17, M in P..8*P+1"
   uint64_t points = 0, ok = 0, unsupported = 0, failed = 0, unchecked = 0;
   std::string failingPoint; // "P=8, M=16": the failing point reported; empty: none
+  bool overBudget = false;  // stopped: the points together exceed --max-ops
   std::vector<std::vector<std::pair<std::string, int64_t>>> params; // per diagnostic
 };
 

@@ -85,7 +85,7 @@ int runCheck(const std::vector<std::string> &files, const CommonArgs &args) {
     int fileStatus = kExitClean;
     if (args.format == DiagFormat::Text) {
       fileStatus = finish(*compilation, args);
-      if (compilation->points())
+      if (compilation->points() && !compilation->points()->overBudget)
         printPointSummary(*compilation, *compilation->points());
     } else { // one document for all files, below
       printPassTimes(*compilation, args);

@@ -12,9 +12,12 @@
 namespace pipec {
 
 PointStatus checkPoint(const ast::Schedule &schedule, const ElabOptions &elab,
-                       const CheckOptions &checks, DiagnosticEngine &diags) {
-  if (std::optional<ScheduleIR> ir = elaborate(schedule, elab, diags))
+                       const CheckOptions &checks, DiagnosticEngine &diags, uint64_t &ops) {
+  ops = 0;
+  if (std::optional<ScheduleIR> ir = elaborate(schedule, elab, diags)) {
+    ops = ir->totalOps();
     runChecks(*ir, checks, diags);
+  }
   if (!diags.hasErrors())
     return PointStatus::Ok;
   for (const Diagnostic &d : diags.diagnostics())
@@ -56,15 +59,18 @@ public:
 private:
   void work() {
     for (;;) {
-      if (options_.failFast && failed_.load() > 0)
+      if ((options_.failFast && failed_.load() > 0) || overBudget_.load())
         return;
       size_t i = next_++;
       if (i >= domain_.points.size())
         return;
       auto diags = std::make_unique<DiagnosticEngine>(compilation_.sources());
       diags->setErrorLimit(options_.errorLimit);
+      uint64_t ops = 0;
       PointStatus status =
-          checkPoint(*compilation_.ast(), domain_.optionsAt(i, elab_), checks_, *diags);
+          checkPoint(*compilation_.ast(), domain_.optionsAt(i, elab_), checks_, *diags, ops);
+      if ((totalOps_ += ops) > elab_.limits.maxOps)
+        overBudget_ = true;
       ++checked_;
       (status == PointStatus::Ok ? ok_ : status == PointStatus::Unsupported ? unsupported_
                                                                              : failed_)++;
@@ -95,6 +101,20 @@ private:
   PointSummary report() {
     PointSummary summary;
     summary.description = domain_.description();
+    if (overBudget_) { // what was found so far depends on timing: report none of it
+      summary.overBudget = true;
+      summary.points = domain_.points.size();
+      compilation_.diags()
+          .report(DiagKind::OpLimitExceeded, domain_.axes.front().at,
+                  "the " + std::to_string(summary.points) + " points of " +
+                      summary.description + " elaborate more than " +
+                      std::to_string(elab_.limits.maxOps) +
+                      " ops together, above the limit of --max-ops")
+          .note("narrow the domain with -D, or raise --max-ops (it bounds the points of a "
+                "domain together)");
+      summary.params.resize(compilation_.diags().diagnostics().size());
+      return summary;
+    }
     summary.points = domain_.points.size();
     summary.ok = ok_;
     summary.unsupported = unsupported_;
@@ -145,6 +165,8 @@ private:
   const DomainCheckOptions &options_;
 
   std::atomic<size_t> next_{0}, checked_{0}, ok_{0}, unsupported_{0}, failed_{0};
+  std::atomic<uint64_t> totalOps_{0};
+  std::atomic<bool> overBudget_{false};
   std::mutex mutex_; // guards what follows
   std::map<std::pair<unsigned, const char *>, Found> warnings_;
   std::unique_ptr<DiagnosticEngine> firstFailed_, firstUnsupported_;

@@ -20,14 +20,16 @@ struct DomainCheckOptions {
 
 enum class PointStatus { Ok, Unsupported, Failed };
 
-// Elaborates and checks one point into `diags`. A point is unsupported when
-// every error it has is a failed `require`.
+// Elaborates and checks one point into `diags`; `ops` is how many it elaborated.
+// A point is unsupported when every error it has is a failed `require`.
 PointStatus checkPoint(const ast::Schedule &schedule, const ElabOptions &elab,
-                       const CheckOptions &checks, DiagnosticEngine &diags);
+                       const CheckOptions &checks, DiagnosticEngine &diags, uint64_t &ops);
 
 // Checks every point of `domain` and moves what is to be reported into
 // compilation.diags(), each diagnostic with a note naming its point. When every
 // point is unsupported, the first one's failed requires are reported as errors.
+// --max-ops bounds the ops of all points together, so that no domain runs for
+// hours: past it the check stops with that error alone (summary.overBudget).
 PointSummary checkDomain(Compilation &compilation, const ParameterDomain &domain,
                          const ElabOptions &elab, const CheckOptions &checks,
                          const DomainCheckOptions &options);

@@ -89,7 +89,7 @@ TEST_CASE("no domain and no -D: one point, the defaults", "[domain]") {
   CHECK(domain->optionsAt(0, {}).defines.empty());
 }
 
-TEST_CASE("-D text parses into one value, a list or a range", "[domain]") {
+TEST_CASE("the text of a -D parses into one value, a list or a range", "[domain]") {
   ParamDefine d;
   CHECK(parseParamDefine("P=4", d).empty());
   CHECK((d.single() && d.values == std::vector<int64_t>{4}));
