@@ -21,6 +21,14 @@ decl
   | COSTS '{' costEntry* '}'                                           # costsDecl
   | letStmt                                                            # letDecl
   | RANK rankHead block                                                # rankDecl
+  | DOMAIN name=ID IN domainValues ';'                                 # domainDecl
+  ;
+
+// The values a parameter takes when a schedule family is checked: a half-open
+// range or an explicit list (an empty list parses, to be reported by name).
+domainValues
+  : range                                                              # rangeDomain
+  | '{' (items+=expr (',' items+=expr)*)? '}'                          # listDomain
   ;
 
 // A sub-rule of its own so that telling `rank r` from `rank 3` needs two tokens of
@@ -95,6 +103,7 @@ IN           : 'in' ;
 IF           : 'if' ;
 ELSE         : 'else' ;
 MB           : 'mb' ;
+DOMAIN       : 'domain' ;
 
 ID           : [a-zA-Z_] [a-zA-Z_0-9]* ;
 FLOAT        : [0-9]+ '.' [0-9]+ ([eE] [+-]? [0-9]+)? ;

@@ -101,6 +101,22 @@ std::optional<Place> locate(const FileDiagnostics &file, llvm::SMRange range,
   return place;
 }
 
+// The parameter values diagnostic `index` of `file` was found at; null if none.
+const std::vector<std::pair<std::string, int64_t>> *paramsOf(const FileDiagnostics &file,
+                                                             size_t index) {
+  if (!file.domain || index >= file.domain->params.size() ||
+      file.domain->params[index].empty())
+    return nullptr;
+  return &file.domain->params[index];
+}
+
+json::Object paramsObject(const std::vector<std::pair<std::string, int64_t>> &params) {
+  json::Object object;
+  for (const auto &[name, value] : params)
+    object[name] = value;
+  return object;
+}
+
 unsigned countDiagnostics(llvm::ArrayRef<FileDiagnostics> files, Severity severity) {
   unsigned count = 0;
   for (const FileDiagnostics &file : files)
@@ -124,7 +140,7 @@ void addJsonPosition(json::Object &object, const Place &place, const std::string
   }
 }
 
-json::Object jsonDiagnostic(const FileDiagnostics &file, const Diagnostic &d) {
+json::Object jsonDiagnostic(const FileDiagnostics &file, const Diagnostic &d, size_t index) {
   json::Object object{
       {"name", diagInfo(d.kind).name},
       {"severity", severityName(d.severity)},
@@ -152,6 +168,8 @@ json::Object jsonDiagnostic(const FileDiagnostics &file, const Diagnostic &d) {
   }
   if (!fixits.empty())
     object["fixits"] = std::move(fixits);
+  if (auto *params = paramsOf(file, index))
+    object["params"] = paramsObject(*params);
   return object;
 }
 
@@ -196,7 +214,8 @@ json::Object sarifPhysicalLocation(const Place &place) {
   };
 }
 
-json::Object sarifResult(const FileDiagnostics &file, const Diagnostic &d, unsigned ruleIndex) {
+json::Object sarifResult(const FileDiagnostics &file, const Diagnostic &d, size_t index,
+                         unsigned ruleIndex) {
   std::string text = d.message;
   json::Array related;
   for (const DiagNote &n : d.notes) {
@@ -222,6 +241,8 @@ json::Object sarifResult(const FileDiagnostics &file, const Diagnostic &d, unsig
     result["relatedLocations"] = std::move(related);
   if (d.repeats > 0)
     result["occurrenceCount"] = d.repeats + 1;
+  if (auto *params = paramsOf(file, index))
+    result["properties"] = json::Object{{"params", paramsObject(*params)}};
 
   // All fix-its of one diagnostic form one fix (they are meant to apply together).
   std::vector<std::string> uris;
@@ -298,12 +319,24 @@ void renderJson(llvm::ArrayRef<FileDiagnostics> files, llvm::raw_ostream &out) {
   for (const FileDiagnostics &file : files) {
     json::Array diagnostics;
     if (file.engine)
-      for (const Diagnostic &d : file.engine->diagnostics())
-        diagnostics.push_back(jsonDiagnostic(file, d));
-    jsonFiles.push_back(json::Object{
+      for (size_t i = 0; i < file.engine->diagnostics().size(); ++i)
+        diagnostics.push_back(jsonDiagnostic(file, file.engine->diagnostics()[i], i));
+    json::Object entry{
         {"path", jsonString(file.path)},
         {"diagnostics", std::move(diagnostics)},
-    });
+    };
+    if (file.domain)
+      entry["domain"] = json::Object{
+          {"description", jsonString(file.domain->description)},
+          {"points", static_cast<int64_t>(file.domain->points)},
+          {"ok", static_cast<int64_t>(file.domain->ok)},
+          {"unsupported", static_cast<int64_t>(file.domain->unsupported)},
+          {"failed", static_cast<int64_t>(file.domain->failed)},
+          {"unchecked", static_cast<int64_t>(file.domain->unchecked)},
+      };
+    if (file.domain && !file.domain->failingPoint.empty())
+      entry["domain"].getAsObject()->try_emplace("failing_point", file.domain->failingPoint);
+    jsonFiles.push_back(std::move(entry));
   }
   json::Value document = json::Object{
       {"version", 1},
@@ -342,8 +375,10 @@ void renderSarif(llvm::ArrayRef<FileDiagnostics> files, llvm::raw_ostream &out) 
   json::Array results;
   for (const FileDiagnostics &file : files)
     if (file.engine)
-      for (const Diagnostic &d : file.engine->diagnostics())
-        results.push_back(sarifResult(file, d, ruleIndex[static_cast<size_t>(d.kind)]));
+      for (size_t i = 0; i < file.engine->diagnostics().size(); ++i) {
+        const Diagnostic &d = file.engine->diagnostics()[i];
+        results.push_back(sarifResult(file, d, i, ruleIndex[static_cast<size_t>(d.kind)]));
+      }
 
   json::Object driver{
       {"name", kToolName},
@@ -366,7 +401,8 @@ void renderGithub(llvm::ArrayRef<FileDiagnostics> files, llvm::raw_ostream &out)
   for (const FileDiagnostics &file : files) {
     if (!file.engine)
       continue;
-    for (const Diagnostic &d : file.engine->diagnostics()) {
+    for (size_t i = 0; i < file.engine->diagnostics().size(); ++i) {
+      const Diagnostic &d = file.engine->diagnostics()[i];
       std::string properties;
       if (auto place = locate(file, d.range)) {
         properties = "file=" + escapeGithubProperty(place->path) +
@@ -383,7 +419,15 @@ void renderGithub(llvm::ArrayRef<FileDiagnostics> files, llvm::raw_ostream &out)
                                                     diagInfo(d.kind).name + "]");
 
       // Notes follow the message on lines of their own ("%0A" is GitHub's newline).
-      std::string message = escapeGithubData(d.message);
+      // A point of a domain prefixes the message: the annotation names it at once.
+      std::string message;
+      if (auto *params = paramsOf(file, i)) {
+        std::string at;
+        for (const auto &[name, value] : *params)
+          at += (at.empty() ? "at " : ", ") + name + "=" + std::to_string(value);
+        message = escapeGithubData(at + ": ");
+      }
+      message += escapeGithubData(d.message);
       for (const DiagNote &n : d.notes) {
         message += "%0A";
         if (auto place = locate(file, n.range))

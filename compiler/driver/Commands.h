@@ -5,6 +5,7 @@
 #include "check/Checks.h"
 #include "elab/Elaborator.h"
 #include "cost/CostInput.h"
+#include "elab/Domain.h"
 
 #include <string>
 #include <vector>
@@ -29,6 +30,13 @@ struct CommonArgs {
   // --costs FILE then --cost NAME=V, in order: the memory check, the simulator and
   // the overlap plans of `emit/build --target cuda`.
   std::vector<CostOverride> costs;
+  // Checking a schedule family (pipec check): every -D as written (elab.defines
+  // holds them too when each names one value), the threads (-j; 0: every core),
+  // --fail-fast and the most points one file may have (--max-points).
+  std::vector<ParamDefine> defines;
+  unsigned jobs = 0;
+  bool failFast = false;
+  uint64_t maxPoints = kDefaultMaxPoints;
 };
 
 enum class EmitTarget { IR, AST, TorchCsv, Cpu, Cuda };

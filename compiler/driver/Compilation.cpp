@@ -52,6 +52,12 @@ bool Compilation::resolve() {
   return timed("resolve", [&] { return resolveNames(*ast_, diags_); });
 }
 
+bool Compilation::buildDomain(llvm::ArrayRef<ParamDefine> defines, uint64_t maxPoints) {
+  // Untimed: it only enumerates values; each point's elaboration is the work.
+  domain_ = pipec::buildDomain(*ast_, defines, maxPoints, diags_);
+  return domain_.has_value();
+}
+
 bool Compilation::elaborate(const ElabOptions &options) {
   return timed("elaborate", [&] {
     ir_ = pipec::elaborate(*ast_, options, diags_);

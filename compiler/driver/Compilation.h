@@ -7,6 +7,8 @@
 
 #include "check/Checks.h"
 #include "diag/Diagnostics.h"
+#include "diag/LintRenderers.h"
+#include "elab/Domain.h"
 #include "elab/Elaborator.h"
 #include "elab/ScheduleIR.h"
 #include "syntax/AST.h"
@@ -39,6 +41,8 @@ public:
   bool load();
   bool parse();
   bool resolve();
+  // The points to check: the declared domains under the -D's (after resolve()).
+  bool buildDomain(llvm::ArrayRef<ParamDefine> defines, uint64_t maxPoints);
   bool elaborate(const ElabOptions &options);
   bool check(const CheckOptions &options);
 
@@ -56,6 +60,12 @@ public:
   const ast::Schedule *ast() const { return ast_.get(); }
   const ScheduleIR *ir() const { return ir_ ? &*ir_ : nullptr; }
   const CheckReport *report() const { return report_ ? &*report_ : nullptr; }
+  const ParameterDomain *domain() const { return domain_ ? &*domain_ : nullptr; }
+  // Set when the file was checked at several points (driver/DomainCheck.h).
+  std::optional<PointSummary> &points() { return points_; }
+  FileDiagnostics lintFile() const {
+    return {path_, &diags_, points_ ? &*points_ : nullptr};
+  }
   // Once the checks ran: drops what only their diagnostics read, before a simulation
   // that may be as large as the schedule.
   void releaseCheckContext() {
@@ -74,6 +84,8 @@ private:
   std::unique_ptr<ast::Schedule> ast_;
   std::optional<ScheduleIR> ir_;
   std::optional<CheckReport> report_;
+  std::optional<ParameterDomain> domain_;
+  std::optional<PointSummary> points_;
   std::vector<PassTime> times_;
 };
 

@@ -28,6 +28,7 @@ struct Row {
   double makespan, meanBubble, utilization;
   int64_t peakActivations, parameterChunks, copies;
   double stagesPerRank;
+  std::string failure; // set: the setting did not pass the checks, and why
 };
 
 // The normalisation rule, stated where the numbers are: default costs are one
@@ -39,13 +40,38 @@ std::string costRule(const ScheduleIR &ir) {
          "; given costs are per stage)\n";
 }
 
-// Compiles, checks and simulates one file; prints diagnostics. Null on failure.
+// Why a setting fails, in a table cell: "FAILED: Deadlock (2 errors)", or
+// "UNSUPPORTED: <message>" when only requires fail.
+std::string failureCell(const DiagnosticEngine &diags) {
+  const Diagnostic *first = nullptr;
+  bool onlyRequires = true;
+  for (const Diagnostic &d : diags.diagnostics()) {
+    if (d.severity != Severity::Error)
+      continue;
+    first = first ? first : &d;
+    onlyRequires &= d.kind == DiagKind::RequireFailed;
+  }
+  if (!first)
+    return "FAILED";
+  if (onlyRequires)
+    return "UNSUPPORTED: " + first->message;
+  return std::string("FAILED: ") + diagInfo(first->kind).name + " (" +
+         std::to_string(diags.errorCount()) + (diags.errorCount() == 1 ? " error)" : " errors)");
+}
+
+// Compiles, checks and simulates one file; prints diagnostics. Null on failure,
+// with `failure` saying why.
 std::unique_ptr<Compilation> compileAndCheck(const std::string &file, const CommonArgs &args,
-                                             const ElabOptions &elab, int &status) {
+                                             const ElabOptions &elab, int &status,
+                                             std::string &failure, std::string &name) {
   auto compilation = std::make_unique<Compilation>(file);
   compilation->diags().setErrorLimit(args.errorLimit);
   bool ok = compilation->runAll(elab, args.checks);
   status = std::max(status, finish(*compilation, args));
+  if (!ok) {
+    failure = failureCell(compilation->diags());
+    name = compilation->ast() ? compilation->ast()->name : file;
+  }
   return ok ? std::move(compilation) : nullptr;
 }
 
@@ -65,7 +91,10 @@ void printTable(const std::vector<Row> &rows, llvm::raw_ostream &out) {
   out << fmt::format(kRow, "schedule", "setting", "makespan", "bubble", "bubble %", "utilization",
                      "peak act.", "params/rank", "copies", "v");
   for (const Row &r : rows)
-    out << fmt::format(kRow, r.schedule, r.setting, formatNumber(r.makespan),
+    if (!r.failure.empty())
+      out << fmt::format("{:<22} {:<10} {}\n", r.schedule, r.setting, r.failure);
+    else
+      out << fmt::format(kRow, r.schedule, r.setting, formatNumber(r.makespan),
                        formatNumber(r.meanBubble),
                        formatNumber(r.makespan > 0 ? 100 * r.meanBubble / r.makespan : 0) + "%",
                        formatNumber(100 * r.utilization) + "%", r.peakActivations,
@@ -115,9 +144,14 @@ int runSim(const std::vector<std::string> &files, const SimArgs &sim, const Comm
           runArgs.checks.costs = runArgs.costs;
         }
       }
-      auto compilation = compileAndCheck(file, runArgs, elab, status);
-      if (!compilation)
+      std::string failure, name;
+      auto compilation = compileAndCheck(file, runArgs, elab, status, failure, name);
+      if (!compilation) {
+        // A sweep names the settings that fail: a missing row would read as absent.
+        if (table && !sim.sweep.empty())
+          rows.push_back({name, setting, 0, 0, 0, 0, 0, 0, 0, failure});
         continue;
+      }
       compilation->releaseCheckContext();
       const ScheduleIR &ir = *compilation->ir();
       const CheckReport &report = *compilation->report();

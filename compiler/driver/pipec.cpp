@@ -105,6 +105,15 @@ cl::opt<std::string> CostsFile("costs", cl::desc("Read costs from a JSON object"
 // --- check ---------------------------------------------------------------------
 cl::list<std::string> CheckFiles(cl::Positional, cl::OneOrMore, cl::desc("<file.pipe>..."),
                                  cl::sub(CheckCmd));
+// Checking a schedule family over its parameter domain.
+cl::opt<unsigned> Jobs("j", cl::Prefix, cl::desc("Check points on N threads (default: every core)"),
+                       cl::value_desc("N"), cl::sub(CheckCmd), cl::cat(Category));
+cl::opt<bool> FailFast("fail-fast", cl::desc("Stop checking a domain at the first failing point"),
+                       cl::sub(CheckCmd), cl::cat(Category));
+cl::opt<uint64_t> MaxPoints("max-points",
+                            cl::desc("Refuse domains with more points than this per file"),
+                            cl::value_desc("N"), cl::init(pipec::kDefaultMaxPoints),
+                            cl::sub(CheckCmd), cl::cat(Category));
 cl::opt<bool> Explain("explain",
                       cl::desc("Describe placement, gradient-sync groups, memory and messages"),
                       cl::sub(CheckCmd), cl::cat(Category));
@@ -280,21 +289,25 @@ std::string costOption() {
 
 // --- the check options, read once for every subcommand ----------------------------
 
-// Parses -D NAME=VALUE; a malformed one, or two for one name, is a usage error.
-bool parseDefines(pipec::ElabOptions &options) {
+// Parses -D NAME=V, NAME=v1,v2,... and NAME=A..B; a malformed one, or two for
+// one name, is a usage error. Only check takes several values for a name.
+bool parseDefines(pipec::CommonArgs &args) {
   StringMap<std::string> seen;
   for (const std::string &define : Defines) {
-    auto [name, value] = StringRef(define).split('=');
-    long long number;
-    bool validName = !name.empty() && (isalpha(name[0]) || name[0] == '_') &&
-                     name.find_if_not([](char c) { return isalnum(c) || c == '_'; }) ==
-                         StringRef::npos;
-    if (!validName || value.empty() || value.getAsInteger(10, number))
-      return usage("-D expects NAME=INTEGER, got '" + define + "'");
-    auto [previous, first] = seen.try_emplace(name, define);
+    pipec::ParamDefine parsed;
+    std::string error = pipec::parseParamDefine(define, parsed);
+    if (!error.empty())
+      return usage(error);
+    auto [previous, first] = seen.try_emplace(parsed.name, define);
     if (!first)
-      return usage("-D " + previous->second + " and -D " + define + " both set " + name);
-    options.defines.emplace_back(name.str(), number);
+      return usage("-D " + previous->second + " and -D " + define + " both set " + parsed.name);
+    if (!parsed.single() && !CheckCmd)
+      return usage("-D " + define + " gives several values; only 'pipec check' checks a domain " +
+                   (SimCmd ? "(sim --sweep NAME=v1,v2,... simulates several)"
+                           : "(give one value)"));
+    if (parsed.single())
+      args.elab.defines.emplace_back(parsed.name, parsed.values.front());
+    args.defines.push_back(std::move(parsed));
   }
   return true;
 }
@@ -330,7 +343,7 @@ bool readCheckOptions(pipec::CommonArgs &args) {
         int64_t(std::min<uint64_t>(MaxActivations, std::numeric_limits<int64_t>::max()));
   args.elab.limits.maxOps = MaxOps;
   args.elab.limits.maxIterations = MaxIterations;
-  if (!parseDefines(args.elab) || !parseCosts(args.costs))
+  if (!parseDefines(args) || !parseCosts(args.costs))
     return false;
   args.checks.costs = args.costs; // the memory check and --explain see the same costs
   return true;
@@ -547,6 +560,9 @@ int dispatch(int argc, char **argv) {
 
   if (CheckCmd) {
     args.explain = Explain;
+    args.jobs = Jobs;
+    args.failFast = FailFast;
+    args.maxPoints = MaxPoints;
     if (!validateCheck(args))
       return pipec::kExitUsage;
     return pipec::runCheck(CheckFiles, args);

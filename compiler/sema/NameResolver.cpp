@@ -1,5 +1,7 @@
 #include "sema/NameResolver.h"
 
+#include "sema/DomainOrder.h"
+
 #include "llvm/ADT/StringMap.h"
 
 namespace pipec {
@@ -16,6 +18,7 @@ public:
     pushScope();
     for (Param &p : schedule.params)
       declare(p.var);
+    domains(schedule); // before the lets: a domain sees only parameters
     for (GlobalItem &item : schedule.globals) {
       if (item.let) {
         expr(*item.let->value);
@@ -64,7 +67,56 @@ public:
     reportUnused();
   }
 
+  // Resolves an expression that may read only the schedule's parameters.
+  void parameterExpr(Schedule &schedule, Expr &e) {
+    pushScope();
+    for (Param &p : schedule.params) {
+      visible_[p.var.name].push_back(p.var.id);
+      decls_.resize(std::max<size_t>(decls_.size(), p.var.id + 1));
+      decls_[p.var.id] = {&p.var, 1};
+    }
+    expr(e);
+  }
+
 private:
+  void domains(Schedule &schedule) {
+    std::vector<llvm::StringRef> names;
+    for (const Param &p : schedule.params)
+      names.push_back(p.var.name);
+    std::vector<const DomainDecl *> byParam(schedule.params.size(), nullptr);
+    for (DomainDecl &domain : schedule.domains) {
+      if (domain.isRange()) {
+        expr(*domain.lo);
+        expr(*domain.hi);
+      }
+      for (ExprPtr &item : domain.items)
+        expr(*item);
+      for (size_t i = 0; i < schedule.params.size(); ++i)
+        if (schedule.params[i].var.name == domain.name)
+          domain.paramIndex = int(i);
+      if (domain.paramIndex < 0) {
+        std::string suggestion = closestMatch(domain.name, names);
+        auto &d = diags_.report(DiagKind::UnknownDomainParameter, domain.nameRange,
+                                "'" + domain.name + "' is not a parameter of schedule '" +
+                                    schedule.name + "'" +
+                                    (suggestion.empty() ? "" : "; did you mean '" + suggestion + "'?"));
+        d.note(schedule.nameRange, "a domain gives the values of a parameter declared here");
+        if (!suggestion.empty())
+          d.fixit(domain.nameRange, suggestion);
+        continue;
+      }
+      if (const DomainDecl *earlier = byParam[domain.paramIndex]) {
+        diags_.report(DiagKind::DuplicateDomain, domain.nameRange,
+                      "the domain of '" + domain.name + "' is declared twice")
+            .note(earlier->range, "first declared here");
+        domain.paramIndex = -1;
+        continue;
+      }
+      byParam[domain.paramIndex] = &domain;
+    }
+    checkDomainOrder(schedule, declaredAxes(schedule), diags_);
+  }
+
   struct Entry {
     VarDecl *decl;
     size_t scope; // depth of the scope that declares it
@@ -221,6 +273,12 @@ private:
 };
 
 } // namespace
+
+bool resolveParameterExpr(Schedule &schedule, Expr &expr, DiagnosticEngine &diags) {
+  unsigned before = diags.errorCount();
+  Resolver(diags).parameterExpr(schedule, expr);
+  return diags.errorCount() == before;
+}
 
 bool resolveNames(Schedule &schedule, DiagnosticEngine &diags) {
   unsigned before = diags.errorCount();

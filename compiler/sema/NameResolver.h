@@ -15,4 +15,8 @@ namespace pipec {
 // Returns false if an error was reported. Warnings: shadowing, unused names.
 bool resolveNames(ast::Schedule &schedule, DiagnosticEngine &diags);
 
+// Resolves an expression written outside the file (a -D range bound) against the
+// schedule's parameters, after resolveNames. Returns false if an error was reported.
+bool resolveParameterExpr(ast::Schedule &schedule, ast::Expr &expr, DiagnosticEngine &diags);
+
 } // namespace pipec

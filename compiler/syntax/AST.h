@@ -186,6 +186,20 @@ struct Sized {
   ExprPtr value;
 };
 
+// `domain P in lo..hi;` (half-open) or `domain v in {1, 2, 4};`: the values a
+// parameter takes when the schedule family is checked. Bounds and items may use
+// parameters whose domains are declared earlier.
+struct DomainDecl {
+  SMRange range;
+  std::string name;
+  SMRange nameRange;
+  int paramIndex = -1;         // into Schedule::params, set by the name resolver
+  ExprPtr lo, hi;              // a range; both null for a list
+  std::vector<ExprPtr> items;  // a list
+  SMRange valuesRange;         // the text after `in`
+  bool isRange() const { return lo != nullptr; }
+};
+
 // Top-level lets and requires run in source order once parameters are bound.
 struct GlobalItem {
   std::unique_ptr<LetStmt> let; // exactly one of the two is set
@@ -203,6 +217,7 @@ struct Schedule {
   std::vector<FlowDecl> flows;
   std::vector<CostEntry> costs;
   std::vector<RankProgram> rankPrograms;
+  std::vector<DomainDecl> domains; // in declaration order
   int numVars = 0; // set by the name resolver: ids are 0..numVars-1
 };
 

@@ -180,6 +180,8 @@ void AstBuilder::addDecl(Schedule &schedule, P::DeclContext *decl) {
     else
       costsRange_ = range(costs->COSTS()->getSymbol());
     buildCosts(schedule, costs);
+  } else if (auto *domain = dynamic_cast<P::DomainDeclContext *>(decl)) {
+    schedule.domains.push_back(buildDomain(domain));
   } else if (auto *let = dynamic_cast<P::LetDeclContext *>(decl)) {
     schedule.globals.push_back({buildLet(let->letStmt()), nullptr});
   } else {
@@ -195,6 +197,27 @@ Placement AstBuilder::buildPlacement(P::PlacementContext *ctx) {
   if (ctx->chunk)
     placement.chunk = buildExpr(ctx->chunk);
   return placement;
+}
+
+DomainDecl AstBuilder::buildDomain(P::DomainDeclContext *ctx) {
+  DomainDecl domain;
+  domain.range = range(ctx);
+  domain.name = ctx->name->getText();
+  domain.nameRange = range(ctx->name);
+  domain.valuesRange = range(ctx->domainValues());
+  if (auto *r = dynamic_cast<P::RangeDomainContext *>(ctx->domainValues())) {
+    domain.lo = buildExpr(r->range()->lo);
+    domain.hi = buildExpr(r->range()->hi);
+    return domain;
+  }
+  auto *list = static_cast<P::ListDomainContext *>(ctx->domainValues());
+  for (P::ExprContext *item : list->items)
+    domain.items.push_back(buildExpr(item));
+  if (domain.items.empty())
+    diags_.report(DiagKind::EmptyDomain, domain.valuesRange,
+                  "the domain of '" + domain.name + "' lists no values")
+        .note("list the values the schedule must support, e.g. {2, 4, 8}");
+  return domain;
 }
 
 void AstBuilder::buildCosts(Schedule &schedule, P::CostsDeclContext *ctx) {

@@ -30,6 +30,10 @@ public:
   void addDecl(ast::Schedule &schedule, P::DeclContext *decl);
   ast::RankProgram beginRankProgram(antlr4::Token *keyword, P::RankHeadContext *head);
   ast::StmtPtr buildStmt(P::StmtContext *ctx); // null: dropped after an error
+  void buildRange(P::RangeContext *ctx, ast::ExprPtr &lo, ast::ExprPtr &hi) {
+    lo = buildExpr(ctx->lo);
+    hi = buildExpr(ctx->hi);
+  }
   void finish(ast::Schedule &schedule, ast::SMRange whole, antlr4::Token *closingBrace);
 
 private:
@@ -37,6 +41,7 @@ private:
                 P::ExprContext *value);
   ast::Placement buildPlacement(P::PlacementContext *ctx);
   void buildCosts(ast::Schedule &schedule, P::CostsDeclContext *ctx);
+  ast::DomainDecl buildDomain(P::DomainDeclContext *ctx);
   ast::RankProgram buildRankProgram(P::DeclContext *ctx);
 
   ast::Block buildBlock(P::BlockContext *ctx);

@@ -73,6 +73,15 @@ public:
       if (cost.stage)
         expr(2, *cost.stage);
     }
+    for (const DomainDecl &domain : s.domains) {
+      line(1, "Domain " + domain.name + (domain.isRange() ? " range" : " list"), domain.range);
+      if (domain.isRange()) {
+        expr(2, *domain.lo);
+        expr(2, *domain.hi);
+      }
+      for (const ExprPtr &item : domain.items)
+        expr(2, *item);
+    }
     for (const RankProgram &program : s.rankPrograms) {
       if (program.generic) {
         line(1, "RankProgram generic " + program.var.name, program.range);

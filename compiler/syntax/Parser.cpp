@@ -275,4 +275,43 @@ std::unique_ptr<ast::Schedule> parseSchedule(unsigned bufferId, DiagnosticEngine
   return schedule;
 }
 
+bool parseRangeText(unsigned bufferId, size_t offset, ast::ExprPtr &lo, ast::ExprPtr &hi,
+                    DiagnosticEngine &diags) {
+  llvm::StringRef source =
+      diags.sources().getMemoryBuffer(bufferId)->getBuffer().drop_front(offset);
+  if (!checkUtf8(source, diags))
+    return false;
+  SourceText text(source);
+  unsigned errorsBefore = diags.errorCount();
+  DecodedInput input(source);
+  CompactLexer lexer(&input);
+  LexerErrorListener lexerErrors(diags, text);
+  lexer.removeErrorListeners();
+  lexer.addErrorListener(&lexerErrors);
+  antlr4::CommonTokenStream tokens(&lexer);
+  tokens.fill();
+  reportMalformedTokens(tokens, text, diags);
+  if (diags.errorCount() != errorsBefore || !checkNesting(tokens, text, diags))
+    return false;
+  PipeParser parser(&tokens);
+  parser.removeErrorListeners();
+  parser.setErrorHandler(std::make_shared<antlr4::BailErrorStrategy>());
+  PipeParser::RangeContext *range = nullptr;
+  try {
+    range = parser.range();
+  } catch (const antlr4::ParseCancellationException &) {
+    range = nullptr;
+  }
+  if (!range || tokens.LA(1) != antlr4::Token::EOF) {
+    antlr4::Token *stuck = tokens.LT(1);
+    size_t at = stuck->getStartIndex(); // SourceText clamps EOF's index
+    diags.report(DiagKind::SyntaxError, text.rangeOf(at, at),
+                 "expected a half-open range 'A..B' (bounds may use parameters)");
+    return false;
+  }
+  AstBuilder builder(diags, text);
+  builder.buildRange(range, lo, hi);
+  return diags.errorCount() == errorsBefore;
+}
+
 } // namespace pipec

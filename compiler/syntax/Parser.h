@@ -13,4 +13,9 @@ namespace pipec {
 // `diags`, several per run; the result is null if any was an error.
 std::unique_ptr<ast::Schedule> parseSchedule(unsigned bufferId, DiagnosticEngine &diags);
 
+// Parses a half-open range `lo..hi` (a -D NAME=A..B), the text of buffer
+// `bufferId` from byte `offset` on. Returns false after reporting an error.
+bool parseRangeText(unsigned bufferId, size_t offset, ast::ExprPtr &lo, ast::ExprPtr &hi,
+                    DiagnosticEngine &diags);
+
 } // namespace pipec
