@@ -51,6 +51,10 @@ static void writeAction(const Op &op, llvm::raw_ostream &out) {
 void writeTorchCsv(const ScheduleIR &ir, llvm::raw_ostream &out) {
   for (const RankOps &rank : ir.ranks) {
     const std::vector<Op> &ops = rank.ops;
+    // An idle rank is a blank line, as PyTorch dumps it, except the last:
+    // a blank line ending the file is refused on import (TorchCsvReader.h).
+    if (ops.empty() && &rank == &ir.ranks.back())
+      out << ',';
     for (size_t i = 0; i < ops.size(); ++i) {
       if (i)
         out << ',';

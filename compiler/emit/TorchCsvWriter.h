@@ -5,7 +5,8 @@
 // One row per rank, one cell per op: <stage><type><micro-batch> with global
 // stage and micro-batch ids (0F0, 3I1, 3W1, 2B0), an overlap pair as
 // (<forward>;<backward>)OVERLAP_F_B. Rows end in '\n'; PyTorch's idle slots
-// (empty cells) are never written. A pair keeps the order it was written in
+// (empty cells) are never written; an idle rank is a blank line, except an idle
+// last rank, written "," (a blank line ending the file is refused on import). A pair keeps the order it was written in
 // (`B & F` in the source, or (1B0;1F1) in an imported CSV, stays backward first).
 //
 // The format names global stage ids only, and PyTorch derives each stage's rank

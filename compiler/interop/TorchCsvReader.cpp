@@ -296,7 +296,8 @@ std::optional<TorchCsv> readTorchCsv(unsigned buffer, DiagnosticEngine &diags,
                     std::to_string(firstBlankRank) + " with no actions")
         .note("PyTorch then expects " + std::to_string(csv.rows.size()) +
               " ranks and refuses the file when run on " + std::to_string(firstBlankRank) +
-              "; delete the blank line at the end of the file");
+              "; delete the blank line at the end of the file, or, if the last rank is "
+              "meant to be idle, write an empty cell on its line (a lone ',')");
     return std::nullopt;
   }
   return csv;
