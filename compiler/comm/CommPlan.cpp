@@ -88,19 +88,19 @@ CommPlan deriveCommPlan(const ScheduleIR &ir, const OpIndex &index) {
     touched.clear();
   }
   // Each channel's messages in send order: ids grow in the sender's program
-  // order, so a counting sort by channel over ascending ids gives it.
+  // order, so a counting sort by channel over ascending ids gives it (and within
+  // a channel, "sent before m" is "smaller id than m").
   std::vector<uint32_t> posted(plan.numChannels + 1, 0); // per channel: next to post
   for (const Message &m : plan.messages)
     ++posted[m.channel + 1];
   for (uint32_t c = 0; c < plan.numChannels; ++c)
     posted[c + 1] += posted[c];
-  std::vector<uint32_t> channelOrder(plan.messages.size()), position(plan.messages.size());
+  std::vector<uint32_t> channelOrder(plan.messages.size());
+  std::vector<uint32_t> channelEnd(posted.begin() + 1, posted.end());
   {
     std::vector<uint32_t> cursor(posted.begin(), posted.end() - 1);
-    for (uint32_t id = 0; id < plan.messages.size(); ++id) {
-      position[id] = cursor[plan.messages[id].channel]++;
-      channelOrder[position[id]] = id;
-    }
+    for (uint32_t id = 0; id < plan.messages.size(); ++id)
+      channelOrder[cursor[plan.messages[id].channel]++] = id;
   }
   // Posting order: before each step, on the channel of every message the step
   // consumes, each receive up to that message not yet posted. What is posted
@@ -120,8 +120,9 @@ CommPlan deriveCommPlan(const ScheduleIR &ir, const OpIndex &index) {
           continue;
         plan.messages[id].consumerStep = step;
         ++consumed;
-        uint32_t &next = posted[plan.messages[id].channel];
-        while (next <= position[id])
+        uint32_t channel = plan.messages[id].channel;
+        uint32_t &next = posted[channel];
+        while (next < channelEnd[channel] && channelOrder[next] <= id)
           rank.receives.push_back(channelOrder[next++]);
       }
       uint32_t held = static_cast<uint32_t>(rank.receives.size() - consumed);

@@ -97,9 +97,8 @@ std::string compareWithPlan(const ScheduleIR &ir, const CommPlan &plan, const Bf
         return where + "message id out of range";
       const Message &m = plan.messages[id];
       const Op &producer = plan.producerOp(ir, m);
-      posted.push_back(describe(plan.from(m), false,
-                                {m.kind == MessageKind::Gradient, producer.stage, producer.microbatch},
-                                m.consumer, m.consumerStep));
+      BfMessage message{m.kind == MessageKind::Gradient, producer.stage, producer.microbatch};
+      posted.push_back(describe(plan.from(m), false, message, m.consumer, m.consumerStep));
     }
     for (const auto &step : want.posted)
       for (const BfCommOp &op : step)
