@@ -3,6 +3,7 @@
 PyTorch's own schedules that PyTorch's validators accept.
 
     /tmp/tv/bin/python tests/tools/make_torch_mutation_corpus.py [OUTPUT_DIR]
+    /tmp/tv/bin/python tests/tools/make_torch_mutation_corpus.py --run CSV...
 
 Sources: the recorded PyTorch CSVs of tests/lit/library/Inputs/ and, generated
 from the installed torch as tests/tools/regenerate_torch_csvs.py does, GPipe
@@ -18,6 +19,11 @@ pipec must accept every file written here (tests/lit/interop/torch-valid.test):
 these are orders PyTorch runs, many of them consumed on some rank in another
 order than they are sent. Deterministic (fixed seed), so rerunning it with the
 same torch writes the same files.
+
+--run runs each CSV in PyTorch's real runtime (_PipelineScheduleRuntime,
+_load_csv, CPU over gloo, one process per rank; stage s a Linear-Tanh seeded by
+s) and prints the largest relative difference of any stage's gradients from a
+single-process run of the same micro-batches. Not part of the test suite.
 """
 import contextlib
 import csv
@@ -100,12 +106,102 @@ def moves(rows, rng):
         yield f"move rank {r} action {i} to {j}", mutant
 
 
+# --run: the CSV in PyTorch's runtime against a single-process reference.
+RUN_HIDDEN, RUN_ROWS = 8, 4
+
+
+def _run_layout(path):
+    from torch.distributed.pipelining.schedules import _Action
+    with open(path, newline="") as f:
+        rows = [[c for c in r if c.strip()] for r in csv.reader(f)]
+    stage_rank, microbatches = {}, set()
+    for r, row in enumerate(rows):
+        for cell in row:
+            action = _Action.from_str(cell)
+            for a in action.sub_actions or [action]:
+                stage_rank[a.stage_index] = r
+                microbatches.add(a.microbatch_index)
+    return len(rows), stage_rank, len(microbatches)
+
+
+def _run_module(stage):
+    import torch
+    torch.manual_seed(1000 + stage)
+    return torch.nn.Sequential(torch.nn.Linear(RUN_HIDDEN, RUN_HIDDEN), torch.nn.Tanh())
+
+
+def _run_data(microbatches):
+    import torch
+    torch.manual_seed(7)
+    return (torch.randn(microbatches * RUN_ROWS, RUN_HIDDEN),
+            torch.randn(microbatches * RUN_ROWS, RUN_HIDDEN))
+
+
+def _run_loss(output, target):
+    import torch
+    return torch.nn.functional.mse_loss(output, target, reduction="sum")
+
+
+def _run_rank(rank, world, path, port, results):
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.pipelining import PipelineStage
+    from torch.distributed.pipelining.schedules import _PipelineScheduleRuntime
+    os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    _, stage_rank, microbatches = _run_layout(path)
+    stages = len(stage_rank)
+    mine = sorted(s for s, r in stage_rank.items() if r == rank)
+    modules = {s: _run_module(s) for s in mine}
+    schedule = _PipelineScheduleRuntime(
+        [PipelineStage(modules[s], s, stages, torch.device("cpu")) for s in mine],
+        microbatches, loss_fn=_run_loss, scale_grads=False)
+    schedule._load_csv(path, format="compute_only")
+    x, y = _run_data(microbatches)
+    schedule.step(x if 0 in mine else None, target=y if stages - 1 in mine else None)
+    results.put({s: [p.grad.clone() for p in modules[s].parameters()] for s in mine})
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def run_in_torch(path, port):
+    import torch.multiprocessing as mp
+    world, stage_rank, microbatches = _run_layout(path)
+    context = mp.get_context("spawn")
+    results = context.SimpleQueue()
+    ranks = [context.Process(target=_run_rank, args=(r, world, path, port, results))
+             for r in range(world)]
+    for p in ranks:
+        p.start()
+    grads = {}
+    for _ in ranks:
+        grads.update(results.get())
+    for p in ranks:
+        p.join(timeout=120)
+    modules = [_run_module(s) for s in range(len(stage_rank))]
+    x, y = _run_data(microbatches)
+    for m in range(microbatches):
+        h = x[m * RUN_ROWS:(m + 1) * RUN_ROWS]
+        for module in modules:
+            h = module(h)
+        _run_loss(h, y[m * RUN_ROWS:(m + 1) * RUN_ROWS]).backward()
+    error = max(((got - want.grad).abs().max() / want.grad.abs().max()).item()
+                for s, module in enumerate(modules)
+                for got, want in zip(grads[s], module.parameters()))
+    print(f"{os.path.basename(path)}: {world} ranks, {len(stage_rank)} stages, "
+          f"{microbatches} micro-batches: max relative gradient error {error:.2e}", flush=True)
+    return error
+
+
 def main():
     try:
         import torch  # noqa: F401
     except ImportError:
         print("make_torch_mutation_corpus: torch is not installed; nothing written")
         return 77
+    if len(sys.argv) > 1 and sys.argv[1] == "--run":
+        errors = [run_in_torch(path, 29600 + i) for i, path in enumerate(sys.argv[2:])]
+        return 0 if errors and max(errors) <= 1e-6 else 1
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
         HERE, "..", "lit", "interop", "Inputs", "torch_valid")
     os.makedirs(out, exist_ok=True)
