@@ -11,7 +11,7 @@ bool checkParameterCopies(const ScheduleIR &ir, DiagnosticEngine &diags,
 bool checkCoverage(const ScheduleIR &ir, DiagnosticEngine &diags, OpIndex &index);
 bool checkDependencies(const ScheduleIR &ir, const OpIndex &index, DiagnosticEngine &diags);
 bool checkCommunication(const ScheduleIR &ir, const CommPlan &plan, DiagnosticEngine &diags);
-bool checkMemory(const ScheduleIR &ir, const CheckOptions &options, DiagnosticEngine &diags,
-                 std::vector<RankMemory> &memory);
+bool checkMemory(const ScheduleIR &ir, const CheckOptions &options, const CommPlan *comm,
+                 DiagnosticEngine &diags, std::vector<RankMemory> &memory);
 
 } // namespace pipec

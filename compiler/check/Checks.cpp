@@ -27,7 +27,7 @@ CheckReport runChecks(const ScheduleIR &ir, const CheckOptions &options, Diagnos
   if (report.comm)
     ok &= checkCommunication(ir, *report.comm, diags);
   ok &= checkCosts(ir, options.costs, diags);
-  ok &= checkMemory(ir, options, diags, report.memory);
+  ok &= checkMemory(ir, options, report.comm ? &*report.comm : nullptr, diags, report.memory);
   report.ok = ok;
   return report;
 }

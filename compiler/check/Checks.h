@@ -31,6 +31,11 @@ struct RankMemory {
   double peakBytes = 0;        // when the cost model gives activation_bytes
   uint32_t peakOp = 0;         // first op index where the peak is reached
   int64_t parameterChunks = 0; // stage weights held by the rank
+  // Messages (activations or gradients) received before their op and held until
+  // it runs (comm/CommPlan.h): a separate figure, not counted in peakActivations
+  // nor in --max-activations. Set when the communication plan exists.
+  int64_t peakHeldMessages = 0;
+  uint32_t peakHeldOp = 0;     // first op of the step where that peak is reached
 };
 
 struct CheckReport {

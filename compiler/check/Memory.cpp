@@ -5,6 +5,12 @@
 // they stay until the W (the weight gradient needs the inputs). In an overlap
 // pair the forward allocates before the backward frees: both run at once.
 // Parameter copies per rank: the chunks that hold a stage.
+// Held messages per rank: activations and gradients received before their op
+// because their channel's sender sent them ahead of one the rank needed first
+// (comm/CommPlan.h). They are reported as their own figure and are not part of
+// the activation budget: --max-activations bounds what the stages store
+// between forward and backward, which the schedule's order decides, while
+// held messages are transient receive buffers.
 #include "check/CheckPasses.h"
 #include "check/OpText.h"
 #include "cost/CostModel.h"
@@ -40,8 +46,8 @@ void countParameterChunks(const ScheduleIR &ir, std::vector<RankMemory> &memory)
 
 } // namespace
 
-bool checkMemory(const ScheduleIR &ir, const CheckOptions &options, DiagnosticEngine &diags,
-                 std::vector<RankMemory> &memory) {
+bool checkMemory(const ScheduleIR &ir, const CheckOptions &options, const CommPlan *comm,
+                 DiagnosticEngine &diags, std::vector<RankMemory> &memory) {
   CostModel costs = CostModel::build(ir, options.costs);
   memory.assign(ir.ranks.size(), {});
   bool ok = true;
@@ -82,6 +88,13 @@ bool checkMemory(const ScheduleIR &ir, const CheckOptions &options, DiagnosticEn
     }
   }
   countParameterChunks(ir, memory);
+  if (comm)
+    for (size_t r = 0; r < ir.ranks.size(); ++r) {
+      const RankComm &rank = comm->ranks[r];
+      memory[r].peakHeldMessages = rank.peakHeld;
+      if (rank.peakHeld > 0)
+        memory[r].peakHeldOp = rank.stepOp[rank.peakHeldStep];
+    }
   return ok;
 }
 

@@ -159,7 +159,9 @@ void writeHeader(const ScheduleIR &ir, const CheckReport &report, const std::str
                "pairedWithNext = 1 and the op after it, forward first. Messages: {gradient, "
                "from rank, to rank, producing stage, micro-batch, producer op, consumer op}, op "
                "indices on the sending and receiving rank. Sends and receives: message ids in "
-               "the order each rank posts them (the order the deadlock check proved).",
+               "the order each rank posts them (the order the deadlock check proved); receives "
+               "follow each sender's order, so a message may arrive before its op and wait "
+               "for it in a buffer.",
                out);
 }
 
@@ -200,7 +202,10 @@ void writeRank(const ScheduleIR &ir, const CheckReport &report, size_t r,
   out << "\n// Rank " << r << ": " << plural(ops.size(), "op", "ops") << ", "
       << plural(comm.sends.size(), "send", "sends") << ", "
       << plural(comm.receives.size(), "receive", "receives") << ", peak activations "
-      << report.memory[r].peakActivations << ".\n";
+      << report.memory[r].peakActivations;
+  if (comm.peakHeld > 0) // received ahead of their op, not counted in the activations
+    out << ", up to " << plural(comm.peakHeld, "message", "messages") << " held";
+  out << ".\n";
   if (ops.empty()) // an empty array is not C++; the rank table points to nullptr
     return;
   out << "static const pipert::ProgramOp kRank" << r << "Ops[] = {";

@@ -78,7 +78,8 @@ private:
     return it->second;
   }
 
-  // Receives in proved order, up to the last one that op `first`..`last` consume.
+  // Receives in proved order (sender's order per channel), up to the last one
+  // that ops `first`..`last` consume; earlier ones on a channel are held.
   void postReceivesFor(uint32_t first, uint32_t last) {
     size_t until = nextReceive_;
     for (uint32_t op = first; op <= last; ++op)

@@ -19,9 +19,11 @@
 // stream's earlier work, and the compute stream ends the pair waiting for it.
 //
 // Sends are posted in the rank's proved send order, each as soon as its op is
-// done; receives in the proved receive order, each just before the first op
-// that needs it (posting order within a channel is what the deadlock check
-// proved; the placement only decides how early the host enqueues them).
+// done; receives in the proved receive order (each channel in its sender's
+// order), each just before the first step that needs it or a message after it
+// on its channel, exactly where comm/CommPlan.h posts it. A message received
+// before its own op keeps its buffer until that op runs: the op waits on the
+// event recorded after its receive, wherever that receive was posted.
 // The commands, parts and stream numbers are the runtime's own definitions
 // (pipert/StreamProgram.h), so the lowering and the interpreter cannot drift.
 #pragma once

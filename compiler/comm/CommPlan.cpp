@@ -87,19 +87,49 @@ CommPlan deriveCommPlan(const ScheduleIR &ir, const OpIndex &index) {
       channelTo[slot] = kNone;
     touched.clear();
   }
+  // Each channel's messages in send order: ids grow in the sender's program
+  // order, so a counting sort by channel over ascending ids gives it (and within
+  // a channel, "sent before m" is "smaller id than m").
+  std::vector<uint32_t> posted(plan.numChannels + 1, 0); // per channel: next to post
+  for (const Message &m : plan.messages)
+    ++posted[m.channel + 1];
+  for (uint32_t c = 0; c < plan.numChannels; ++c)
+    posted[c + 1] += posted[c];
+  std::vector<uint32_t> channelOrder(plan.messages.size());
+  std::vector<uint32_t> channelEnd(posted.begin() + 1, posted.end());
+  {
+    std::vector<uint32_t> cursor(posted.begin(), posted.end() - 1);
+    for (uint32_t id = 0; id < plan.messages.size(); ++id)
+      channelOrder[cursor[plan.messages[id].channel]++] = id;
+  }
+  // Posting order: before each step, on the channel of every message the step
+  // consumes, each receive up to that message not yet posted. What is posted
+  // and not yet consumed is held.
   for (size_t r = 0; r < ranks; ++r) {
     const std::vector<Op> &ops = ir.ranks[r].ops;
+    RankComm &rank = plan.ranks[r];
     auto first = received.begin() + opBegin[r], last = received.begin() + opBegin[r + 1];
-    plan.ranks[r].receives.reserve((last - first) - std::count(first, last, kNone));
-    uint32_t step = 0;
-    for (uint32_t i = 0; i < ops.size(); ++i) {
-      if (i > 0 && ops[i].pair != PairRole::Second)
-        ++step;
-      uint32_t id = received[opBegin[r] + i];
-      if (id == kNone)
-        continue;
-      plan.messages[id].consumerStep = step;
-      plan.ranks[r].receives.push_back(id);
+    rank.receives.reserve((last - first) - std::count(first, last, kNone));
+    size_t consumed = 0;
+    for (uint32_t step = 0; step < rank.stepOp.size(); ++step) {
+      uint32_t end = step + 1 < rank.stepOp.size() ? rank.stepOp[step + 1]
+                                                   : static_cast<uint32_t>(ops.size());
+      for (uint32_t i = rank.stepOp[step]; i < end; ++i) {
+        uint32_t id = received[opBegin[r] + i];
+        if (id == kNone)
+          continue;
+        plan.messages[id].consumerStep = step;
+        ++consumed;
+        uint32_t channel = plan.messages[id].channel;
+        uint32_t &next = posted[channel];
+        while (next < channelEnd[channel] && channelOrder[next] <= id)
+          rank.receives.push_back(channelOrder[next++]);
+      }
+      uint32_t held = static_cast<uint32_t>(rank.receives.size() - consumed);
+      if (held > rank.peakHeld) {
+        rank.peakHeld = held;
+        rank.peakHeldStep = step;
+      }
     }
   }
   return plan;

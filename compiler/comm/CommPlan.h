@@ -16,11 +16,29 @@
 //   - A rank's compute stream runs its steps in program order (a step is one op
 //     or an overlap pair) and starts a step once every message it needs arrived.
 //   - On a channel the sender posts sends in the order its steps produce them
-//     (a pair's forward first), each once its step is done; the receiver posts
-//     receives in the order its steps consume them, each once the previous one
-//     on that channel completed.
-//   - The i-th send matches the i-th receive (NCCL's rule). A send completes only
-//     together with its receive (rendezvous: no eager buffering assumed).
+//     (a pair's forward first), each once its step is done.
+//   - The receiver posts a channel's receives in the sender's order too, so the
+//     i-th send always matches the i-th receive (NCCL's rule) and no order of the
+//     consumer's ops can make NCCL deliver the wrong tensor. Before each step it
+//     posts, on every channel the step reads from, all receives up to and
+//     including the one the step needs that are not posted yet; it never posts
+//     a receive later than the step that needs it. A message consumed later than
+//     one sent after it is then received early and held (buffered) on the
+//     receiving rank until its op runs: PyTorch's pipelining runtime does the
+//     same, posting each receive when the sender's order reaches it.
+//   - A send completes only together with its receive (rendezvous: no eager
+//     buffering assumed), but sends and receives run on the channel's own
+//     stream, so neither holds up compute; a step waits only for its inputs.
+// Deadlock freedom under these rules (check/Deadlock.cpp): when a rank waits
+// before step k for message m on channel c, every receive of c up to m is
+// posted, so m arrives exactly when the sender has run the steps producing m
+// and every message before it on c. Receives posted earlier than that (the
+// posting point above is the latest allowed) change only how long messages are
+// held, never whether the schedule finishes.
+//
+// Held messages. A message posted before step k and consumed after it is held
+// during step k; RankComm::peakHeld counts the most a rank holds at once (the
+// memory check reports it apart from stored activations).
 #pragma once
 
 #include "elab/ScheduleIR.h"
@@ -79,7 +97,10 @@ struct IdRange {
 struct RankComm {
   std::vector<uint32_t> stepOp;   // step k's first op index in the rank's op list
   IdRange sends;                  // message ids, in the order the rank posts them
-  std::vector<uint32_t> receives; // message ids, in the order the rank posts them
+  std::vector<uint32_t> receives; // message ids, in the order the rank posts them: on
+                                  // each channel the sender's order (see above)
+  uint32_t peakHeld = 0;          // most messages received before their step and held
+  uint32_t peakHeldStep = 0;      // first step during which peakHeld are held
 };
 
 struct CommPlan {

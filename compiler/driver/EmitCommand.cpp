@@ -23,6 +23,8 @@ int runEmit(const std::string &file, EmitTarget target, const std::string &outpu
                 : compilation.runFrontEnd(args.elab);
   if (ok && (target == EmitTarget::Cpu || target == EmitTarget::Cuda))
     ok = compilation.check(args.checks);
+  if (ok && target == EmitTarget::TorchCsv)
+    ok = checkTorchCsvPlacement(*compilation.ir(), compilation.diags());
   int status = finish(compilation, args);
   if (!ok || status != kExitClean)
     return status;

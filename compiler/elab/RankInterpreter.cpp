@@ -150,6 +150,7 @@ bool RankInterpreter::opStatement(const OpStmt &s) {
     Op &forward = forwardFirst ? ops[0] : ops[1];
     Op &backward = forwardFirst ? ops[1] : ops[0];
     forward.pair = PairRole::First;
+    forward.backwardWrittenFirst = !forwardFirst;
     backward.pair = PairRole::Second;
     forward.iteration = backward.iteration = frame;
     out.push_back(forward);
@@ -178,7 +179,7 @@ SlotState *RankInterpreter::slotFor(const OpCall &call, int64_t chunk) {
 }
 
 bool RankInterpreter::resolve(const OpCall &call, Op &op) {
-  op = Op{call.kind, PairRole::None, 0, 0, 0, 0, 0, originId(call)};
+  op = Op{call.kind, PairRole::None, 0, 0, 0, 0, 0, 0, originId(call)};
   int64_t chunk = 0;
   if (call.chunk && !eval_.eval(*call.chunk, chunk))
     return false;

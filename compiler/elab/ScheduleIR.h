@@ -21,7 +21,10 @@ enum class PairRole : uint8_t { None, First, Second };
 struct Op {
   OpKind kind : 3;
   PairRole pair : 2;
-  uint32_t flow : 27;          // flows come from placement declarations: few
+  uint32_t flow : 26;          // flows come from placement declarations: few
+  // On a pair's First op: the pair was written backward first (`B & F`). It
+  // changes nothing but how writers print the pair, which keep it as written.
+  uint32_t backwardWrittenFirst : 1;
   int32_t chunk;
   int32_t stage;
   int32_t microbatch;          // global id, 0..microbatches-1

@@ -171,10 +171,15 @@ bool writePipe(const ImportedSchedule &schedule, llvm::StringRef name, llvm::Str
     const std::vector<ImportedOp> &ops = schedule.ranks[r];
     for (size_t i = 0; i < ops.size(); ++i) {
       out << "    ";
-      writeOp(ops[i], out);
       if (ops[i].pair == PairRole::First && i + 1 < ops.size()) {
+        // The pair in the order the CSV wrote it: `B & F` stays backward first.
+        bool backwardFirst = ops[i].backwardWrittenFirst;
+        writeOp(ops[backwardFirst ? i + 1 : i], out);
         out << " & ";
-        writeOp(ops[++i], out);
+        writeOp(ops[backwardFirst ? i : i + 1], out);
+        ++i;
+      } else {
+        writeOp(ops[i], out);
       }
       out << ";\n";
     }

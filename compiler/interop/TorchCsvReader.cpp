@@ -93,8 +93,10 @@ private:
     }
     // One forward and one backward; PyTorch writes the forward first, but the
     // two run together, so either order means the same pair.
-    if (second->kind == OpKind::F && first->kind != OpKind::F)
+    if (second->kind == OpKind::F && first->kind != OpKind::F) {
       std::swap(first, second);
+      cell.backwardWrittenFirst = true;
+    }
     if (first->kind != OpKind::F || (second->kind != OpKind::B && second->kind != OpKind::I)) {
       fail(begin_, end_,
            "an OVERLAP_F_B pair joins one forward (F) and one backward (B or I), not '" +
@@ -230,11 +232,16 @@ std::optional<TorchCsv> readTorchCsv(unsigned buffer, DiagnosticEngine &diags,
     text = text.drop_front(3);
   unsigned malformed = 0;
   uint64_t actions = 0;
+  const char *trailingBlank = nullptr; // the first of the blank lines that end the file
   while (!text.empty()) {
     auto [line, rest] = text.split('\n');
     text = rest;
     if (line.endswith("\r"))
       line = line.drop_back();
+    if (line.empty() && !trailingBlank)
+      trailingBlank = line.begin();
+    else if (!line.empty())
+      trailingBlank = nullptr;
     if (csv.rows.size() == static_cast<size_t>(kMaxRanks)) {
       diags.report(DiagKind::TopologyOutOfRange, rangeOf(line.begin(), line.end()),
                    "this row would be rank " + std::to_string(kMaxRanks) +
@@ -274,6 +281,25 @@ std::optional<TorchCsv> readTorchCsv(unsigned buffer, DiagnosticEngine &diags,
   }
   if (malformed != 0)
     return std::nullopt;
+  if (trailingBlank) {
+    // Python's csv module reads a blank line as a row with no cells, and
+    // PyTorch's _load_csv makes it a rank: the file would need one more process
+    // than it has rows of actions, and PyTorch refuses it ("Schedule has
+    // incorrect number of ranks"). Refused here too, rather than guessed at.
+    size_t blankRows = 0;
+    for (auto it = csv.rows.rbegin(); it != csv.rows.rend() && it->empty(); ++it)
+      ++blankRows;
+    size_t firstBlankRank = csv.rows.size() - blankRows;
+    diags
+        .report(DiagKind::CsvTrailingBlankLine, rangeOf(trailingBlank, trailingBlank),
+                "the CSV ends with a blank line, which PyTorch's loader reads as rank " +
+                    std::to_string(firstBlankRank) + " with no actions")
+        .note("PyTorch then expects " + std::to_string(csv.rows.size()) +
+              " ranks and refuses the file when run on " + std::to_string(firstBlankRank) +
+              "; delete the blank line at the end of the file, or, if the last rank is "
+              "meant to be idle, write an empty cell on its line (a lone ',')");
+    return std::nullopt;
+  }
   return csv;
 }
 

@@ -10,7 +10,11 @@
 // Everything else is reported as a MalformedCsvCell diagnostic located at the
 // offending character (line = rank + 1, column = byte in the line), unlike
 // PyTorch, which ignores trailing junk such as "0F0x" and rejects
-// communication actions only at run time.
+// communication actions only at run time. A blank line at the end of the file
+// is refused too (CsvTrailingBlankLine): Python's csv module reads it as an empty
+// row, PyTorch's loader as one more rank, and the file then fails to load on
+// the ranks that have actions. An idle last rank is written as a row of empty
+// cells (","), which both readers take as a rank with no actions.
 #pragma once
 
 #include "diag/Diagnostics.h"
@@ -37,6 +41,7 @@ struct TorchCell {
   TorchAction first;
   std::optional<TorchAction> second;
   llvm::SMRange range;
+  bool backwardWrittenFirst = false; // a pair written (B;F): kept so writers can repeat it
 };
 
 struct TorchCsv {

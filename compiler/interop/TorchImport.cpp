@@ -241,6 +241,7 @@ private:
           return ImportedOp{a.kind, pair, chunkOf_[r].at(a.stage), a.microbatch};
         };
         out_.ranks[r].push_back(op(cell.first, cell.second ? PairRole::First : PairRole::None));
+        out_.ranks[r].back().backwardWrittenFirst = cell.backwardWrittenFirst;
         if (cell.second)
           out_.ranks[r].push_back(op(*cell.second, PairRole::Second));
       }

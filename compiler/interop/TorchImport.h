@@ -30,6 +30,7 @@ struct ImportedOp {
   PairRole pair;
   int32_t chunk;
   int64_t microbatch; // global id
+  bool backwardWrittenFirst = false; // on a pair's First (forward): written (B;F)
 };
 
 struct ImportedFlow {

@@ -55,6 +55,52 @@ void receivesOf(const ScheduleIR &ir, int32_t rank, const Op &op, BfCommOp base,
     out.push_back(base);
 }
 
+// Channels model: every rank's posted receives, straight from the definition
+// (linear searches everywhere; only small schedules come here).
+void postInSenderOrder(BfPlan &plan) {
+  for (size_t r = 0; r < plan.ranks.size(); ++r) {
+    BfRank &me = plan.ranks[r];
+    const size_t steps = me.stepOp.size();
+    me.posted.assign(steps, {});
+    std::map<std::pair<int32_t, bool>, size_t> postedOn; // (peer, gradient) -> count
+    auto sentSequence = [&](int32_t peer, bool gradient) {
+      std::vector<BfMessage> sequence;
+      for (const auto &step : plan.ranks[peer].sends)
+        for (const BfCommOp &send : step)
+          if (send.peer == static_cast<int32_t>(r) && send.message.gradient == gradient)
+            sequence.push_back(send.message);
+      return sequence;
+    };
+    auto consumerOf = [&](const BfMessage &message) {
+      for (const auto &step : me.receives)
+        for (const BfCommOp &receive : step)
+          if (receive.message == message)
+            return receive;
+      return BfCommOp{}; // not consumed here: shows up as a mismatch later
+    };
+    for (size_t k = 0; k < steps; ++k)
+      for (const BfCommOp &need : me.receives[k]) {
+        std::vector<BfMessage> sequence = sentSequence(need.peer, need.message.gradient);
+        size_t place = std::find(sequence.begin(), sequence.end(), need.message) - sequence.begin();
+        size_t &count = postedOn[{need.peer, need.message.gradient}];
+        for (; count <= place && count < sequence.size(); ++count) {
+          BfCommOp receive = consumerOf(sequence[count]);
+          receive.isSend = false;
+          receive.peer = need.peer;
+          receive.message = sequence[count];
+          me.posted[k].push_back(receive);
+        }
+      }
+    for (size_t k = 0; k < steps; ++k) {
+      size_t held = 0;
+      for (size_t j = 0; j <= k; ++j)
+        for (const BfCommOp &receive : me.posted[j])
+          held += receive.step > k;
+      me.peakHeld = std::max(me.peakHeld, held);
+    }
+  }
+}
+
 } // namespace
 
 BfPlan bruteForcePlan(const ScheduleIR &ir) {
@@ -92,6 +138,7 @@ BfPlan bruteForcePlan(const ScheduleIR &ir) {
         out.groups[k].insert(out.groups[k].end(), out.receives[k].begin(), out.receives[k].end());
     }
   }
+  postInSenderOrder(plan);
   return plan;
 }
 
@@ -147,8 +194,9 @@ BfVerdict checkChannels(const BfPlan &plan) {
         const BfCommOp &op = plan.ranks[r].sends[k][i];
         sends[{r, static_cast<size_t>(op.peer), op.message.gradient}].push_back({r, k, i});
       }
-      for (size_t i = 0; i < plan.ranks[r].receives[k].size(); ++i) {
-        const BfCommOp &op = plan.ranks[r].receives[k][i];
+      // Receives in posting order: Pos's step is the step they are posted before.
+      for (size_t i = 0; i < plan.ranks[r].posted[k].size(); ++i) {
+        const BfCommOp &op = plan.ranks[r].posted[k][i];
         recvs[{static_cast<size_t>(op.peer), r, op.message.gradient}].push_back({r, k, i});
       }
     }
@@ -156,7 +204,7 @@ BfVerdict checkChannels(const BfPlan &plan) {
     return plan.ranks[std::get<0>(p)].sends[std::get<1>(p)][std::get<2>(p)];
   };
   auto recvAt = [&](const Pos &p) -> const BfCommOp & {
-    return plan.ranks[std::get<0>(p)].receives[std::get<1>(p)][std::get<2>(p)];
+    return plan.ranks[std::get<0>(p)].posted[std::get<1>(p)][std::get<2>(p)];
   };
   compareSequences(sends, recvs, sendAt, recvAt, verdict);
 
@@ -168,17 +216,22 @@ BfVerdict checkChannels(const BfPlan &plan) {
     completed[kv.first] = 0;
   for (auto &kv : recvs)
     completed[kv.first] = 0;
-  // For each receive: its channel and its index on it.
-  std::map<Pos, std::pair<Key, size_t>> recvSlot;
+  // For each message a step consumes: its channel and its index on it.
+  std::map<std::pair<size_t, BfMessage>, std::pair<Key, size_t>> slotOf;
   for (auto &kv : recvs)
     for (size_t i = 0; i < kv.second.size(); ++i)
-      recvSlot[kv.second[i]] = {kv.first, i};
+      slotOf[{std::get<0>(kv.second[i]), recvAt(kv.second[i]).message}] = {kv.first, i};
+  auto recvSlot = [&](size_t r, const BfCommOp &op) {
+    auto it = slotOf.find({r, op.message});
+    return it == slotOf.end() ? std::pair<Key, size_t>{Key{}, ~size_t(0)} : it->second;
+  };
 
   bool progress = true;
   while (progress) {
     progress = false;
-    // Message i of a channel completes when send i's step ran, receive i exists,
-    // and message i-1 completed (so receive i is posted).
+    // Message i of a channel completes when send i's step ran, receive i is
+    // posted (its rank reached the step it is posted before), and message i-1
+    // completed.
     for (auto &kv : completed) {
       const Key &c = kv.first;
       size_t &done = kv.second;
@@ -186,9 +239,11 @@ BfVerdict checkChannels(const BfPlan &plan) {
       size_t sendCount = s == sends.end() ? 0 : s->second.size();
       size_t recvCount = v == recvs.end() ? 0 : v->second.size();
       while (done < sendCount && done < recvCount) {
-        const Pos &send = s->second[done];
+        const Pos &send = s->second[done], &receive = v->second[done];
         if (ran[std::get<0>(send)] <= std::get<1>(send))
           break; // its producing step has not run
+        if (ran[std::get<0>(receive)] < std::get<1>(receive))
+          break; // its receive is not posted yet
         ++done;
         progress = true;
       }
@@ -199,8 +254,8 @@ BfVerdict checkChannels(const BfPlan &plan) {
         size_t k = ran[r];
         bool ready = true;
         for (size_t i = 0; i < plan.ranks[r].receives[k].size() && ready; ++i) {
-          const auto &slot = recvSlot.at({r, k, i});
-          ready = completed[slot.first] > slot.second;
+          auto slot = recvSlot(r, plan.ranks[r].receives[k][i]);
+          ready = slot.second != ~size_t(0) && completed[slot.first] > slot.second;
         }
         if (!ready)
           break;
@@ -220,8 +275,8 @@ BfVerdict checkChannels(const BfPlan &plan) {
                               std::to_string(plan.ranks[r].stepOp[k]) + "), waiting for:";
     for (size_t i = 0; i < plan.ranks[r].receives[k].size(); ++i) {
       const BfCommOp &op = plan.ranks[r].receives[k][i];
-      const auto &slot = recvSlot.at({r, k, i});
-      if (completed[slot.first] <= slot.second)
+      auto slot = recvSlot(r, op);
+      if (slot.second == ~size_t(0) || completed[slot.first] <= slot.second)
         verdict.deadlockDetail += " the " + op.message.str() + " from " + rankStr(op.peer) +
                                   " (message #" + std::to_string(slot.second) + " on its channel)";
     }

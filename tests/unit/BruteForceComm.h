@@ -11,12 +11,18 @@
 //   - A rank's ops form compute steps: one op, or an overlap pair (forward first).
 //
 // BfModel::Channels (CommPlan.h as of the deadlock check's implementation):
-//   - every (sender, receiver, kind) is a channel; the i-th send on a channel (in
-//     the sender's step order) matches the i-th receive on it (in the receiver's
-//     step order); two different messages matched is a message-order mismatch.
-//   - a step runs once the previous step ran and every message it receives
-//     completed; message i of a channel completes once the step producing it ran
-//     and message i-1 of that channel completed (the receive is posted then).
+//   - every (sender, receiver, kind) is a channel; the sender posts its sends in
+//     its step order; the receiver posts receives in that same order: before
+//     step k, for each message step k consumes, every receive on its channel up
+//     to that message's place in the send sequence (found by searching the
+//     sequence for the message) not yet posted. The i-th send matches the i-th
+//     posted receive; a difference would be a mismatch (a bug in this model).
+//   - a step runs once the previous step ran and every message it consumes
+//     completed; message i of a channel completes once the step producing it
+//     ran, its receive is posted (the receiver reached the step it is posted
+//     before), and message i-1 of that channel completed.
+//   - held: during step k, the messages posted before steps 0..k and consumed
+//     by a later step.
 //   - deadlock: some step never runs (or some message never completes).
 //
 // BfModel::Groups (the earlier CommPlan.h design, kept for comparison):
@@ -31,6 +37,7 @@
 
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace pipec::test {
@@ -45,6 +52,9 @@ struct BfMessage {
     return gradient == o.gradient && stage == o.stage && microbatch == o.microbatch;
   }
   bool operator!=(const BfMessage &o) const { return !(*this == o); }
+  bool operator<(const BfMessage &o) const {
+    return std::tie(gradient, stage, microbatch) < std::tie(o.gradient, o.stage, o.microbatch);
+  }
   std::string str() const;
 };
 
@@ -60,8 +70,13 @@ struct BfRank {
   std::vector<uint32_t> stepOp;                // step k's first op index
   std::vector<std::vector<BfCommOp>> sends;    // per step, forward of a pair first
   std::vector<std::vector<BfCommOp>> receives; // per step, forward of a pair first
+  // Channels model: posted[k] = the receives posted just before step k, in
+  // posting order (op and step name the consumer); peakHeld: the most held.
+  std::vector<std::vector<BfCommOp>> posted;
+  size_t peakHeld = 0;
   // Groups model: groups[k] = sends[k-1] + receives[k]; size = steps + 1.
   std::vector<std::vector<BfCommOp>> groups;
+  // (The posted lists are filled by bruteForcePlan from every rank's sends.)
 };
 
 struct BfPlan {

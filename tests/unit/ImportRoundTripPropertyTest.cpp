@@ -76,8 +76,8 @@ public:
       for (int s = stages - 1; s >= 0; --s)
         add(rankOf[s], std::to_string(s) + "B" + std::to_string(m));
     std::string csv;
-    for (const std::string &row : rows)
-      csv += row + "\n";
+    for (const std::string &row : rows) // an idle rank as empty cells, never a blank line
+      csv += (row.empty() ? "," : row) + "\n";
     return csv;
   }
 

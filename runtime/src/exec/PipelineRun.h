@@ -256,8 +256,10 @@ private:
     }
   }
 
-  // A receive stream: posts the channel's receives in the order the receiving
-  // rank consumes them and records each message's event for its op.
+  // A receive stream: posts the channel's receives in the program's receive
+  // order (the sender's order) and records each message's event, which holds
+  // the payload until its op takes it: a message that arrives before its
+  // consumer runs (the receiving rank consumes in another order) waits there.
   void runReceiveStream(const ChannelKey &key, const std::vector<uint32_t> &ids) {
     Channel<T> &channel = channels_.at(key);
     for (uint32_t id : ids) {

@@ -7,7 +7,7 @@ usage: make_csv.py KIND ARG OUT
              order: a placement with no closed form
   scatter N  N stages on 1000 ranks in a pseudo-random order, M=1: too
              irregular for any place statement
-  rows N     N rows: one op pair on rank 0, the rest empty (N ranks)
+  rows N     N rows: one op pair on rank 0, the rest idle (N ranks)
 Deterministic: a fixed linear congruential generator, no randomness source.
 """
 import sys
@@ -49,7 +49,9 @@ def main(kind, arg, out):
     elif kind == "scatter":
         text = gpipe([next(rand) % 1000 for _ in range(n)], 1000, 1)
     elif kind == "rows":
-        text = "0F0,0B0\n" + "\n" * (n - 1)
+        # Idle ranks as blank lines, the last as an empty cell: a blank line
+        # at the end would be refused (CsvTrailingBlankLine).
+        text = "0F0,0B0\n" + "\n" * (n - 2) + ",\n" if n > 1 else "0F0,0B0\n"
     else:
         sys.exit(f"unknown kind {kind}")
     with open(out, "w") as f:
