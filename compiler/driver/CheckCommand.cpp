@@ -21,6 +21,7 @@ int runCheck(const std::vector<std::string> &files, const CommonArgs &args) {
   for (const std::string &file : files) {
     auto compilation = std::make_unique<Compilation>(file);
     compilation->diags().setErrorLimit(args.errorLimit);
+    compilation->diags().setWarningPolicy(args.warnings);
     bool ok = compilation->runAll(args.elab, args.checks);
     int fileStatus = kExitClean;
     if (args.format == DiagFormat::Text) {

@@ -31,6 +31,7 @@ std::unique_ptr<Compilation> compileAndCheck(const std::string &file, const Comm
                                              const ElabOptions &elab, int &status) {
   auto compilation = std::make_unique<Compilation>(file);
   compilation->diags().setErrorLimit(args.errorLimit);
+  compilation->diags().setWarningPolicy(args.warnings);
   bool ok = compilation->runAll(elab, args.checks);
   status = std::max(status, finish(*compilation, args));
   return ok ? std::move(compilation) : nullptr;
