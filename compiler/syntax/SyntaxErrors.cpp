@@ -65,6 +65,22 @@ static std::string keywordText(size_t type, const antlr4::dfa::Vocabulary &vocab
   return literal.substr(1, literal.size() - 2);
 }
 
+// Like closestMatch, but two swapped neighbours ("lte", "fro") count as one
+// edit: the commonest slip in typing a short keyword.
+static std::string closestKeyword(llvm::StringRef word, llvm::ArrayRef<llvm::StringRef> keywords) {
+  for (llvm::StringRef keyword : keywords) {
+    if (keyword.size() != word.size())
+      continue;
+    size_t first = 0;
+    while (first < word.size() && word[first] == keyword[first])
+      ++first;
+    if (first + 1 < word.size() && word[first] == keyword[first + 1] &&
+        word[first + 1] == keyword[first] && word.drop_front(first + 2) == keyword.drop_front(first + 2))
+      return keyword.str();
+  }
+  return closestMatch(word, keywords);
+}
+
 bool SyntaxErrorStrategy::reportTargeted(antlr4::Parser *parser, antlr4::Token *offending) {
   return reportRankKeyword(parser, offending) || reportMisspelledKeyword(parser, offending) ||
          reportMisspelledStatement(parser);
@@ -85,7 +101,7 @@ bool SyntaxErrorStrategy::reportMisspelledKeyword(antlr4::Parser *parser,
       keywords.push_back(keyword);
   std::vector<llvm::StringRef> candidates(keywords.begin(), keywords.end());
   std::string word = offending->getText();
-  std::string meant = closestMatch(word, candidates);
+  std::string meant = closestKeyword(word, candidates);
   if (meant.empty())
     return false;
   ++errors_;
@@ -111,10 +127,11 @@ bool SyntaxErrorStrategy::reportMisspelledStatement(antlr4::Parser *parser) {
   if (!startsStatement)
     return false;
   static const llvm::StringRef kStatementKeywords[] = {"let", "for", "if", "else"};
-  std::string meant = closestMatch(word->getText(), kStatementKeywords);
+  std::string meant = closestKeyword(word->getText(), kStatementKeywords);
   if (meant.empty())
     return false;
   ++errors_;
+  skipStatement_ = true; // what follows the word is that statement's, not errors of its own
   llvm::SMRange at = rangeOf(word);
   diags_.report(DiagKind::MisspelledKeyword, at,
                 "'" + escapeControlCharacters(word->getText()) +
@@ -174,6 +191,29 @@ bool SyntaxErrorStrategy::reportUnclosedBrace(antlr4::Parser *parser) {
   return true;
 }
 
+void SyntaxErrorStrategy::recover(antlr4::Parser *parser, std::exception_ptr e) {
+  if (!skipStatement_) {
+    DefaultErrorStrategy::recover(parser, e);
+    return;
+  }
+  skipStatement_ = false;
+  // Skip to the statement's ';', or past the block it opens (and an else's).
+  antlr4::TokenStream *tokens = parser->getTokenStream();
+  int depth = 0;
+  while (tokens->LA(1) != antlr4::Token::EOF) {
+    size_t type = tokens->LA(1);
+    if (depth == 0 && type == PipeParser::RBRACE)
+      return; // the end of the enclosing block
+    parser->consume();
+    if (type == PipeParser::LBRACE)
+      ++depth;
+    else if (type == PipeParser::RBRACE && --depth == 0 && tokens->LA(1) != PipeParser::ELSE)
+      return;
+    else if (type == PipeParser::SEMI && depth == 0)
+      return;
+  }
+}
+
 void SyntaxErrorStrategy::finish(antlr4::Parser *parser) {
   if (!reportedUnclosedBrace_)
     reportUnclosedBrace(parser);
@@ -221,8 +261,10 @@ bool SyntaxErrorStrategy::looksLikeMissingSemicolon(antlr4::Parser *parser) {
 }
 
 void SyntaxErrorStrategy::reportMissingSemicolon(antlr4::Parser *parser) {
-  if (reportMisspelledStatement(parser))
+  if (reportMisspelledStatement(parser)) {
+    skipStatement_ = false; // the ';' taken as missing ends the statement already
     return;
+  }
   antlr4::Token *previous = parser->getTokenStream()->LT(-1);
   ++errors_;
   llvm::SMRange after = text_.rangeOf(previous->getStopIndex() + 1, previous->getStopIndex());

@@ -31,6 +31,7 @@ public:
 
   void sync(antlr4::Parser *parser) override;
   antlr4::Token *recoverInline(antlr4::Parser *parser) override;
+  void recover(antlr4::Parser *parser, std::exception_ptr e) override;
   unsigned errorCount() const { return errors_; }
   // Called once the parse is over: reports a '{' never closed, unless an error at
   // the end of the file already did.
@@ -62,6 +63,7 @@ private:
   const SourceText &text_;
   unsigned errors_ = 0;
   bool reportedUnclosedBrace_ = false;
+  bool skipStatement_ = false; // set by a misspelled statement keyword, for recover()
 };
 
 } // namespace pipec
