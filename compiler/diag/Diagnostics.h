@@ -153,7 +153,8 @@ public:
   Diagnostic *reportOnce(DiagKind kind, llvm::SMRange at, std::string message);
 
   // A warning in the registry's wording (diagText).
-  template <typename... Args> Diagnostic &warn(DiagKind kind, llvm::SMRange at, const Args &...args) {
+  template <typename... Args>
+  Diagnostic &warn(DiagKind kind, llvm::SMRange at, const Args &...args) {
     return report(kind, at, diagText(kind, args...));
   }
   template <typename... Args>

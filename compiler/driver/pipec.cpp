@@ -66,6 +66,18 @@ cl::list<std::string> WarningFlagValues(
              "-Wno-<Name> does not, -Werror=<Name> makes it an error, -Wno-error=<Name> "
              "exempts it from --werror; a later flag wins"),
     cl::value_desc("[no-|error=|no-error=]Name"), Checking, cl::cat(Category));
+// Applies --werror, then every -W flag in command-line order; false with `error`
+// set for a flag that names no warning.
+bool readWarningFlags(pipec::CommonArgs &args, std::string &error) {
+  pipec::WarningFlags flags;
+  flags.werror = Werror;
+  for (const std::string &flag : WarningFlagValues)
+    if (!flags.apply(flag, error))
+      return false;
+  args.werror = flags.werror;
+  args.warnings = std::move(flags.policy);
+  return true;
+}
 cl::opt<uint64_t> MaxActivations(
     "max-activations",
     cl::desc("Error when a rank holds more micro-batches' activations (default: no limit)"),
@@ -283,22 +295,9 @@ bool parseCosts(std::vector<pipec::CostOverride> &costs) {
   return true;
 }
 
-// Applies --werror, then every -W flag in command-line order.
-bool readWarningFlags(pipec::CommonArgs &args) {
-  pipec::WarningFlags flags;
-  flags.werror = Werror;
-  std::string error;
-  for (const std::string &flag : WarningFlagValues)
-    if (!flags.apply(flag, error))
-      return usage(error);
-  args.werror = flags.werror;
-  args.warnings = std::move(flags.policy);
-  return true;
-}
-
 bool readCheckOptions(pipec::CommonArgs &args) {
-  if (!readWarningFlags(args))
-    return false;
+  if (std::string error; !readWarningFlags(args, error))
+    return usage(error);
   args.timePasses = TimePasses;
   args.errorLimit = ErrorLimit;
   args.color = !NoColor && sys::Process::StandardErrHasColors();

@@ -60,7 +60,8 @@ void SyntaxErrorStrategy::syntaxError(antlr4::Parser *parser, antlr4::Token *at,
 // A keyword's text, or "" for a token type that is not a word ('{', ID, ...).
 static std::string keywordText(size_t type, const antlr4::dfa::Vocabulary &vocab) {
   std::string literal = vocab.getLiteralName(type);
-  if (literal.size() < 3 || literal.front() != '\'' || !isalpha(static_cast<unsigned char>(literal[1])))
+  if (literal.size() < 3 || literal.front() != '\'' ||
+      !isalpha(static_cast<unsigned char>(literal[1])))
     return "";
   return literal.substr(1, literal.size() - 2);
 }
@@ -75,7 +76,8 @@ static std::string closestKeyword(llvm::StringRef word, llvm::ArrayRef<llvm::Str
     while (first < word.size() && word[first] == keyword[first])
       ++first;
     if (first + 1 < word.size() && word[first] == keyword[first + 1] &&
-        word[first + 1] == keyword[first] && word.drop_front(first + 2) == keyword.drop_front(first + 2))
+        word[first + 1] == keyword[first] &&
+        word.drop_front(first + 2) == keyword.drop_front(first + 2))
       return keyword.str();
   }
   return closestMatch(word, keywords);
@@ -295,8 +297,8 @@ void SyntaxErrorStrategy::reportNoViableAlternative(antlr4::Parser *parser,
   if (reportTargeted(parser, offending))
     return;
   std::string expected = expectedText(parser);
-  syntaxError(parser, offending, "unexpected " + describeToken(offending) +
-                             (expected.empty() ? "" : "; " + expected));
+  syntaxError(parser, offending,
+              "unexpected " + describeToken(offending) + (expected.empty() ? "" : "; " + expected));
 }
 
 void SyntaxErrorStrategy::reportInputMismatch(antlr4::Parser *parser,
@@ -305,13 +307,15 @@ void SyntaxErrorStrategy::reportInputMismatch(antlr4::Parser *parser,
   if (reportTargeted(parser, offending))
     return;
   std::string expected = expectedText(parser);
-  syntaxError(parser, offending, (expected.empty() ? std::string("unexpected") : expected + ", found") +
-                             " " + describeToken(offending));
+  syntaxError(parser, offending,
+              (expected.empty() ? std::string("unexpected") : expected + ", found") + " " +
+                  describeToken(offending));
 }
 
 void SyntaxErrorStrategy::reportFailedPredicate(antlr4::Parser *parser,
                                                 const antlr4::FailedPredicateException &e) {
-  syntaxError(parser, e.getOffendingToken(), "unexpected " + describeToken(e.getOffendingToken()));
+  syntaxError(parser, e.getOffendingToken(),
+              "unexpected " + describeToken(e.getOffendingToken()));
 }
 
 void SyntaxErrorStrategy::reportUnwantedToken(antlr4::Parser *parser) {
@@ -322,8 +326,8 @@ void SyntaxErrorStrategy::reportUnwantedToken(antlr4::Parser *parser) {
   if (reportTargeted(parser, offending))
     return;
   std::string expected = expectedText(parser);
-  syntaxError(parser, offending, "unexpected " + describeToken(offending) +
-                             (expected.empty() ? "" : "; " + expected));
+  syntaxError(parser, offending,
+              "unexpected " + describeToken(offending) + (expected.empty() ? "" : "; " + expected));
 }
 
 void SyntaxErrorStrategy::reportMissingToken(antlr4::Parser *parser) {
