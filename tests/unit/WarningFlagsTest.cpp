@@ -64,7 +64,7 @@ TEST_CASE("diagText fills the registry's wording", "[warnings]") {
   CHECK(diagTextFrom(DiagKind::UnusedParameter, {}) == "parameter '{0}' is never used");
 }
 
-TEST_CASE("-W flags apply in order: the later one wins", "[warnings]") {
+TEST_CASE("warning flags apply in order: the later one wins", "[warnings]") {
   DiagKind unused = DiagKind::UnusedLet;
   CHECK(flagsFrom({"no-UnusedLet"}).policy.isDisabled(unused));
   CHECK_FALSE(flagsFrom({"no-UnusedLet", "UnusedLet"}).policy.isDisabled(unused));
@@ -84,7 +84,7 @@ TEST_CASE("-W flags apply in order: the later one wins", "[warnings]") {
   CHECK(flagsFrom({"no-error=UnusedLet"}).policy.isExemptFromWerror(unused));
 }
 
-TEST_CASE("-W flags that name no warning are refused with a suggestion", "[warnings]") {
+TEST_CASE("warning flags that name no warning are refused with a suggestion", "[warnings]") {
   WarningFlags flags;
   std::string error;
   CHECK_FALSE(flags.apply("UnusedLt", error));
