@@ -37,8 +37,8 @@ std::string describeStages(const std::vector<int64_t> &stages) {
 // once, at the setting that causes it.
 struct Finding {
   DiagKind kind;
-  std::string text;             // what is wrong, without the stages
-  const CostOverride *setting;  // the setting to point at; null: defaults only
+  std::vector<std::string> args; // the registry wording's {1}, {2}, ...; {0} is the stages
+  const CostOverride *setting;   // the setting to point at; null: defaults only
 };
 
 class ContradictionFinder {
@@ -52,7 +52,9 @@ public:
     for (auto &[key, stages] : found_) {
       const Finding &f = findings_[key];
       llvm::SMRange at = f.setting ? f.setting->range : llvm::SMRange();
-      Diagnostic &d = diags.report(f.kind, at, describeStages(stages) + ": " + f.text);
+      std::vector<std::string> args = {describeStages(stages)};
+      args.insert(args.end(), f.args.begin(), f.args.end());
+      Diagnostic &d = diags.report(f.kind, at, diagTextFrom(f.kind, args));
       if (f.setting && !f.setting->origin.empty())
         d.note("set by " + f.setting->origin);
     }
@@ -70,10 +72,12 @@ private:
     return nullptr;
   }
 
-  void add(DiagKind kind, std::string text, const CostOverride *setting, int64_t stage) {
-    auto key = std::make_tuple(static_cast<int>(kind), text, setting);
+  // Stages with the same kind, arguments and setting are reported together.
+  void add(DiagKind kind, std::vector<std::string> args, const CostOverride *setting,
+           int64_t stage) {
+    auto key = std::make_tuple(static_cast<int>(kind), args, setting);
     if (!findings_.count(key))
-      findings_[key] = {kind, std::move(text), setting};
+      findings_[key] = {kind, std::move(args), setting};
     found_[key].push_back(stage);
   }
 
@@ -87,62 +91,46 @@ private:
     const CostOverride *forwardSubOp = firstGiven(kForward, s);
     const CostOverride *backwardSubOp = firstGiven(kBackward, s);
 
-    if (!forwardSubOp != !backwardSubOp)
-      add(DiagKind::SubOpCostsOneDirection,
-          std::string(forwardSubOp ? "forward" : "backward") +
-              " sub-operation costs are given but no " + (forwardSubOp ? "backward" : "forward") +
-              " ones; an overlap pair would plan the " + (forwardSubOp ? "backward" : "forward") +
-              " as taking no time",
+    if (!forwardSubOp != !backwardSubOp) {
+      const char *given = forwardSubOp ? "forward" : "backward";
+      const char *missing = forwardSubOp ? "backward" : "forward";
+      add(DiagKind::SubOpCostsOneDirection, {given, missing},
           forwardSubOp ? forwardSubOp : backwardSubOp, s);
+    }
 
     auto sum = [](const SubOpDurations &d) { return d[0] + d[1] + d[2] + d[3]; };
     if (forwardSubOp && !same(sum(model_.subOps(s, true)), f))
       add(DiagKind::SubOpSumMismatch,
-          "the forward sub-operation costs sum to " + show(sum(model_.subOps(s, true))) +
-              ", but F is " + show(f) + "; a lone F and the forward of an overlap pair would "
-              "take different times",
+          {"forward", show(sum(model_.subOps(s, true))), "F = " + show(f)},
           decider("F", s) ? decider("F", s) : forwardSubOp, s);
     double backwardSum = sum(model_.subOps(s, false));
     if (backwardSubOp && !same(backwardSum, b) && !same(backwardSum, i))
       add(DiagKind::SubOpSumMismatch,
-          "the backward sub-operation costs sum to " + show(backwardSum) + ", but B is " +
-              show(b) + " and I is " + show(i) + "; a lone backward and the backward of an "
-              "overlap pair would take different times",
+          {"backward", show(backwardSum), "B = " + show(b) + " (or I = " + show(i) + ")"},
           decider("B", s) ? decider("B", s) : backwardSubOp, s);
 
     if (const CostOverride *fb = decider("FB", s)) {
       double pair = fb->value;
-      std::string longer = f > b ? "F = " + show(f) : "B = " + show(b);
-      if (pair < std::max(f, b) && !same(pair, std::max(f, b)))
-        add(DiagKind::PairCostOutOfRange,
-            "FB = " + show(pair) + " is shorter than " + longer +
-                "; an overlap pair cannot end before both of its ops",
-            fb, s);
-      else if (pair > f + b && !same(pair, f + b))
-        add(DiagKind::PairCostOutOfRange,
-            "FB = " + show(pair) + " is longer than F + B = " + show(f + b) +
-                "; running the two ops one after the other would be faster",
-            fb, s);
+      bool shorter = pair < std::max(f, b) && !same(pair, std::max(f, b));
+      bool longer = pair > f + b && !same(pair, f + b);
+      if (shorter || longer)
+        add(DiagKind::PairCostOutOfRange, {show(pair), show(std::max(f, b)), show(f + b)}, fb,
+            s);
       if (model_.hasSubOps(s) && forwardSubOp && backwardSubOp) {
         double planned = planOverlap(model_, s, s).makespan;
         if (!same(planned, pair))
-          add(DiagKind::PairCostMismatch,
-              "FB = " + show(pair) + ", but the sub-operation costs plan a pair of " +
-                  show(planned) + "; the simulator uses FB while a CUDA program runs the plan",
-              fb, s);
+          add(DiagKind::PairCostMismatch, {show(pair), show(planned)}, fb, s);
       }
     }
 
     if (!same(i + w, b))
-      add(DiagKind::SplitBackwardMismatch,
-          "I + W = " + show(i) + " + " + show(w) + " = " + show(i + w) + ", but B is " + show(b) +
-              "; a split backward should cost what a full one does",
+      add(DiagKind::SplitBackwardMismatch, {show(i), show(w), show(i + w), show(b)},
           firstGiven({"I", "W", "B"}, s), s);
   }
 
   ResolvedCosts resolved_;
   CostModel model_;
-  using Key = std::tuple<int, std::string, const CostOverride *>;
+  using Key = std::tuple<int, std::vector<std::string>, const CostOverride *>;
   std::map<Key, Finding> findings_;
   std::map<Key, std::vector<int64_t>> found_;
 };

@@ -1,11 +1,13 @@
 #include "cost/CostInput.h"
 
+#include "driver/InputFile.h"
 #include "syntax/CostNames.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace pipec {
@@ -48,6 +50,30 @@ ValueProblem checkCostValue(double &value) {
   return ValueProblem::None;
 }
 
+// The deepest nesting of JSON arrays and objects in `text`, or `limit` + 1 once
+// past it. LLVM's JSON parser recurses once per level, so a file of a million
+// '[' would exhaust the stack before it could be called malformed.
+size_t jsonNesting(llvm::StringRef text, size_t limit) {
+  size_t depth = 0, deepest = 0;
+  bool inString = false;
+  for (size_t i = 0; i < text.size() && deepest <= limit; ++i) {
+    char c = text[i];
+    if (inString) {
+      if (c == '\\')
+        ++i; // the escaped character cannot end the string
+      else if (c == '"')
+        inString = false;
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
 } // namespace
 
 std::optional<CostOverride> parseCostOverride(llvm::StringRef text, std::string &error) {
@@ -76,12 +102,25 @@ std::optional<CostOverride> parseCostOverride(llvm::StringRef text, std::string 
 }
 
 std::optional<std::vector<CostOverride>> readCostsFile(const std::string &path, std::string &error) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  std::unique_ptr<llvm::MemoryBuffer> buffer = readInputFile(path, error);
   if (!buffer) {
-    error = "cannot read '" + path + "': " + buffer.getError().message();
+    error = "cannot read '" + path + "': " + error;
     return std::nullopt;
   }
-  llvm::Expected<llvm::json::Value> json = llvm::json::parse((*buffer)->getBuffer());
+  return parseCostsJson(buffer->getBuffer(), path, error);
+}
+
+std::optional<std::vector<CostOverride>> parseCostsJson(llvm::StringRef text,
+                                                        const std::string &path,
+                                                        std::string &error) {
+  // One object of numbers is two levels at most; far deeper is refused unparsed.
+  constexpr size_t kMaxNesting = 64;
+  if (jsonNesting(text, kMaxNesting) > kMaxNesting) {
+    error = "'" + path + "' nests arrays or objects more than " + std::to_string(kMaxNesting) +
+            " deep; it must hold one JSON object of cost names to numbers";
+    return std::nullopt;
+  }
+  llvm::Expected<llvm::json::Value> json = llvm::json::parse(text);
   if (!json) {
     error = "'" + path + "' is not valid JSON: " + llvm::toString(json.takeError());
     return std::nullopt;

@@ -3,13 +3,16 @@
 
 #include "llvm/Support/SourceMgr.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cassert>
 
 namespace pipec {
 
 static const DiagKindInfo kKinds[] = {
-#define DIAG(Name, Sev, Summary) {#Name, Severity::Sev, Summary},
+#define DIAG(Name, Sev, Summary) {#Name, Severity::Sev, Summary, nullptr},
+#define WARNING(Name, Summary, Text) {#Name, Severity::Warning, Summary, Text},
 #include "diag/DiagnosticKinds.def"
 };
 
@@ -21,11 +24,42 @@ const DiagKindInfo &diagInfo(DiagKind kind) {
 
 llvm::ArrayRef<DiagKindInfo> allDiagKinds() { return kKinds; }
 
+std::string diagTextFrom(DiagKind kind, llvm::ArrayRef<std::string> args) {
+  const char *text = diagInfo(kind).text;
+  assert(text && "the kind has no wording in the registry");
+  std::string out;
+  for (const char *p = text; *p; ++p) {
+    unsigned index = 0;
+    const char *q = p + 1;
+    if (*p == '{' && *q >= '0' && *q <= '9') {
+      while (*q >= '0' && *q <= '9')
+        index = index * 10 + unsigned(*q++ - '0');
+      if (*q == '}' && index < args.size()) {
+        out += args[index];
+        p = q;
+        continue;
+      }
+    }
+    out += *p; // not a placeholder, or one without its argument: kept as written
+  }
+  return out;
+}
+
+std::string diagArg(double value) { return fmt::format("{}", value); }
+
 DiagnosticEngine::DiagnosticEngine(llvm::SourceMgr &sources) : sources_(sources), lines_(sources) {}
 DiagnosticEngine::~DiagnosticEngine() = default;
 
 Diagnostic &DiagnosticEngine::report(DiagKind kind, llvm::SMRange at, std::string message) {
   Severity severity = diagInfo(kind).severity;
+  if (severity == Severity::Warning && policy_.isDisabled(kind)) {
+    discarded_ = Diagnostic{kind, severity, at, {}, {}, {}, 0};
+    return discarded_;
+  }
+  if (severity == Severity::Warning && policy_.isError(kind))
+    severity = Severity::Error;
+  if (severity == Severity::Warning && !policy_.isExemptFromWerror(kind))
+    werrorWarnings_++;
   (severity == Severity::Error ? errors_ : warnings_)++;
   if (!stopped_ && severity == Severity::Error && errorLimit_ != 0 && errors_ > errorLimit_) {
     stopped_ = true;
@@ -42,6 +76,8 @@ Diagnostic &DiagnosticEngine::report(DiagKind kind, llvm::SMRange at, std::strin
 }
 
 Diagnostic *DiagnosticEngine::reportOnce(DiagKind kind, llvm::SMRange at, std::string message) {
+  if (diagInfo(kind).severity == Severity::Warning && policy_.isDisabled(kind))
+    return nullptr; // never shown, so there is nothing to fold repeats into
   if (stopped_) {
     report(kind, at, {}); // counted, not shown
     return nullptr;

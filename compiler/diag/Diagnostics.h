@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <deque>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace llvm {
@@ -32,10 +33,45 @@ struct DiagKindInfo {
   const char *name;
   Severity severity;
   const char *summary;
+  const char *text; // a warning's wording, with {0}, {1}, ...; null: the site words it
 };
 
 const DiagKindInfo &diagInfo(DiagKind kind);
 llvm::ArrayRef<DiagKindInfo> allDiagKinds();
+
+// The registry's wording of `kind` with each {N} replaced by args[N].
+std::string diagTextFrom(DiagKind kind, llvm::ArrayRef<std::string> args);
+
+// An argument as it reads in a message: text as is, numbers in decimal.
+inline std::string diagArg(std::string text) { return text; }
+inline std::string diagArg(llvm::StringRef text) { return text.str(); }
+inline std::string diagArg(const char *text) { return text; }
+template <typename Int, std::enable_if_t<std::is_integral_v<Int>, int> = 0>
+std::string diagArg(Int value) {
+  return std::to_string(value);
+}
+std::string diagArg(double value); // the shortest text that reads back the same
+
+template <typename... Args> std::string diagText(DiagKind kind, const Args &...args) {
+  return diagTextFrom(kind, {diagArg(args)...});
+}
+
+// How each warning is reported, as -W flags set it (see WarningFlags.h). Each
+// list is indexed by kind; a kind past its end has the default (false).
+struct WarningPolicy {
+  std::vector<bool> disabled;   // -Wno-X: not reported at all
+  std::vector<bool> asError;    // -Werror=X: reported as an error
+  std::vector<bool> notWerror;  // -Wno-error=X: does not fail the run under --werror
+  bool isDisabled(DiagKind kind) const { return at(disabled, kind); }
+  bool isError(DiagKind kind) const { return at(asError, kind); }
+  bool isExemptFromWerror(DiagKind kind) const { return at(notWerror, kind); }
+
+private:
+  static bool at(const std::vector<bool> &flags, DiagKind kind) {
+    auto index = static_cast<size_t>(kind);
+    return index < flags.size() && flags[index];
+  }
+};
 
 struct DiagNote {
   llvm::SMRange range; // empty: the note has no source location
@@ -98,11 +134,16 @@ public:
   static constexpr unsigned kDefaultErrorLimit = 20;
   void setErrorLimit(unsigned limit) { errorLimit_ = limit; }
   unsigned errorLimit() const { return errorLimit_; }
+  // Warnings a policy turns off are dropped (not counted); those it makes
+  // errors are reported, counted and limited as errors.
+  void setWarningPolicy(WarningPolicy policy) { policy_ = std::move(policy); }
+  const WarningPolicy &warningPolicy() const { return policy_; }
   // True once the limit was hit: phases may stop early, nothing more is shown.
   bool stopped() const { return stopped_; }
 
   // Reports a diagnostic; the returned reference stays valid (notes can be added).
-  // Past the error limit it is a scratch diagnostic that is never shown.
+  // Past the error limit, or for a disabled warning, it is a scratch diagnostic
+  // that is never shown.
   Diagnostic &report(DiagKind kind, llvm::SMRange at, std::string message);
   Diagnostic &report(DiagKind kind, std::string message) {
     return report(kind, llvm::SMRange(), std::move(message));
@@ -112,9 +153,21 @@ public:
   // Returns null for such a repeat.
   Diagnostic *reportOnce(DiagKind kind, llvm::SMRange at, std::string message);
 
+  // A warning in the registry's wording (diagText).
+  template <typename... Args>
+  Diagnostic &warn(DiagKind kind, llvm::SMRange at, const Args &...args) {
+    return report(kind, at, diagText(kind, args...));
+  }
+  template <typename... Args>
+  Diagnostic *warnOnce(DiagKind kind, llvm::SMRange at, const Args &...args) {
+    return reportOnce(kind, at, diagText(kind, args...));
+  }
+
   bool hasErrors() const { return errors_ > 0; }
   unsigned errorCount() const { return errors_; }
   unsigned warningCount() const { return warnings_; }
+  // The warnings that fail a run under --werror (all but -Wno-error=X ones).
+  unsigned werrorWarningCount() const { return werrorWarnings_; }
   const std::deque<Diagnostic> &diagnostics() const { return diags_; }
   llvm::SourceMgr &sources() const { return sources_; }
 
@@ -126,8 +179,10 @@ private:
   llvm::DenseMap<std::pair<unsigned, const char *>, size_t> seen_;
   unsigned errors_ = 0;
   unsigned warnings_ = 0;
+  unsigned werrorWarnings_ = 0;
   unsigned errorLimit_ = kDefaultErrorLimit;
   bool stopped_ = false;
+  WarningPolicy policy_;
   Diagnostic discarded_; // what report() hands out past the limit
   SourceLines lines_;
 };

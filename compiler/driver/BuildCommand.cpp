@@ -84,6 +84,7 @@ int runBuild(const std::string &file, const BuildArgs &build, const CommonArgs &
   // A program runs only what the checks proved.
   Compilation compilation(file);
   compilation.diags().setErrorLimit(args.errorLimit);
+  compilation.diags().setWarningPolicy(args.warnings);
   bool ok = compilation.runAll(args.elab, args.checks);
   int status = finish(compilation, args);
   if (!ok || status != kExitClean)

@@ -81,6 +81,7 @@ int runCheck(const std::vector<std::string> &files, const CommonArgs &args) {
   for (const std::string &file : files) {
     auto compilation = std::make_unique<Compilation>(file);
     compilation->diags().setErrorLimit(args.errorLimit);
+    compilation->diags().setWarningPolicy(args.warnings);
     bool ok = checkFile(*compilation, args);
     int fileStatus = kExitClean;
     if (args.format == DiagFormat::Text) {

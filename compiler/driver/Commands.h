@@ -3,6 +3,7 @@
 #pragma once
 
 #include "check/Checks.h"
+#include "diag/Diagnostics.h"
 #include "elab/Elaborator.h"
 #include "cost/CostInput.h"
 #include "elab/Domain.h"
@@ -24,6 +25,7 @@ struct CommonArgs {
   DiagFormat format = DiagFormat::Text;
   bool explain = false;
   bool werror = false;
+  WarningPolicy warnings; // -W flags: warnings off, or errors, one by one
   bool timePasses = false;
   bool color = false;
   unsigned errorLimit = 20; // --error-limit: errors shown before stopping, 0 = all

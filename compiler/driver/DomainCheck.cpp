@@ -66,6 +66,7 @@ private:
         return;
       auto diags = std::make_unique<DiagnosticEngine>(compilation_.sources());
       diags->setErrorLimit(options_.errorLimit);
+      diags->setWarningPolicy(compilation_.diags().warningPolicy()); // -W flags hold per point
       uint64_t ops = 0;
       PointStatus status =
           checkPoint(*compilation_.ast(), domain_.optionsAt(i, elab_), checks_, *diags, ops);

@@ -18,6 +18,7 @@ int runEmit(const std::string &file, EmitTarget target, const std::string &outpu
             const CommonArgs &args) {
   Compilation compilation(file);
   compilation.diags().setErrorLimit(args.errorLimit);
+  compilation.diags().setWarningPolicy(args.warnings);
   bool ok = target == EmitTarget::AST
                 ? compilation.load() && compilation.parse() && compilation.resolve()
                 : compilation.runFrontEnd(args.elab);

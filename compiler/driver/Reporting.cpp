@@ -13,7 +13,7 @@ int exitStatus(const DiagnosticEngine &diags, const CommonArgs &args) {
   for (const Diagnostic &d : diags.diagnostics())
     if (d.kind == DiagKind::FileNotReadable)
       return kExitUsage;
-  if (diags.hasErrors() || (args.werror && diags.warningCount() > 0))
+  if (diags.hasErrors() || (args.werror && diags.werrorWarningCount() > 0))
     return kExitErrors;
   return kExitClean;
 }

@@ -66,6 +66,7 @@ std::unique_ptr<Compilation> compileAndCheck(const std::string &file, const Comm
                                              std::string &failure, std::string &name) {
   auto compilation = std::make_unique<Compilation>(file);
   compilation->diags().setErrorLimit(args.errorLimit);
+  compilation->diags().setWarningPolicy(args.warnings);
   bool ok = compilation->runAll(elab, args.checks);
   status = std::max(status, finish(*compilation, args));
   if (!ok) {

@@ -2,6 +2,7 @@
 // a subcommand cannot honour, and dispatches to a subcommand (Commands.h); it
 // holds no compiler logic.
 #include "driver/Commands.h"
+#include "diag/WarningFlags.h"
 
 #include "PipecVersion.h"
 #include "support/SafeText.h"
@@ -59,6 +60,25 @@ cl::OptionCategory Category("pipec options");
 cl::list<std::string> Defines("D", cl::Prefix, cl::desc("Set a schedule parameter"),
                               cl::value_desc("NAME=VALUE"), Checking, cl::cat(Category));
 cl::opt<bool> Werror("werror", cl::desc("Treat warnings as errors"), Checking, cl::cat(Category));
+// -W<Name>, -Wno-<Name>, -Werror=<Name>, -Wno-error=<Name>, in order (WarningFlags.h).
+cl::list<std::string> WarningFlagValues(
+    "W", cl::Prefix,
+    cl::desc("Control one warning by the name it prints in [brackets]: -W<Name> reports it, "
+             "-Wno-<Name> does not, -Werror=<Name> makes it an error, -Wno-error=<Name> "
+             "exempts it from --werror; a later flag wins"),
+    cl::value_desc("[no-|error=|no-error=]Name"), Checking, cl::cat(Category));
+// Applies --werror, then every -W flag in command-line order; false with `error`
+// set for a flag that names no warning.
+bool readWarningFlags(pipec::CommonArgs &args, std::string &error) {
+  pipec::WarningFlags flags;
+  flags.werror = Werror;
+  for (const std::string &flag : WarningFlagValues)
+    if (!flags.apply(flag, error))
+      return false;
+  args.werror = flags.werror;
+  args.warnings = std::move(flags.policy);
+  return true;
+}
 cl::opt<uint64_t> MaxActivations(
     "max-activations",
     cl::desc("Error when a rank holds more micro-batches' activations (default: no limit)"),
@@ -333,7 +353,8 @@ bool parseCosts(std::vector<pipec::CostOverride> &costs) {
 }
 
 bool readCheckOptions(pipec::CommonArgs &args) {
-  args.werror = Werror;
+  if (std::string error; !readWarningFlags(args, error))
+    return usage(error);
   args.timePasses = TimePasses;
   args.errorLimit = ErrorLimit;
   args.color = !NoColor && sys::Process::StandardErrHasColors();

@@ -150,8 +150,7 @@ private:
       }
       for (const CostSetting &earlier : ir_.costs)
         if (earlier.name == entry.name && earlier.stage == stage)
-          diags_.report(DiagKind::DuplicateCost, entry.range,
-                        "cost '" + entry.name + "' is given twice; the last value wins")
+          diags_.warn(DiagKind::DuplicateCost, entry.range, entry.name)
               .note(earlier.origin->range, "first given here");
       ir_.costs.push_back({entry.name, stage, entry.value, &entry});
     }

@@ -72,10 +72,7 @@ bool RankInterpreter::loop(const ForStmt &s) {
   if (!eval_.eval(*s.lo, lo) || !eval_.eval(*s.hi, hi))
     return false;
   if (lo > hi) {
-    if (Diagnostic *d = diags_.reportOnce(DiagKind::ReversedLoopRange, s.lo->range,
-                                          "loop range " + std::to_string(lo) + ".." +
-                                              std::to_string(hi) +
-                                              " is empty: its start is above its end"))
+    if (Diagnostic *d = diags_.warnOnce(DiagKind::ReversedLoopRange, s.lo->range, lo, hi))
       addContext(*d);
     return true;
   }

@@ -146,8 +146,7 @@ private:
           .note(decls_[existing].decl->range, "previously declared here");
       decls_[existing].used = true; // reported once; don't also call it unused
     } else if (existing >= 0 && warnIfHiding) {
-      diags_.report(DiagKind::ShadowedName, var.range,
-                    "'" + var.name + "' hides an outer declaration of the same name")
+      diags_.warn(DiagKind::ShadowedName, var.range, var.name)
           .note(decls_[existing].decl->range, "outer declaration is here");
       decls_[existing].used = true; // hiding is reported once; don't also call it unused
     }
@@ -259,10 +258,9 @@ private:
         continue;
       const VarDecl &var = *entry.decl;
       if (var.role == VarRole::Parameter)
-        diags_.report(DiagKind::UnusedParameter, var.range,
-                      "parameter '" + var.name + "' is never used");
+        diags_.warn(DiagKind::UnusedParameter, var.range, var.name);
       else if (var.role == VarRole::Let)
-        diags_.report(DiagKind::UnusedLet, var.range, "'" + var.name + "' is never used");
+        diags_.warn(DiagKind::UnusedLet, var.range, var.name);
     }
   }
 

@@ -265,6 +265,7 @@ std::unique_ptr<ast::Schedule> parseSchedule(unsigned bufferId, DiagnosticEngine
   parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
       antlr4::atn::PredictionMode::LL);
   PipeParser::FileContext *tree = parser.file();
+  recovering->finish(&parser);
   if (diags.errorCount() != errorsBefore)
     return nullptr;
 

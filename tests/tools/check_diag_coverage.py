@@ -10,7 +10,7 @@ import sys
 
 
 def main(registry: str, lit_dir: str) -> int:
-    kinds = re.findall(r"^DIAG\((\w+),", pathlib.Path(registry).read_text(), re.M)
+    kinds = re.findall(r"^(?:DIAG|WARNING)\((\w+),", pathlib.Path(registry).read_text(), re.M)
     checked = set()
     for path in pathlib.Path(lit_dir).rglob("*"):
         if path.suffix in (".pipe", ".test") and path.is_file():
