@@ -554,11 +554,11 @@ void rows(std::string &out, const std::string &title, size_t count, size_t perLi
   out += '\n';
 }
 
-std::string idList(const std::vector<uint32_t> &ids) {
-  std::string text;
+std::string idList(const std::string &title, const std::vector<uint32_t> &ids) {
+  std::string text = title + "[" + std::to_string(ids.size()) + "]:";
   for (size_t i = 0; i < ids.size(); ++i)
-    text += (i ? ", " : "") + std::to_string(ids[i]);
-  return text;
+    text += (i ? ", " : " ") + std::to_string(ids[i]);
+  return text + "\n";
 }
 
 } // namespace
@@ -736,7 +736,11 @@ std::string decodeProgramText(const char *text, size_t size, ProgramData &data) 
 std::string dumpProgram(const ProgramData &d) {
   std::string out = "program " + d.name + " (" + d.parameters + "): " + std::to_string(d.numRanks) +
                     " ranks, " + std::to_string(d.numStages) + " stages, " +
-                    std::to_string(d.numMicrobatches) + " micro-batches\n";
+                    std::to_string(d.numMicrobatches) + " micro-batches\n" +
+                    "fields as <pipert/Program.h> and <pipert/StreamProgram.h> order them: ops "
+                    "{kind, pairedWithNext, chunk, stage, micro-batch}; messages {gradient, from, "
+                    "to, stage, micro-batch, producer op, consumer op}; commands {command, part, "
+                    "stream, argument}\n";
   for (size_t r = 0; r < d.ranks.size(); ++r) {
     const ProgramData::Rank &rank = d.ranks[r];
     std::string prefix = "kRank" + std::to_string(r);
@@ -746,9 +750,8 @@ std::string dumpProgram(const ProgramData &d) {
              std::to_string(op.chunk) + "," + std::to_string(op.stage) + "," +
              std::to_string(op.microbatch) + "},";
     });
-    out += prefix + "Sends[" + std::to_string(rank.sends.size()) + "]: " + idList(rank.sends) + "\n";
-    out += prefix + "Receives[" + std::to_string(rank.receives.size()) +
-           "]: " + idList(rank.receives) + "\n";
+    out += idList(prefix + "Sends", rank.sends);
+    out += idList(prefix + "Receives", rank.receives);
   }
   rows(out, "kMessages", d.messages.size(), 4, [&](size_t i) {
     const ProgramMessage &m = d.messages[i];
