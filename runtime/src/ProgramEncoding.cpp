@@ -97,29 +97,44 @@ struct Series {
 // stream; other commands continue the series of their kind, part and stream.
 struct CommandPredictor {
   std::map<std::tuple<int, int, int>, Series> series;
-  std::map<std::tuple<int, int64_t, int>, int64_t> streams; // (previous cmd, its stream, cmd)
-  std::map<int64_t, int64_t> recorded;                      // event -> stream, the last few
-  int previousCmd = -1;
+  // (the two commands before as kind and part, the stream of the last, cmd)
+  std::map<std::tuple<int, int, int64_t, int>, int64_t> streams;
+  std::map<int64_t, int64_t> recorded; // event -> stream, the last few
+  // A wait's event relative to waitBase, by the context the stream is guessed from.
+  std::map<std::tuple<int, int, int64_t, int>, int64_t> waitOffsets;
+  int previousCmd = -1, beforeCmd = -1; // kind * 8 + part
   int64_t previousStream = 0, lastRecorded = -1;
   int64_t guessStream(StreamCmd cmd) const {
-    auto it = streams.find({previousCmd, previousStream, int(cmd)});
+    auto it = streams.find({beforeCmd, previousCmd, previousStream, int(cmd)});
     return it == streams.end() ? previousStream : it->second;
+  }
+  // The event a wait is guessed from before its context's correction: the last
+  // recorded on another stream.
+  int64_t waitBase(const StreamCommand &c) const {
+    for (auto it = recorded.rbegin(); it != recorded.rend(); ++it)
+      if (it->second != c.stream)
+        return it->first;
+    return lastRecorded;
+  }
+  std::tuple<int, int, int64_t, int> waitContext(const StreamCommand &c) const {
+    return {beforeCmd, previousCmd, previousStream, int(c.stream)};
   }
   int64_t guessArg(const StreamCommand &c) const {
     if (c.cmd == StreamCmd::RecordEvent)
       return lastRecorded + 1;
     if (c.cmd == StreamCmd::WaitEvent) {
-      for (auto it = recorded.rbegin(); it != recorded.rend(); ++it)
-        if (it->second != c.stream)
-          return it->first;
-      return lastRecorded;
+      auto it = waitOffsets.find(waitContext(c));
+      return waitBase(c) + (it == waitOffsets.end() ? 0 : it->second);
     }
     auto it = series.find({int(c.cmd), int(c.part), int(c.stream)});
     return it == series.end() ? 0 : it->second.guess();
   }
   void saw(const StreamCommand &c) {
-    streams[{previousCmd, previousStream, int(c.cmd)}] = c.stream;
-    previousCmd = int(c.cmd);
+    if (c.cmd == StreamCmd::WaitEvent)
+      waitOffsets[waitContext(c)] = int64_t(c.arg) - waitBase(c);
+    streams[{beforeCmd, previousCmd, previousStream, int(c.cmd)}] = c.stream;
+    beforeCmd = previousCmd;
+    previousCmd = int(c.cmd) * 8 + int(c.part);
     previousStream = c.stream;
     if (c.cmd == StreamCmd::RecordEvent) {
       lastRecorded = c.arg;
