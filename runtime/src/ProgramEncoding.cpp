@@ -89,12 +89,14 @@ struct Series {
   }
 };
 
-// A command's stream is guessed from its context: the stream the last command
-// of its kind took after a command of the previous command's kind and stream
-// (a receive's record stays on its channel stream, the wait after it moves to
-// the compute stream, ...), else the previous command's stream. Its argument:
-// a record takes the next event id; a wait the last event recorded on another
-// stream; other commands continue the series of their kind, part and stream.
+// A command's stream is guessed from its context, the two commands before it
+// (kind and part) and the last one's stream: the stream the last command of
+// its kind took in that context (a receive's record stays on its channel
+// stream, the wait after it moves to the compute stream, ...), else the
+// previous command's stream. Its argument: a record takes the next event id; a
+// wait the last event recorded on another stream, moved by as much as the last
+// wait in its context was; other commands continue the series of their kind,
+// part and stream.
 struct CommandPredictor {
   std::map<std::tuple<int, int, int>, Series> series;
   // (the two commands before as kind and part, the stream of the last, cmd)
@@ -281,7 +283,7 @@ public:
     v = unzigzag(raw);
     return true;
   }
-  // A value of [lo, hi].
+  // `raw` as a T, refused when it does not fit.
   template <typename T>
   bool value(T &out, int64_t raw, size_t at, const char *what) {
     if (raw < int64_t(std::numeric_limits<T>::min()) || raw > int64_t(std::numeric_limits<T>::max()))
