@@ -1,9 +1,10 @@
 // `pipec emit --target cpu`: a checked schedule as a C++ program for the CPU
-// runtime. The program is the schedule's tables in the form of
-// <pipert/Program.h> (ops per rank, every message, each rank's send and receive
-// posting order, the gradient-sync groups, the checker's predicted peaks) and a
-// main() that hands them to pipert::runProgram. The messages and posting orders
-// are the ones the deadlock check proved, so what runs is what was proved.
+// runtime. The program is the schedule's tables (<pipert/Program.h>: ops per
+// rank, every message, each rank's send and receive posting order, the
+// gradient-sync groups, the checker's predicted peaks), encoded
+// (codegen/ProgramTables.h), and a main() that hands them to
+// pipert::runEncodedProgram. The messages and posting orders are the ones the
+// deadlock check proved, so what runs is what was proved.
 //
 // The output is golden-tested, so it is deterministic: no dates, no paths but
 // the one the user gave.

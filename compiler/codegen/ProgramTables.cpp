@@ -1,49 +1,33 @@
-// The tables every emitted program starts with, top to bottom: a header comment
-// saying what the schedule is and what was proved about it; one block per rank
-// (ops, sends, receives); the message table; the gradient-sync groups; the
-// predicted peaks; the Program. Tables are written several entries to a line, each line starting
-// with the index of its first entry, and the size grows with the op and message
-// counts only: DualPipe at P = 16, M = 64 (2232 ops, 1920 messages) is about
-// 1300 lines, 120 KB, which g++ -O2 compiles in about 0.15 s.
+// The part every emitted program shares, top to bottom: a header comment
+// saying what the schedule is and what was proved about it, a line per rank
+// with its counts, the format check, and the tables as one encoded string
+// (pipert/ProgramEncoding.h). The file grows with the encoded bytes only, about
+// a byte per op, message and stream command plus a third for base64: DualPipeV
+// at P = 64, M = 512 is under 5 MB, and compilers read a string literal far
+// faster than a table of initializers.
 #include "codegen/ProgramTables.h"
 
 #include "support/SafeText.h"
 
 #include "PipecVersion.h"
 #include "pipert/Program.h"
+#include "pipert/ProgramEncoding.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Format.h"
 
 #include <cassert>
-#include <functional>
+#include <algorithm>
 
 namespace pipec {
 
 namespace {
 
-constexpr size_t kOpsPerLine = 6;
-constexpr size_t kMessagesPerLine = 4;
-constexpr size_t kIdsPerLine = 16;
 constexpr size_t kCommentWidth = 80;
-
-// A C string literal's contents.
-std::string escapeString(llvm::StringRef text) {
-  std::string escaped;
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      escaped += '\\';
-      escaped += c;
-    } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-      unsigned code = static_cast<unsigned char>(c);
-      escaped += {'\\', char('0' + (code >> 6)), char('0' + ((code >> 3) & 7)),
-                  char('0' + (code & 7))};
-    } else {
-      escaped += c;
-    }
-  }
-  return escaped;
-}
+constexpr size_t kBase64PerLine = 100;
+// Past this many ranks the header lists only the first ones: a rank's line
+// says little that --dump-program does not.
+constexpr size_t kRanksListed = 64;
 
 } // namespace
 
@@ -90,39 +74,7 @@ std::string plural(size_t count, const char *one, const char *many) {
 
 } // namespace
 
-void writeRows(size_t count, size_t perLine, Layout layout, llvm::raw_ostream &out,
-               const std::function<void(size_t)> &writeEntry) {
-  if (layout == Layout::OneLineIfShort && count <= perLine) {
-    for (size_t i = 0; i < count; ++i) {
-      out << (i ? ", " : "");
-      writeEntry(i);
-    }
-    return;
-  }
-  out << '\n';
-  size_t width = std::to_string(count ? count - 1 : 0).size();
-  for (size_t i = 0; i < count; ++i) {
-    if (i % perLine == 0)
-      out << "    /* " << llvm::right_justify(std::to_string(i), width) << " */";
-    out << ' ';
-    writeEntry(i);
-    out << ',';
-    if (i % perLine == perLine - 1 || i + 1 == count)
-      out << '\n';
-  }
-}
-
 namespace {
-
-template <typename Ids> // a vector, or an IdRange
-void writeIdArray(const std::string &name, const Ids &ids,
-                  llvm::raw_ostream &out) {
-  if (ids.empty()) // an empty array is not C++; the rank table points to nullptr
-    return;
-  out << "static const uint32_t " << name << "[] = {";
-  writeRows(ids.size(), kIdsPerLine, Layout::OneLineIfShort, out, [&](size_t i) { out << ids[i]; });
-  out << "};\n";
-}
 
 void writeHeader(const ScheduleIR &ir, const CheckReport &report, const std::string &sourcePath,
                  const char *target, llvm::raw_ostream &out) {
@@ -153,36 +105,23 @@ void writeHeader(const ScheduleIR &ir, const CheckReport &report, const std::str
                "stage: " +
                    peaks + ").",
                out);
-  out << "//\n";
-  writeComment("Tables as <pipert/Program.h> defines them. Ops: {kind, pairedWithNext, chunk, "
-               "stage, micro-batch}, per rank in program order; an overlap pair is an op with "
-               "pairedWithNext = 1 and the op after it, forward first. Messages: {gradient, "
-               "from rank, to rank, producing stage, micro-batch, producer op, consumer op}, op "
-               "indices on the sending and receiving rank. Sends and receives: message ids in "
-               "the order each rank posts them (the order the deadlock check proved); receives "
-               "follow each sender's order, so a message may arrive before its op and wait "
-               "for it in a buffer.",
-               out);
 }
 
-// Short names for the op kinds and message kinds the tables use (only those:
-// an unused constant is a warning under clang's -Wall).
-void writeAliases(const ScheduleIR &ir, const CommPlan &comm, llvm::raw_ostream &out) {
-  bool usedKind[4] = {};
-  for (const RankOps &rank : ir.ranks)
-    for (const Op &op : rank.ops)
-      usedKind[static_cast<size_t>(op.kind)] = true;
-  for (OpKind kind : {OpKind::F, OpKind::B, OpKind::I, OpKind::W})
-    if (usedKind[static_cast<size_t>(kind)])
-      out << "constexpr auto " << ast::opKindName(kind) << " = pipert::OpCode::"
-          << ast::opKindName(kind) << ";\n";
-  bool usedMessage[2] = {};
-  for (const Message &m : comm.messages)
-    usedMessage[m.kind == MessageKind::Gradient] = true;
-  if (usedMessage[0])
-    out << "constexpr uint8_t Act = pipert::kActivationMessage; // to the next stage\n";
-  if (usedMessage[1])
-    out << "constexpr uint8_t Grad = pipert::kGradientMessage;  // to the previous stage\n";
+void writeRankCounts(const ScheduleIR &ir, const CheckReport &report, llvm::raw_ostream &out) {
+  out << "//\n";
+  size_t listed = std::min(ir.ranks.size(), kRanksListed);
+  for (size_t r = 0; r < listed; ++r) {
+    const RankComm &comm = report.comm->ranks[r];
+    out << "// Rank " << r << ": " << plural(ir.ranks[r].ops.size(), "op", "ops") << ", "
+        << plural(comm.sends.size(), "send", "sends") << ", "
+        << plural(comm.receives.size(), "receive", "receives") << ", peak activations "
+        << report.memory[r].peakActivations;
+    if (comm.peakHeld > 0) // received ahead of their op, not counted in the activations
+      out << ", up to " << plural(comm.peakHeld, "message", "messages") << " held";
+    out << ".\n";
+  }
+  if (listed < ir.ranks.size())
+    out << "// Ranks " << listed << "-" << ir.ranks.size() - 1 << ": see --dump-program.\n";
 }
 
 // Compiled against runtime headers of another format, the tables would be
@@ -192,114 +131,56 @@ void writeFormatCheck(llvm::raw_ostream &out) {
   out << "static_assert(pipert::kProgramFormatVersion == " << version << ",\n"
       << "              \"this program was written by pipec " << PIPEC_VERSION
       << " in program format " << version << ", which \"\n"
-      << "              \"these runtime headers do not read: re-emit it with a matching pipec\");\n\n";
-}
-
-void writeRank(const ScheduleIR &ir, const CheckReport &report, size_t r,
-               llvm::raw_ostream &out) {
-  const std::vector<Op> &ops = ir.ranks[r].ops;
-  const RankComm &comm = report.comm->ranks[r];
-  out << "\n// Rank " << r << ": " << plural(ops.size(), "op", "ops") << ", "
-      << plural(comm.sends.size(), "send", "sends") << ", "
-      << plural(comm.receives.size(), "receive", "receives") << ", peak activations "
-      << report.memory[r].peakActivations;
-  if (comm.peakHeld > 0) // received ahead of their op, not counted in the activations
-    out << ", up to " << plural(comm.peakHeld, "message", "messages") << " held";
-  out << ".\n";
-  if (ops.empty()) // an empty array is not C++; the rank table points to nullptr
-    return;
-  out << "static const pipert::ProgramOp kRank" << r << "Ops[] = {";
-  writeRows(ops.size(), kOpsPerLine, Layout::Rows, out, [&](size_t i) {
-    const Op &op = ops[i];
-    out << '{' << ast::opKindName(op.kind) << ',' << (op.pair == PairRole::First ? 1 : 0) << ','
-        << op.chunk << ',' << op.stage << ',' << op.microbatch << '}';
-  });
-  out << "};\n";
-  writeIdArray("kRank" + std::to_string(r) + "Sends", comm.sends, out);
-  writeIdArray("kRank" + std::to_string(r) + "Receives", comm.receives, out);
-}
-
-void writeMessages(const ScheduleIR &ir, const CommPlan &comm, llvm::raw_ostream &out) {
-  if (comm.messages.empty()) {
-    out << "\n// No messages: every stage boundary stays on one rank.\n";
-    return;
-  }
-  out << "\nstatic const pipert::ProgramMessage kMessages[] = {";
-  writeRows(comm.messages.size(), kMessagesPerLine, Layout::Rows, out, [&](size_t i) {
-    const Message &m = comm.messages[i];
-    const Op &producer = comm.producerOp(ir, m);
-    out << '{' << (m.kind == MessageKind::Gradient ? "Grad" : "Act") << ',' << comm.from(m) << ','
-        << comm.to(m) << ',' << producer.stage << ',' << producer.microbatch << ',' << m.producer << ','
-        << m.consumer << '}';
-  });
-  out << "};\n";
-}
-
-void writeSyncGroups(const std::vector<SyncGroup> &groups, llvm::raw_ostream &out) {
-  if (groups.empty()) {
-    out << "\n// No gradient-sync groups: every stage has one copy.\n";
-    return;
-  }
-  out << "\n// Gradient-sync groups: the slots (rank, chunk) holding a copy of a stage, whose\n"
-      << "// gradients are summed.\n";
-  for (size_t g = 0; g < groups.size(); ++g) {
-    const SyncGroup &group = groups[g];
-    std::string ranks, chunks;
-    for (size_t i = 0; i < group.slots.size(); ++i) {
-      ranks += (i ? ", " : "") + std::to_string(group.slots[i].rank);
-      chunks += (i ? ", " : "") + std::to_string(group.slots[i].chunk);
-    }
-    out << "static const int32_t kSync" << g << "Ranks[] = {" << ranks << "}, kSync" << g
-        << "Chunks[] = {" << chunks << "};\n";
-  }
-  out << "static const pipert::SyncGroupTable kSyncGroups[] = {\n";
-  for (size_t g = 0; g < groups.size(); ++g)
-    out << "    {" << groups[g].stage << ", kSync" << g << "Ranks, kSync" << g << "Chunks, "
-        << groups[g].slots.size() << "},\n";
-  out << "};\n";
-}
-
-void writeProgram(const ScheduleIR &ir, const CheckReport &report, llvm::raw_ostream &out) {
-  const CommPlan &comm = *report.comm;
-  out << "\nstatic const pipert::RankTable kRanks[] = {\n";
-  for (size_t r = 0; r < ir.ranks.size(); ++r) {
-    std::string rank = "kRank" + std::to_string(r);
-    const RankComm &c = comm.ranks[r];
-    out << "    {" << (ir.ranks[r].ops.empty() ? "nullptr" : rank + "Ops") << ", "
-        << ir.ranks[r].ops.size() << ", "
-        << (c.sends.empty() ? "nullptr" : rank + "Sends") << ", " << c.sends.size() << ", "
-        << (c.receives.empty() ? "nullptr" : rank + "Receives") << ", " << c.receives.size()
-        << "},\n";
-  }
-  out << "};\n";
-
-  out << "\n// Peak live activations per rank, as the memory check computed them.\n"
-      << "static const int64_t kPredictedPeakActivations[] = {";
-  writeRows(report.memory.size(), kIdsPerLine, Layout::OneLineIfShort, out,
-            [&](size_t r) { out << report.memory[r].peakActivations; });
-  out << "};\n";
-
-  out << "\nstatic const pipert::Program kProgram = {\n"
-      << "    \"" << escapeString(ir.name) << "\",\n"
-      << "    \"" << escapeString(parameterText(ir)) << "\",\n"
-      << "    /*numRanks=*/" << ir.numRanks << ", /*numStages=*/" << ir.numStages
-      << ", /*numMicrobatches=*/" << ir.numMicrobatches << ",\n"
-      << "    kRanks,\n";
-  if (comm.messages.empty())
-    out << "    /*messages=*/nullptr, 0,\n";
-  else
-    out << "    kMessages, " << comm.messages.size() << ",\n";
-  if (report.syncGroups.empty())
-    out << "    /*syncGroups=*/nullptr, 0,\n";
-  else
-    out << "    kSyncGroups, " << report.syncGroups.size() << ",\n";
-  out << "    kPredictedPeakActivations,\n"
-      << "};\n";
+      << "              \"these runtime headers do not read: re-emit it with a matching pipec\");\n";
 }
 
 } // namespace
 
-void writeProgramTables(const ScheduleIR &ir, const CheckReport &report,
+pipert::ProgramData programData(const ScheduleIR &ir, const CheckReport &report) {
+  assert(report.ok && report.comm && "emit only schedules whose checks passed");
+  const CommPlan &comm = *report.comm;
+  pipert::ProgramData data;
+  data.name = ir.name;
+  data.parameters = parameterText(ir);
+  data.numRanks = int32_t(ir.numRanks);
+  data.numStages = int32_t(ir.numStages);
+  data.numMicrobatches = int32_t(ir.numMicrobatches);
+  data.ranks.resize(ir.ranks.size());
+  for (size_t r = 0; r < ir.ranks.size(); ++r) {
+    pipert::ProgramData::Rank &rank = data.ranks[r];
+    rank.ops.reserve(ir.ranks[r].ops.size());
+    for (const Op &op : ir.ranks[r].ops)
+      rank.ops.push_back({static_cast<pipert::OpCode>(op.kind),
+                          uint8_t(op.pair == PairRole::First ? 1 : 0), int16_t(op.chunk),
+                          int32_t(op.stage), int32_t(op.microbatch)});
+    const RankComm &c = comm.ranks[r];
+    rank.sends.assign(c.sends.begin(), c.sends.end());
+    rank.receives.assign(c.receives.begin(), c.receives.end());
+  }
+  data.messages.reserve(comm.messages.size());
+  for (const Message &m : comm.messages) {
+    const Op &producer = comm.producerOp(ir, m);
+    data.messages.push_back({m.kind == MessageKind::Gradient ? pipert::kGradientMessage
+                                                              : pipert::kActivationMessage,
+                             int32_t(comm.from(m)), int32_t(comm.to(m)), int32_t(producer.stage),
+                             int32_t(producer.microbatch), uint32_t(m.producer),
+                             uint32_t(m.consumer)});
+  }
+  for (const SyncGroup &group : report.syncGroups) {
+    pipert::ProgramData::SyncGroup g;
+    g.stage = int32_t(group.stage);
+    for (const auto &slot : group.slots) {
+      g.ranks.push_back(int32_t(slot.rank));
+      g.chunks.push_back(int32_t(slot.chunk));
+    }
+    data.syncGroups.push_back(std::move(g));
+  }
+  for (const auto &memory : report.memory)
+    data.predictedPeakActivations.push_back(memory.peakActivations);
+  return data;
+}
+
+void writeProgramHeader(const ScheduleIR &ir, const CheckReport &report,
                         const std::string &sourcePath, const ProgramTarget &target,
                         llvm::raw_ostream &out) {
   assert(report.ok && report.comm && "emit only schedules whose checks passed");
@@ -310,14 +191,24 @@ void writeProgramTables(const ScheduleIR &ir, const CheckReport &report,
     out << "//\n";
     writeComment(paragraph, out);
   }
-  out << "\n#include <" << target.header << ">\n\n";
+  writeRankCounts(ir, report, out);
+}
+
+void writeProgramData(const pipert::ProgramData &data, const char *header, llvm::raw_ostream &out) {
+  std::vector<uint8_t> bytes = pipert::encodeProgram(data);
+  std::string text = pipert::toBase64(bytes);
+  out << "\n#include <" << header << ">\n\n";
   writeFormatCheck(out);
-  writeAliases(ir, *report.comm, out);
-  for (size_t r = 0; r < ir.ranks.size(); ++r)
-    writeRank(ir, report, r, out);
-  writeMessages(ir, *report.comm, out);
-  writeSyncGroups(report.syncGroups, out);
-  writeProgram(ir, report, out);
+  out << "\n// The tables, encoded as pipert/ProgramEncoding.h says (" << bytes.size()
+      << " bytes, as base64);\n"
+      << "// the runtime decodes and validates them at start, and the built program's\n"
+      << "// --dump-program prints them.\n"
+      << "static const char kProgramData[] =";
+  for (size_t i = 0; i < text.size(); i += kBase64PerLine)
+    out << "\n    \"" << llvm::StringRef(text).substr(i, kBase64PerLine) << '"';
+  if (text.empty())
+    out << " \"\"";
+  out << ";\n";
 }
 
 } // namespace pipec

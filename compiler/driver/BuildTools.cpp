@@ -176,7 +176,9 @@ bool findToolchain(BuildTarget target, Toolchain &toolchain) {
     return false;
   toolchain.flags = {"-std=c++17", "-O2", "-I" + include};
   if (cuda) {
-    toolchain.sourceExtension = ".cu";
+    // The program is host C++ (encoded tables and a main()): as a .cpp file
+    // nvcc hands it straight to the host compiler, without a device pass.
+    toolchain.sourceExtension = ".cpp";
     toolchain.flags.push_back("-arch=sm_90");
     for (const char *library : {"-lcublas", "-lcudart"})
       toolchain.libraries.push_back(library);

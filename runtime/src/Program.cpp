@@ -8,6 +8,7 @@
 
 #include "exec/PipelineRun.h"
 
+#include "pipert/ProgramEncoding.h"
 #include "pipert/ProgramValidation.h"
 #include "pipert/Reference.h"
 #include "pipert/Trace.h"
@@ -165,6 +166,15 @@ int runProgram(const Program &program, int argc, char **argv) {
     std::fprintf(stderr, "pipert: error: %s\n", e.what());
     return 2;
   }
+}
+
+int runEncodedProgram(const char *text, size_t size, int argc, char **argv) {
+  ProgramData data;
+  int status = startEncodedProgram(text, size, argc, argv, data);
+  if (status >= 0)
+    return status;
+  ProgramView view(data);
+  return runProgram(view.program(), argc, argv);
 }
 
 } // namespace pipert

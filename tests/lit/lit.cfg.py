@@ -17,6 +17,8 @@ config.substitutions.append(("%pipec", os.path.join(config.pipec_bin_dir, "pipec
 config.substitutions.append(("%examples", os.path.join(config.source_root, "examples")))
 config.substitutions.append(("%reference", os.path.join(config.test_source_root, "library", "Inputs", "reference")))
 config.substitutions.append(("%runtime_include", os.path.join(config.source_root, "runtime", "include")))
+# The CPU runtime library, for tests that compile an emitted program themselves.
+config.substitutions.append(("%pipert_library", config.pipert_library))
 
 # CUDA: emitted CUDA programs are host C++ (syntax-checked everywhere); building
 # them needs nvcc and a pipec configured with the CUDA runtime.

@@ -7,6 +7,7 @@
 #include "CudaOptions.h"
 #include "StepRunner.h"
 
+#include "pipert/ProgramEncoding.h"
 #include "pipert/ProgramValidation.h"
 #include "pipert/cuda/CudaCheck.h"
 
@@ -69,6 +70,20 @@ int runCudaProgram(const Program &program, const StreamProgram &streams, int arg
     std::fprintf(stderr, "pipert: error: %s\n", e.what());
     return 2;
   }
+}
+
+int runEncodedCudaProgram(const char *text, size_t size, int argc, char **argv) {
+  ProgramData data;
+  int status = startEncodedProgram(text, size, argc, argv, data);
+  if (status >= 0)
+    return status;
+  if (!data.hasStreams) {
+    std::fprintf(stderr, "pipert: error: invalid program data: it holds no stream programs "
+                         "(emit it with --target cuda)\n");
+    return 2;
+  }
+  ProgramView view(data);
+  return runCudaProgram(view.program(), view.streams(), argc, argv);
 }
 
 } // namespace pipert

@@ -3,7 +3,8 @@
 // message; each rank's send and receive posting order, from the compiler's one
 // communication model; the gradient-sync groups of replicated stages; the peak
 // activations the checker predicts). `pipec emit --target cpu` writes these
-// tables and a main() that calls runProgram.
+// tables, encoded (pipert/ProgramEncoding.h), and a main() that calls
+// runEncodedProgram.
 //
 // The one definition of the tables: pipec includes this header to write them
 // (it is dependency-free), so compiler and runtime share every struct and name.
@@ -11,6 +12,7 @@
 
 #include "pipert/ProgramFormat.h"
 
+#include <cstddef>
 #include <cstdint>
 
 namespace pipert {
@@ -80,5 +82,11 @@ struct Program {
 // Parses the command line (--steps, --hidden, --seq, --model, --dtype, --check,
 // --trace, --seed, --timeout, ...), runs the program and returns the exit status.
 int runProgram(const Program &program, int argc, char **argv);
+
+// What an emitted program's main() calls: decodes `size` characters of encoded
+// tables (pipert/ProgramEncoding.h), validates and runs them as runProgram
+// does. A bad encoding exits 2 naming the byte; `--dump-program` as the only
+// argument prints the decoded tables instead.
+int runEncodedProgram(const char *text, size_t size, int argc, char **argv);
 
 } // namespace pipert

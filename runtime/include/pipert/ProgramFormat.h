@@ -4,12 +4,12 @@
 // cannot disagree on a layout; a program emitted by another pipec can, and its
 // static_assert against this constant stops it at compile time.
 //
-// Bump it whenever a table struct, an enum value or the meaning of a field
-// changes. Dependency-free: the compiler includes it too.
+// Bump it whenever a table struct, an enum value, the meaning of a field or
+// the encoding (pipert/ProgramEncoding.h) changes. Dependency-free: the compiler includes it too.
 #pragma once
 
 namespace pipert {
 
-inline constexpr int kProgramFormatVersion = 2;
+inline constexpr int kProgramFormatVersion = 3; // 3: tables encoded (ProgramEncoding.h)
 
 } // namespace pipert
