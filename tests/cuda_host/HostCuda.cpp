@@ -46,6 +46,7 @@ struct ReportUnfreed {
   }
 } reportUnfreed;
 
+bool isCapturing() { return capturing; }
 void setLastError(cudaError_t error) { lastError = error; }
 void fillNewAllocations(int byte) { fillByte = byte; }
 size_t liveStreamOrderedAllocations() { return streamOrdered.size(); }
@@ -98,6 +99,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   return cudaSuccess;
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaStreamQuery(cudaStream_t) { return cudaSuccess; } // work ran when enqueued
 cudaError_t cudaEventCreate(cudaEvent_t *event) {
   *event = new CUevent_st();
   return cudaSuccess;

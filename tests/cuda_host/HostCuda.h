@@ -23,6 +23,9 @@ namespace pipert::hostcuda {
 // Runs `work` now, or records it while a stream is being captured.
 void enqueue(std::function<void()> work);
 
+// Whether a stream is being captured (work is recorded, not run).
+bool isCapturing();
+
 // What cudaGetLastError reports next (a failed kernel launch: the host kernel
 // emulation of tests/cuda_emu sets it, as a bad launch configuration does).
 void setLastError(cudaError_t error);
