@@ -35,6 +35,10 @@
 // communicator's asynchronous error. Calls come from one thread, as the
 // executor makes them; the background work of one communicator runs one
 // piece at a time.
+//
+// Testing: PIPERT_HOSTNCCL_DROP_SEND=K makes this process never post its K-th
+// ncclSend (counted from 1, set-up included), so its peer's receive waits for
+// a message that never comes, as with a peer stuck on a GPU.
 #include "HostCuda.h"
 
 #include <nccl.h>
@@ -430,6 +434,16 @@ void sumInOrder(const std::vector<std::vector<char>> &parts, size_t count, void 
   std::memcpy(out, sum.data(), count * sizeof(T));
 }
 
+// Whether this send is the one PIPERT_HOSTNCCL_DROP_SEND names.
+bool dropThisSend() {
+  static const long drop = [] {
+    const char *text = std::getenv("PIPERT_HOSTNCCL_DROP_SEND");
+    return text ? std::strtol(text, nullptr, 10) : 0;
+  }();
+  static std::atomic<long> sends{0};
+  return ++sends == drop;
+}
+
 // One group's operations: every send and contribution first, so no rank waits
 // on a peer that is itself waiting before its sends. `bounded`: waits give up
 // after the simulation's timeout.
@@ -443,7 +457,8 @@ ncclResult_t runGroup(const std::vector<Op> &ops, bool bounded) {
     size_t bytes = op.count * typeBytes(op.type);
     ncclResult_t r = ncclSuccess;
     if (op.kind == Op::Send) {
-      r = op.comm->post(op.peer, kPointToPoint, op.source, bytes);
+      if (!dropThisSend())
+        r = op.comm->post(op.peer, kPointToPoint, op.source, bytes);
     } else if (op.kind == Op::AllReduce) {
       const char *source = static_cast<const char *>(op.source);
       own[i].assign(source, source + bytes); // before any receive of the group lands

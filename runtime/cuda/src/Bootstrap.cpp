@@ -156,10 +156,10 @@ void serveId(const ncclUniqueId &id, int worldSize, int port, const Deadline &de
   header.worldSize = uint32_t(worldSize);
   for (int served = 0; served < peers; ++served) {
     if (!pollBefore(listener.fd, POLLIN, deadline))
-      throw TimeoutError("rank 0: only " + std::to_string(served) + " of " +
-                         std::to_string(peers) + " ranks connected before the timeout (" +
-                         deadline.timedOut("the other ranks to fetch the NCCL id") +
-                         "): is every rank started?");
+      throw TimeoutError(deadline.timedOut("the other ranks to fetch the NCCL id from rank 0 (" +
+                                           std::to_string(served) + " of " +
+                                           std::to_string(peers) + " did)") +
+                         ": is every rank started?");
     Socket peer;
     peer.fd = acceptRetrying(listener.fd);
     if (peer.fd < 0 || !writeAll(peer.fd, &header, sizeof header, deadline) ||
@@ -201,9 +201,8 @@ ncclUniqueId fetchId(const std::string &host, int port, int worldSize,
     }
     if (deadline.passed()) {
       freeaddrinfo(found);
-      throw TimeoutError("no NCCL id from rank 0 at " + host + ":" + service +
-                         " before the timeout (" + deadline.timedOut("rank 0") +
-                         "): is rank 0 started, and is that its address?");
+      throw TimeoutError(deadline.timedOut("the NCCL id from rank 0 at " + host + ":" + service) +
+                         ": is rank 0 started, and is that its address?");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
@@ -230,8 +229,8 @@ ncclUniqueId idFromFile(const ProcessGroup &group, const std::string &path,
     if (in.read(reinterpret_cast<char *>(&id), sizeof id))
       return id;
     if (deadline.passed())
-      throw TimeoutError("PIPERT_NCCL_ID_FILE '" + path + "' did not appear before the timeout (" +
-                         deadline.timedOut("rank 0 to write it") + ")");
+      throw TimeoutError(deadline.timedOut("rank 0 to write PIPERT_NCCL_ID_FILE '" + path + "'") +
+                         ": is rank 0 started, and does it see the same file?");
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 }

@@ -179,9 +179,15 @@ void NcclTransport::connectChannels() {
 
 void NcclTransport::settle(ncclResult_t groupEnd, const std::vector<ncclComm_t> &comms,
                            const std::string &what) {
-  if (groupEnd == ncclInProgress)
+  if (groupEnd != ncclInProgress)
+    return;
+  try {
     awaitCommunicators(comms, Deadline(timeoutSeconds_), what + " on " + whoAmI(),
                        "a peer may have died or be running a different program");
+  } catch (const TimeoutError &) {
+    abort(); // nothing may stay blocked on the peer
+    throw;
+  }
 }
 
 const NcclTransport::Endpoint &NcclTransport::endpoint(uint32_t message) const {
