@@ -204,7 +204,7 @@ void NcclTransport::send(uint32_t id, void *data, size_t bytes, cudaStream_t str
   PIPERT_NCCL(ncclSend(data, bytes, ncclUint8, end.peer, end.comm, stream), end.comm);
   ncclResult_t ended = ncclGroupEnd();
   PIPERT_NCCL(ended, end.comm);
-  settle(ended, {end.comm}, "enqueuing the ncclSend of message " + std::to_string(id));
+  settle(ended, {end.comm}, "the ncclSend of message " + std::to_string(id));
   PIPERT_CUDA(cudaFreeAsync(data, stream));
 }
 
@@ -216,7 +216,7 @@ void *NcclTransport::receive(uint32_t id, size_t bytes, cudaStream_t stream) {
   PIPERT_NCCL(ncclRecv(buffer, bytes, ncclUint8, end.peer, end.comm, stream), end.comm);
   ncclResult_t ended = ncclGroupEnd();
   PIPERT_NCCL(ended, end.comm);
-  settle(ended, {end.comm}, "enqueuing the ncclRecv of message " + std::to_string(id));
+  settle(ended, {end.comm}, "the ncclRecv of message " + std::to_string(id));
   return buffer;
 }
 
@@ -239,7 +239,7 @@ void NcclTransport::syncGradients(const std::vector<LocalSyncGroup> &groups, dou
   PIPERT_NCCL(ncclAllReduce(loss, loss, 1, ncclDouble, ncclSum, world_, stream), world_);
   ncclResult_t ended = ncclGroupEnd();
   PIPERT_NCCL(ended, nullptr);
-  settle(ended, comms, "enqueuing the gradient and loss all-reduces");
+  settle(ended, comms, "the gradient and loss all-reduces");
   copyFirstToOthers(groups, stream);
 }
 
