@@ -36,6 +36,22 @@ void setLastError(cudaError_t error);
 // cudaFreeAsync outside capture is filled with it too, before it goes.
 void fillNewAllocations(int byte);
 
+// Handles alive now, to test that failures leak none: streams, events, cuBLAS
+// handles, cudaMalloc allocations, NCCL communicators (HostNccl.cpp).
+struct LiveHandles {
+  long streams = 0, events = 0, blas = 0, allocations = 0, communicators = 0;
+  bool operator==(const LiveHandles &o) const {
+    return streams == o.streams && events == o.events && blas == o.blas &&
+           allocations == o.allocations && communicators == o.communicators;
+  }
+};
+LiveHandles liveHandles();
+long liveCommunicators(); // HostNccl.cpp
+
+// Makes the `n`-th stream, event, cuBLAS handle or cudaMalloc from now fail
+// (cudaErrorMemoryAllocation, CUBLAS_STATUS_ALLOC_FAILED); 0 turns it off.
+void failCreation(long n);
+
 // Stream-ordered allocations (cudaMallocAsync) not freed yet; those freed
 // under capture stay: the graph keeps them.
 size_t liveStreamOrderedAllocations();

@@ -355,8 +355,15 @@ private:
 
 } // namespace
 
+namespace {
+std::atomic<long> liveComms{0};
+} // namespace
+
+long pipert::hostcuda::liveCommunicators() { return liveComms; }
+
 // The opaque handle type, given a body here.
 struct ncclComm {
+  ncclComm() { ++liveComms; }
   std::shared_ptr<Mesh> mesh;
   uint64_t id = 0;
   int rank = 0;
@@ -369,7 +376,10 @@ struct ncclComm {
   std::string error;
   std::shared_ptr<std::thread> job; // the background work, when there is some
 
-  ~ncclComm() { finishJob(); }
+  ~ncclComm() {
+    finishJob();
+    --liveComms;
+  }
   void finishJob() {
     if (job && job->joinable())
       job->join();

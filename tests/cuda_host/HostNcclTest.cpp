@@ -1,0 +1,136 @@
+// The host simulation waits as real NCCL does, and the runtime's waits end at
+// their deadline: a non-blocking init with a rank missing and a receive whose
+// send never comes stay ncclInProgress until ncclCommAbort, which ends them at
+// once; awaitCommunicators gives up at its deadline naming what it waited
+// for; the handle owners and a failing constructor leak nothing.
+#include "CudaHandles.h"
+#include "HostCuda.h"
+#include "InProcessTransport.h"
+#include "NcclWait.h"
+
+#include <catch2/catch.hpp>
+
+#include <nccl.h>
+
+#include <chrono>
+#include <thread>
+
+using namespace pipert::cuda;
+using pipert::hostcuda::liveHandles;
+
+namespace {
+
+ncclConfig_t nonBlocking() {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  return config;
+}
+
+ncclResult_t state(ncclComm_t comm) {
+  ncclResult_t s = ncclInternalError;
+  REQUIRE(ncclCommGetAsyncError(comm, &s) == ncclSuccess);
+  return s;
+}
+
+// Both ranks of a two-rank world, in this process (the simulation's
+// connections are sockets, so one process can hold both ends).
+struct TwoRanks {
+  ncclComm_t comm[2] = {nullptr, nullptr};
+  TwoRanks() {
+    ncclUniqueId id;
+    REQUIRE(ncclGetUniqueId(&id) == ncclSuccess);
+    ncclConfig_t config = nonBlocking();
+    for (int r = 0; r < 2; ++r)
+      REQUIRE(ncclCommInitRankConfig(&comm[r], 2, id, r, &config) == ncclInProgress);
+    awaitCommunicators({comm[0], comm[1]}, Deadline(20), "the test's init", "");
+  }
+};
+
+} // namespace
+
+TEST_CASE("host NCCL: an init with a rank missing stays in progress until aborted",
+          "[hostnccl]") {
+  pipert::hostcuda::LiveHandles before = liveHandles();
+  ncclUniqueId id;
+  REQUIRE(ncclGetUniqueId(&id) == ncclSuccess);
+  ncclConfig_t config = nonBlocking();
+  ncclComm_t comm = nullptr;
+  REQUIRE(ncclCommInitRankConfig(&comm, 2, id, 0, &config) == ncclInProgress);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK(state(comm) == ncclInProgress); // no timeout of its own
+  CHECK_THROWS_WITH(awaitCommunicators({comm}, Deadline(0.2), "NCCL communicator init of rank 0",
+                                       "is every rank started?"),
+                    "timed out after 0.2 s waiting for NCCL communicator init of rank 0: is "
+                    "every rank started?");
+  auto start = std::chrono::steady_clock::now();
+  CHECK(ncclCommAbort(comm) == ncclSuccess);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5)); // not a hang
+  CHECK(liveHandles() == before);
+}
+
+TEST_CASE("host NCCL: non-blocking splits and sends complete in the background",
+          "[hostnccl]") {
+  TwoRanks world;
+  ncclConfig_t config = nonBlocking();
+  ncclComm_t child[2] = {nullptr, nullptr};
+  for (int r = 0; r < 2; ++r)
+    REQUIRE(ncclCommSplit(world.comm[r], 0, r, &child[r], &config) == ncclInProgress);
+  awaitCommunicators({world.comm[0], world.comm[1], child[0], child[1]}, Deadline(20), "split", "");
+  float sent = 42, got = 0;
+  REQUIRE(ncclGroupStart() == ncclSuccess);
+  REQUIRE(ncclSend(&sent, 1, ncclFloat, 1, child[0], nullptr) == ncclSuccess);
+  CHECK(ncclGroupEnd() == ncclInProgress);
+  REQUIRE(ncclGroupStart() == ncclSuccess);
+  REQUIRE(ncclRecv(&got, 1, ncclFloat, 0, child[1], nullptr) == ncclSuccess);
+  CHECK(ncclGroupEnd() == ncclInProgress);
+  awaitCommunicators({child[0], child[1]}, Deadline(20), "the transfer", "");
+  CHECK(got == 42);
+  for (ncclComm_t c : {child[0], child[1], world.comm[0], world.comm[1]})
+    CHECK(ncclCommDestroy(c) == ncclSuccess);
+}
+
+TEST_CASE("host NCCL: a receive whose send never comes waits until aborted", "[hostnccl]") {
+  TwoRanks world;
+  float got = 0;
+  REQUIRE(ncclGroupStart() == ncclSuccess);
+  REQUIRE(ncclRecv(&got, 1, ncclFloat, 0, world.comm[1], nullptr) == ncclSuccess);
+  REQUIRE(ncclGroupEnd() == ncclInProgress);
+  CHECK_THROWS_AS(awaitCommunicators({world.comm[1]}, Deadline(0.3), "the receive", ""),
+                  TimeoutError);
+  CHECK(state(world.comm[1]) == ncclInProgress);
+  // Owners abort what is still in progress (destroying it would wait forever).
+  UniqueComm owned[2] = {UniqueComm(world.comm[1]), UniqueComm(world.comm[0])};
+}
+
+TEST_CASE("host NCCL: an asynchronous error is reported, naming the peer", "[hostnccl]") {
+  TwoRanks world;
+  int32_t one = 1;
+  REQUIRE(ncclGroupStart() == ncclSuccess);
+  REQUIRE(ncclSend(&one, 1, ncclInt32, 1, world.comm[0], nullptr) == ncclSuccess);
+  REQUIRE(ncclGroupEnd() == ncclInProgress);
+  float got = 0; // a different size arrives: invalid usage
+  REQUIRE(ncclGroupStart() == ncclSuccess);
+  REQUIRE(ncclRecv(&got, 2, ncclFloat, 0, world.comm[1], nullptr) == ncclSuccess);
+  REQUIRE(ncclGroupEnd() == ncclInProgress);
+  CHECK_THROWS_WITH(awaitCommunicators({world.comm[0], world.comm[1]}, Deadline(20), "it", ""),
+                    Catch::Contains("the message that arrived has 4 bytes"));
+  UniqueComm owned[2] = {UniqueComm(world.comm[1]), UniqueComm(world.comm[0])};
+}
+
+TEST_CASE("handles: a constructor that fails halfway leaks nothing", "[hostnccl]") {
+  pipert::hostcuda::LiveHandles before = liveHandles();
+  pipert::hostcuda::failCreation(5); // the 5th of 8 events
+  CHECK_THROWS_AS(InProcessTransport(8), CudaError);
+  pipert::hostcuda::failCreation(0);
+  CHECK(liveHandles() == before);
+  {
+    UniqueStream stream = makeStream();
+    DeviceMemory memory = allocateDevice(16);
+    UniqueEvent event = makeEvent();
+    UniqueEvent moved = std::move(event);
+    CHECK(liveHandles().streams == before.streams + 1);
+    CHECK(liveHandles().events == before.events + 1);
+    CHECK(liveHandles().allocations == before.allocations + 1);
+  }
+  CHECK(liveHandles() == before);
+}
