@@ -3,6 +3,7 @@
 // send never comes stay ncclInProgress until ncclCommAbort, which ends them at
 // once; awaitCommunicators gives up at its deadline naming what it waited
 // for; the handle owners and a failing constructor leak nothing.
+#include "Bootstrap.h"
 #include "CudaHandles.h"
 #include "HostCuda.h"
 #include "InProcessTransport.h"
@@ -12,7 +13,16 @@
 
 #include <nccl.h>
 
+#include <signal.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <cstring>
+#include <future>
 #include <thread>
 
 using namespace pipert::cuda;
@@ -133,4 +143,57 @@ TEST_CASE("handles: a constructor that fails halfway leaks nothing", "[hostnccl]
     CHECK(liveHandles().allocations == before.allocations + 1);
   }
   CHECK(liveHandles() == before);
+}
+
+namespace {
+void ignoreSignal(int) {}
+} // namespace
+
+// Signals arriving all the time (a profiler's timer, a launcher's SIGCHLD)
+// interrupt poll, accept, connect, send and recv with EINTR; the bootstrap
+// retries them instead of failing, and hands every rank the same id.
+TEST_CASE("bootstrap: the id exchange survives a storm of signals", "[hostnccl]") {
+  struct sigaction action {}, previous{};
+  action.sa_handler = ignoreSignal; // no SA_RESTART: calls fail with EINTR
+  REQUIRE(sigaction(SIGALRM, &action, &previous) == 0);
+  itimerval every{{0, 500}, {0, 500}}, off{};
+  REQUIRE(setitimer(ITIMER_REAL, &every, nullptr) == 0);
+  int port = 0;
+  { // a free port
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    REQUIRE(bind(fd, reinterpret_cast<sockaddr *>(&address), length) == 0);
+    REQUIRE(getsockname(fd, reinterpret_cast<sockaddr *>(&address), &length) == 0);
+    port = ntohs(address.sin_port);
+    close(fd);
+  }
+  // Only the ranks' threads take the signal (else the kernel may pick this one).
+  sigset_t alarm, old;
+  sigemptyset(&alarm);
+  sigaddset(&alarm, SIGALRM);
+  pthread_sigmask(SIG_BLOCK, &alarm, &old);
+  std::vector<std::future<ncclUniqueId>> ranks;
+  for (int r = 0; r < 3; ++r)
+    ranks.push_back(std::async(std::launch::async, [r, port, alarm] {
+      pthread_sigmask(SIG_UNBLOCK, &alarm, nullptr);
+      if (r > 0) // rank 0 waits in poll and accept meanwhile, signalled
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      ProcessGroup group;
+      group.rank = r;
+      group.worldSize = 3;
+      group.masterAddr = "127.0.0.1";
+      group.masterPort = port;
+      return exchangeUniqueId(group, 20);
+    }));
+  std::vector<ncclUniqueId> ids;
+  for (auto &rank : ranks)
+    ids.push_back(rank.get());
+  setitimer(ITIMER_REAL, &off, nullptr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  sigaction(SIGALRM, &previous, nullptr);
+  CHECK(std::memcmp(&ids[0], &ids[1], sizeof ids[0]) == 0);
+  CHECK(std::memcmp(&ids[0], &ids[2], sizeof ids[0]) == 0);
 }
