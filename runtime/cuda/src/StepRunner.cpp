@@ -34,17 +34,21 @@ StepRunner::StepRunner(const Program &program, const StreamProgram &streams,
       nccl_(options.transport == TransportKind::Nccl) {
   if (nccl_) {
     group_ = resolveLaunch(options.launch, processEnvironment());
-    if (group_.localRank >= devices)
-      throw std::runtime_error("LOCAL_RANK " + std::to_string(group_.localRank) + " but only " +
-                               std::to_string(devices) + " CUDA devices");
+    // A launcher that binds one GPU to each process (srun --gpus-per-task,
+    // CUDA_VISIBLE_DEVICES) leaves it one device: that one is this rank's.
+    device_ = devices == 1 ? 0 : group_.localRank;
+    if (device_ >= devices)
+      throw std::runtime_error("local rank " + std::to_string(group_.localRank) + " (from " +
+                               group_.launcher + ") but only " + std::to_string(devices) +
+                               " CUDA devices");
   }
-  PIPERT_CUDA(cudaSetDevice(nccl_ ? group_.localRank : 0));
+  PIPERT_CUDA(cudaSetDevice(device_));
   // Keep freed memory in the pool: steps reuse it instead of returning it to
   // the driver. But never let an allocation wait for a free still pending on
   // another stream: the allocating stream would then wait for, say, a send to
   // be received, an edge the deadlock proof never saw (with NCCL, a possible
   // cross-rank hang). Reuse follows the program's own event edges only.
-  PIPERT_CUDA(cudaDeviceGetDefaultMemPool(&pool_, nccl_ ? group_.localRank : 0));
+  PIPERT_CUDA(cudaDeviceGetDefaultMemPool(&pool_, device_));
   uint64_t keep = UINT64_MAX;
   PIPERT_CUDA(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep));
   int no = 0;
@@ -260,7 +264,7 @@ StepRunner::StepTimes StepRunner::graphStep() {
 
 int StepRunner::run() {
   cudaDeviceProp properties;
-  PIPERT_CUDA(cudaGetDeviceProperties(&properties, nccl_ ? group_.localRank : 0));
+  PIPERT_CUDA(cudaGetDeviceProperties(&properties, device_));
   std::printf("pipert-cuda: schedule %s (%s): %d ranks, %d stages, %d micro-batches; model %s, "
               "%s, hidden %d, %d tokens per micro-batch; transport %s%s; %s%s\n",
               program_.name, program_.parameters, program_.numRanks, program_.numStages,

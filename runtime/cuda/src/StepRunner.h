@@ -54,6 +54,7 @@ private:
   const CudaOptions &options_;
   ProcessGroup group_;
   bool nccl_;
+  int device_ = 0; // this process's CUDA device
   cudaMemPool_t pool_ = nullptr; // the device's default pool
   UniqueStream origin_;
   UniqueEvent fork_, done_, stepStart_;
