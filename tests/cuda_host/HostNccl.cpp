@@ -21,8 +21,9 @@
 //
 // Waiting as real NCCL does. A communicator made with ncclConfig_t::blocking
 // = 0 (and the communicators split from it) is non-blocking: ncclCommInitRank-
-// Config, ncclCommSplit and ncclGroupEnd start the work on a background thread
-// and return ncclInProgress; ncclCommGetAsyncError reports ncclInProgress
+// Config, ncclCommSplit and an ncclGroupEnd that could wait (a receive whose
+// message is not here yet, an all-reduce) start the work on a background
+// thread and return ncclInProgress; ncclCommGetAsyncError reports ncclInProgress
 // until it is done, then its result. Such work never gives up by itself: an
 // init with a rank missing, a split a rank does not join, a receive whose
 // send never comes wait until ncclCommAbort, as on a GPU, so only the
@@ -241,6 +242,13 @@ public:
                                          " closed its connection");
     }
     return ncclSuccess;
+  }
+
+  // Messages filed under `key` and not taken yet.
+  size_t waiting(const Key &key) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = inbox_.find(key);
+    return it == inbox_.end() ? 0 : it->second.size();
   }
 
   ncclResult_t post(int to, const Header &header, const void *data) {
@@ -553,6 +561,23 @@ ncclResult_t flushGroup() {
       if (op.comm->broken())
         return fail(op.comm->asyncError,
                     op.comm->describe() + " failed earlier: " + op.comm->error);
+    // A group that cannot wait (sends, receives whose messages are here) runs
+    // now, as NCCL enqueues work at once on a connected channel; the rest in
+    // the background.
+    std::map<Mesh::Key, size_t> wanted;
+    bool canWait = false;
+    for (const Op &op : call->ops) {
+      if (op.kind == Op::AllReduce)
+        canWait = true;
+      else if (op.kind == Op::Recv) {
+        Mesh::Key key{op.comm->id, op.peer, kPointToPoint};
+        canWait |= ++wanted[key] > op.comm->mesh->waiting(key);
+      }
+    }
+    if (!canWait) {
+      ncclResult_t r = runGroup(call->ops, false);
+      return r == ncclSuccess ? r : call->ops.front().comm->failed(r);
+    }
     std::vector<ncclComm_t> comms;
     for (const Op &op : call->ops)
       if (std::find(comms.begin(), comms.end(), op.comm) == comms.end())

@@ -86,13 +86,15 @@ TEST_CASE("host NCCL: non-blocking splits and sends complete in the background",
   for (int r = 0; r < 2; ++r)
     REQUIRE(ncclCommSplit(world.comm[r], 0, r, &child[r], &config) == ncclInProgress);
   awaitCommunicators({world.comm[0], world.comm[1], child[0], child[1]}, Deadline(20), "split", "");
+  // The receive first: it waits in the background; the send cannot wait, so
+  // it runs at once.
   float sent = 42, got = 0;
-  REQUIRE(ncclGroupStart() == ncclSuccess);
-  REQUIRE(ncclSend(&sent, 1, ncclFloat, 1, child[0], nullptr) == ncclSuccess);
-  CHECK(ncclGroupEnd() == ncclInProgress);
   REQUIRE(ncclGroupStart() == ncclSuccess);
   REQUIRE(ncclRecv(&got, 1, ncclFloat, 0, child[1], nullptr) == ncclSuccess);
   CHECK(ncclGroupEnd() == ncclInProgress);
+  REQUIRE(ncclGroupStart() == ncclSuccess);
+  REQUIRE(ncclSend(&sent, 1, ncclFloat, 1, child[0], nullptr) == ncclSuccess);
+  CHECK(ncclGroupEnd() == ncclSuccess);
   awaitCommunicators({child[0], child[1]}, Deadline(20), "the transfer", "");
   CHECK(got == 42);
   for (ncclComm_t c : {child[0], child[1], world.comm[0], world.comm[1]})
@@ -114,14 +116,14 @@ TEST_CASE("host NCCL: a receive whose send never comes waits until aborted", "[h
 
 TEST_CASE("host NCCL: an asynchronous error is reported, naming the peer", "[hostnccl]") {
   TwoRanks world;
-  int32_t one = 1;
-  REQUIRE(ncclGroupStart() == ncclSuccess);
-  REQUIRE(ncclSend(&one, 1, ncclInt32, 1, world.comm[0], nullptr) == ncclSuccess);
-  REQUIRE(ncclGroupEnd() == ncclInProgress);
   float got = 0; // a different size arrives: invalid usage
   REQUIRE(ncclGroupStart() == ncclSuccess);
   REQUIRE(ncclRecv(&got, 2, ncclFloat, 0, world.comm[1], nullptr) == ncclSuccess);
   REQUIRE(ncclGroupEnd() == ncclInProgress);
+  int32_t one = 1;
+  REQUIRE(ncclGroupStart() == ncclSuccess);
+  REQUIRE(ncclSend(&one, 1, ncclInt32, 1, world.comm[0], nullptr) == ncclSuccess);
+  REQUIRE(ncclGroupEnd() == ncclSuccess);
   CHECK_THROWS_WITH(awaitCommunicators({world.comm[0], world.comm[1]}, Deadline(20), "it", ""),
                     Catch::Contains("the message that arrived has 4 bytes"));
   UniqueComm owned[2] = {UniqueComm(world.comm[1]), UniqueComm(world.comm[0])};
