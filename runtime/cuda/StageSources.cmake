@@ -9,8 +9,11 @@ set(PIPERT_CUDA_EXECUTOR_SOURCES
   src/CudaCheck.cpp
   src/CudaOptions.cpp
   src/CudaRun.cpp
+  src/GradientSync.cpp
   src/InProcessTransport.cpp
+  src/Launcher.cpp
   src/NcclTransport.cpp
+  src/NcclWait.cpp
   src/RankExecutor.cpp
   src/StepResults.cpp
   src/StepRunner.cpp

@@ -27,6 +27,12 @@ CUmemPoolHandle_st defaultPool;
 cudaError_t lastError = cudaSuccess;
 int fillByte = 0;
 std::unordered_map<void *, size_t> streamOrdered; // pointer -> bytes
+LiveHandles live;
+std::unordered_map<void *, bool> mallocked; // cudaMalloc'd, not freed yet
+long failAt = 0;                            // creations until one fails; 0: never
+
+// Whether this creation is the one failCreation named.
+bool creationFails() { return failAt > 0 && --failAt == 0; }
 } // namespace
 
 void enqueue(std::function<void()> work) {
@@ -46,6 +52,14 @@ struct ReportUnfreed {
   }
 } reportUnfreed;
 
+bool isCapturing() { return capturing; }
+LiveHandles liveHandles() {
+  LiveHandles now = live;
+  now.allocations = long(mallocked.size());
+  now.communicators = liveCommunicators();
+  return now;
+}
+void failCreation(long n) { failAt = n; }
 void setLastError(cudaError_t error) { lastError = error; }
 void fillNewAllocations(int byte) { fillByte = byte; }
 size_t liveStreamOrderedAllocations() { return streamOrdered.size(); }
@@ -90,21 +104,34 @@ const char *cudaGetErrorName(cudaError_t error) {
 const char *cudaGetErrorString(cudaError_t) { return "host simulation error"; }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned) {
+  if (pipert::hostcuda::creationFails())
+    return cudaErrorMemoryAllocation;
   *stream = new CUstream_st();
+  ++pipert::hostcuda::live.streams;
   return cudaSuccess;
 }
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  if (!stream)
+    return cudaErrorInvalidResourceHandle;
   delete stream;
+  --pipert::hostcuda::live.streams;
   return cudaSuccess;
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaStreamQuery(cudaStream_t) { return cudaSuccess; } // work ran when enqueued
 cudaError_t cudaEventCreate(cudaEvent_t *event) {
+  if (pipert::hostcuda::creationFails())
+    return cudaErrorMemoryAllocation;
   *event = new CUevent_st();
+  ++pipert::hostcuda::live.events;
   return cudaSuccess;
 }
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned) { return cudaEventCreate(event); }
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  if (!event)
+    return cudaErrorInvalidResourceHandle;
   delete event;
+  --pipert::hostcuda::live.events;
   return cudaSuccess;
 }
 cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
@@ -116,12 +143,17 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t, cudaEvent_t) {
 }
 
 cudaError_t cudaMalloc(void **ptr, size_t size) {
+  if (pipert::hostcuda::creationFails())
+    return cudaErrorMemoryAllocation;
   *ptr = std::malloc(size ? size : 1);
-  if (*ptr)
+  if (*ptr) {
     std::memset(*ptr, pipert::hostcuda::fillByte, size);
+    pipert::hostcuda::mallocked[*ptr] = true;
+  }
   return *ptr ? cudaSuccess : cudaErrorMemoryAllocation;
 }
 cudaError_t cudaFree(void *ptr) {
+  pipert::hostcuda::mallocked.erase(ptr);
   pipert::hostcuda::streamOrdered.erase(ptr); // cudaFree also frees stream-ordered memory
   std::free(ptr);
   return cudaSuccess;
@@ -196,11 +228,15 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t) {
 }
 
 cublasStatus_t cublasCreate_v2(cublasHandle_t *handle) {
+  if (pipert::hostcuda::creationFails())
+    return CUBLAS_STATUS_ALLOC_FAILED;
   *handle = new cublasContext();
+  ++pipert::hostcuda::live.blas;
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasDestroy_v2(cublasHandle_t handle) {
   delete handle;
+  --pipert::hostcuda::live.blas;
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasSetStream_v2(cublasHandle_t, cudaStream_t) { return CUBLAS_STATUS_SUCCESS; }

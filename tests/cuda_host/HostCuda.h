@@ -23,6 +23,9 @@ namespace pipert::hostcuda {
 // Runs `work` now, or records it while a stream is being captured.
 void enqueue(std::function<void()> work);
 
+// Whether a stream is being captured (work is recorded, not run).
+bool isCapturing();
+
 // What cudaGetLastError reports next (a failed kernel launch: the host kernel
 // emulation of tests/cuda_emu sets it, as a bad launch configuration does).
 void setLastError(cudaError_t error);
@@ -32,6 +35,22 @@ void setLastError(cudaError_t error);
 // show up as NaN (float), -1 (int). With a non-zero byte, memory freed by
 // cudaFreeAsync outside capture is filled with it too, before it goes.
 void fillNewAllocations(int byte);
+
+// Handles alive now, to test that failures leak none: streams, events, cuBLAS
+// handles, cudaMalloc allocations, NCCL communicators (HostNccl.cpp).
+struct LiveHandles {
+  long streams = 0, events = 0, blas = 0, allocations = 0, communicators = 0;
+  bool operator==(const LiveHandles &o) const {
+    return streams == o.streams && events == o.events && blas == o.blas &&
+           allocations == o.allocations && communicators == o.communicators;
+  }
+};
+LiveHandles liveHandles();
+long liveCommunicators(); // HostNccl.cpp
+
+// Makes the `n`-th stream, event, cuBLAS handle or cudaMalloc from now fail
+// (cudaErrorMemoryAllocation, CUBLAS_STATUS_ALLOC_FAILED); 0 turns it off.
+void failCreation(long n);
 
 // Stream-ordered allocations (cudaMallocAsync) not freed yet; those freed
 // under capture stay: the graph keeps them.

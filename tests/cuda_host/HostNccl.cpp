@@ -11,18 +11,35 @@
 //
 // Semantics, consistent with HostCuda's "run at enqueue": a send is eager (the
 // receiver's reader thread buffers it, so it never waits for the receive); a
-// receive blocks until its message has arrived, matched in order per
+// receive waits until its message has arrived, matched in order per
 // (communicator, peer); an all-reduce sends this rank's contribution to every
-// member, then blocks until it has everyone's and sums them in rank order, so
+// member, then waits until it has everyone's and sums them in rank order, so
 // every member gets the same bits. Operations between ncclGroupStart/End run
-// at ncclGroupEnd, every send (and contribution) first. Each operation runs
-// through pipert::hostcuda::enqueue, so under stream capture it is recorded
-// and communicates when the graph is replayed. A wait gives up after
-// $PIPERT_HOSTNCCL_TIMEOUT seconds (default 20) with ncclRemoteError, and
-// ncclGetLastError says what it waited for; a wait on a peer whose connection
-// closed fails at once. A failure at graph replay, where no call can return
-// it, is printed to stderr and kept as the communicator's asynchronous error.
-// Called from one thread, as the executor does; ncclCommAbort is ncclCommDestroy.
+// at ncclGroupEnd, every send (and contribution) first. Under stream capture
+// they are recorded (pipert::hostcuda::enqueue) and communicate when the
+// graph is replayed. A wait on a peer whose connection closed fails at once.
+//
+// Waiting as real NCCL does. A communicator made with ncclConfig_t::blocking
+// = 0 (and the communicators split from it) is non-blocking: ncclCommInitRank-
+// Config, ncclCommSplit and an ncclGroupEnd that could wait (a receive whose
+// message is not here yet, an all-reduce) start the work on a background
+// thread and return ncclInProgress; ncclCommGetAsyncError reports ncclInProgress
+// until it is done, then its result. Such work never gives up by itself: an
+// init with a rank missing, a split a rank does not join, a receive whose
+// send never comes wait until ncclCommAbort, as on a GPU, so only the
+// caller's own deadline ends them. ncclCommAbort stops every wait of its world
+// (all communicators split from one init share connections here). Blocking
+// communicators, and a graph replay (which no call can return an error from),
+// wait inline instead and give up after $PIPERT_HOSTNCCL_TIMEOUT seconds
+// (default 20) with ncclRemoteError; ncclGetLastError says what was waited
+// for. A failure at graph replay is printed to stderr and kept as the
+// communicator's asynchronous error. Calls come from one thread, as the
+// executor makes them; the background work of one communicator runs one
+// piece at a time.
+//
+// Testing: PIPERT_HOSTNCCL_DROP_SEND=K makes this process never post its K-th
+// ncclSend (counted from 1, set-up included), so its peer's receive waits for
+// a message that never comes, as with a peer stuck on a GPU.
 #include "HostCuda.h"
 
 #include <nccl.h>
@@ -43,6 +60,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -170,9 +188,18 @@ public:
         close(fd);
   }
 
+  // Stops every wait on this mesh, now and later (ncclCommAbort).
+  void abort() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    aborted_ = true;
+    arrived_.notify_all();
+  }
+  bool aborted() const { return aborted_; }
+
   // Listens as `name`.rank, then connects to every other rank's listener
-  // (retrying: a peer may not have started yet).
-  ncclResult_t connect(const std::string &name) {
+  // (retrying: a peer may not have started yet), until aborted, or when
+  // `bounded` until the simulation's timeout.
+  ncclResult_t connect(const std::string &name, bool bounded) {
     sockaddr_un address;
     std::string mine = name + "." + std::to_string(rank_);
     socklen_t length = socketAddress(mine, address);
@@ -197,7 +224,11 @@ public:
         }
         if (fd >= 0)
           close(fd);
-        if (Clock::now() > deadline)
+        if (aborted_)
+          return fail(ncclInternalError, "ncclCommInitRank: rank " + std::to_string(rank_) +
+                                             ": aborted while waiting for rank " +
+                                             std::to_string(peer));
+        if (bounded && Clock::now() > deadline)
           return fail(ncclRemoteError,
                       "ncclCommInitRank: rank " + std::to_string(rank_) + " of " +
                           std::to_string(size_) + ": rank " + std::to_string(peer) +
@@ -211,6 +242,13 @@ public:
                                          " closed its connection");
     }
     return ncclSuccess;
+  }
+
+  // Messages filed under `key` and not taken yet.
+  size_t waiting(const Key &key) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = inbox_.find(key);
+    return it == inbox_.end() ? 0 : it->second.size();
   }
 
   ncclResult_t post(int to, const Header &header, const void *data) {
@@ -229,8 +267,11 @@ public:
   }
 
   // The next message filed under `key`, from world rank `from`, into `out`
-  // (`bytes` long); `what` describes the wait for errors.
-  ncclResult_t take(const Key &key, int from, void *out, size_t bytes, const std::string &what) {
+  // (`bytes` long); `what` describes the wait for errors. Waits until it
+  // comes, the peer's connection closes or the mesh is aborted, or when
+  // `bounded` until the simulation's timeout.
+  ncclResult_t take(const Key &key, int from, void *out, size_t bytes, const std::string &what,
+                    bool bounded) {
     Clock::time_point deadline = deadlineFromNow();
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
@@ -246,6 +287,12 @@ public:
       }
       if (closed_[size_t(from)])
         return fail(ncclRemoteError, what + ": its connection closed first (the process exited)");
+      if (aborted_)
+        return fail(ncclInternalError, what + ": aborted (ncclCommAbort)");
+      if (!bounded) {
+        arrived_.wait(lock);
+        continue;
+      }
       if (Clock::now() >= deadline)
         return fail(ncclRemoteError, what + ": nothing arrived within " + seconds() +
                                          " (PIPERT_HOSTNCCL_TIMEOUT)");
@@ -311,19 +358,41 @@ private:
   std::condition_variable arrived_;
   std::map<Key, std::deque<std::vector<char>>> inbox_;
   std::vector<bool> closed_; // per world rank: its connection ended
+  std::atomic<bool> aborted_{false};
 };
 
 } // namespace
 
+namespace {
+std::atomic<long> liveComms{0};
+} // namespace
+
+long pipert::hostcuda::liveCommunicators() { return liveComms; }
+
 // The opaque handle type, given a body here.
 struct ncclComm {
+  ncclComm() { ++liveComms; }
   std::shared_ptr<Mesh> mesh;
   uint64_t id = 0;
   int rank = 0;
   std::vector<int> members; // world rank of each rank
   uint64_t splits = 0;      // ncclCommSplit calls so far: part of the children's ids
-  ncclResult_t asyncError = ncclSuccess;
+  bool blocking = true;     // ncclConfig_t::blocking
+  // ncclInProgress while background work runs; `error` is written before it
+  // leaves that state, and read only after.
+  std::atomic<ncclResult_t> asyncError{ncclSuccess};
   std::string error;
+  std::shared_ptr<std::thread> job; // the background work, when there is some
+
+  ~ncclComm() {
+    finishJob();
+    --liveComms;
+  }
+  void finishJob() {
+    if (job && job->joinable())
+      job->join();
+    job.reset();
+  }
 
   int size() const { return int(members.size()); }
   std::string describe() const {
@@ -339,17 +408,24 @@ struct ncclComm {
       lastError = describe() + ": " + lastError;
     return r;
   }
-  ncclResult_t take(int from, Channel channel, void *out, size_t bytes, const std::string &what) {
+  ncclResult_t take(int from, Channel channel, void *out, size_t bytes, const std::string &what,
+                    bool bounded) {
     return mesh->take({id, from, channel}, members[size_t(from)], out, bytes,
                       describe() + ": " + what + " of " + std::to_string(bytes) +
                           " bytes from its rank " + std::to_string(from) + " (world rank " +
-                          std::to_string(members[size_t(from)]) + ")");
+                          std::to_string(members[size_t(from)]) + ")",
+                      bounded);
   }
   // A failed operation leaves the communicator failed, as NCCL's does.
   ncclResult_t failed(ncclResult_t result) {
-    asyncError = result;
     error = lastError;
+    asyncError = result;
     return result;
+  }
+  // Whether a failure is recorded (in-progress work is not one).
+  bool broken() const {
+    ncclResult_t state = asyncError;
+    return state != ncclSuccess && state != ncclInProgress;
   }
 };
 
@@ -376,11 +452,22 @@ void sumInOrder(const std::vector<std::vector<char>> &parts, size_t count, void 
   std::memcpy(out, sum.data(), count * sizeof(T));
 }
 
+// Whether this send is the one PIPERT_HOSTNCCL_DROP_SEND names.
+bool dropThisSend() {
+  static const long drop = [] {
+    const char *text = std::getenv("PIPERT_HOSTNCCL_DROP_SEND");
+    return text ? std::strtol(text, nullptr, 10) : 0;
+  }();
+  static std::atomic<long> sends{0};
+  return ++sends == drop;
+}
+
 // One group's operations: every send and contribution first, so no rank waits
-// on a peer that is itself waiting before its sends.
-ncclResult_t runGroup(const std::vector<Op> &ops) {
+// on a peer that is itself waiting before its sends. `bounded`: waits give up
+// after the simulation's timeout.
+ncclResult_t runGroup(const std::vector<Op> &ops, bool bounded) {
   for (const Op &op : ops)
-    if (op.comm->asyncError != ncclSuccess)
+    if (op.comm->broken())
       return fail(op.comm->asyncError, op.comm->describe() + " failed earlier: " + op.comm->error);
   std::vector<std::vector<char>> own(ops.size());
   for (size_t i = 0; i < ops.size(); ++i) {
@@ -388,7 +475,8 @@ ncclResult_t runGroup(const std::vector<Op> &ops) {
     size_t bytes = op.count * typeBytes(op.type);
     ncclResult_t r = ncclSuccess;
     if (op.kind == Op::Send) {
-      r = op.comm->post(op.peer, kPointToPoint, op.source, bytes);
+      if (!dropThisSend())
+        r = op.comm->post(op.peer, kPointToPoint, op.source, bytes);
     } else if (op.kind == Op::AllReduce) {
       const char *source = static_cast<const char *>(op.source);
       own[i].assign(source, source + bytes); // before any receive of the group lands
@@ -404,7 +492,7 @@ ncclResult_t runGroup(const std::vector<Op> &ops) {
     size_t bytes = op.count * typeBytes(op.type);
     ncclResult_t r = ncclSuccess;
     if (op.kind == Op::Recv) {
-      r = op.comm->take(op.peer, kPointToPoint, op.target, bytes, "ncclRecv");
+      r = op.comm->take(op.peer, kPointToPoint, op.target, bytes, "ncclRecv", bounded);
     } else if (op.kind == Op::AllReduce) {
       std::vector<std::vector<char>> parts(size_t(op.comm->size()));
       for (int m = 0; m < op.comm->size() && r == ncclSuccess; ++m) {
@@ -412,7 +500,8 @@ ncclResult_t runGroup(const std::vector<Op> &ops) {
           parts[size_t(m)] = std::move(own[i]);
         } else {
           parts[size_t(m)].resize(bytes);
-          r = op.comm->take(m, kCollective, parts[size_t(m)].data(), bytes, "ncclAllReduce");
+          r = op.comm->take(m, kCollective, parts[size_t(m)].data(), bytes, "ncclAllReduce",
+                            bounded);
         }
       }
       if (r == ncclSuccess) {
@@ -428,11 +517,33 @@ ncclResult_t runGroup(const std::vector<Op> &ops) {
   return ncclSuccess;
 }
 
+// Runs `work` on a background thread for non-blocking communicators: each is
+// ncclInProgress until it is done, then takes its result (and error text).
+// Work already running on one of them finishes first (the executor polls
+// every call to its end before the next, so this does not wait).
+ncclResult_t startJob(const std::vector<ncclComm_t> &comms, std::function<ncclResult_t()> work) {
+  for (ncclComm_t comm : comms)
+    comm->finishJob();
+  for (ncclComm_t comm : comms)
+    comm->asyncError = ncclInProgress;
+  auto job = std::make_shared<std::thread>([comms, work = std::move(work)] {
+    ncclResult_t result = work();
+    for (ncclComm_t comm : comms) {
+      comm->error = result == ncclSuccess ? std::string() : lastError; // this thread's
+      comm->asyncError = result;
+    }
+  });
+  for (ncclComm_t comm : comms)
+    comm->job = job;
+  return ncclInProgress;
+}
+
 thread_local int groupDepth = 0;
 thread_local std::vector<Op> grouped;
 
-// Runs the pending group through enqueue: now, or at each replay of the graph
-// being captured. Only a run at the call can return its error.
+// Runs the pending group: in the background when every communicator in it is
+// non-blocking, else now; under capture at each replay of the graph. Only a
+// run at the call can return its error.
 ncclResult_t flushGroup() {
   struct Call {
     std::vector<Op> ops;
@@ -443,11 +554,40 @@ ncclResult_t flushGroup() {
     return ncclSuccess;
   auto call = std::make_shared<Call>();
   call->ops.swap(grouped);
+  bool nonBlocking = std::none_of(call->ops.begin(), call->ops.end(),
+                                  [](const Op &op) { return op.comm->blocking; });
+  if (nonBlocking && !pipert::hostcuda::isCapturing()) {
+    for (const Op &op : call->ops)
+      if (op.comm->broken())
+        return fail(op.comm->asyncError,
+                    op.comm->describe() + " failed earlier: " + op.comm->error);
+    // A group that cannot wait (sends, receives whose messages are here) runs
+    // now, as NCCL enqueues work at once on a connected channel; the rest in
+    // the background.
+    std::map<Mesh::Key, size_t> wanted;
+    bool canWait = false;
+    for (const Op &op : call->ops) {
+      if (op.kind == Op::AllReduce)
+        canWait = true;
+      else if (op.kind == Op::Recv) {
+        Mesh::Key key{op.comm->id, op.peer, kPointToPoint};
+        canWait |= ++wanted[key] > op.comm->mesh->waiting(key);
+      }
+    }
+    if (!canWait) {
+      ncclResult_t r = runGroup(call->ops, false);
+      return r == ncclSuccess ? r : call->ops.front().comm->failed(r);
+    }
+    std::vector<ncclComm_t> comms;
+    for (const Op &op : call->ops)
+      if (std::find(comms.begin(), comms.end(), op.comm) == comms.end())
+        comms.push_back(op.comm);
+    return startJob(comms, [call] { return runGroup(call->ops, false); });
+  }
   pipert::hostcuda::enqueue([call] {
-    bool failedBefore = std::any_of(call->ops.begin(), call->ops.end(), [](const Op &op) {
-      return op.comm->asyncError != ncclSuccess;
-    });
-    call->result = runGroup(call->ops);
+    bool failedBefore = std::any_of(call->ops.begin(), call->ops.end(),
+                                    [](const Op &op) { return op.comm->broken(); });
+    call->result = runGroup(call->ops, true);
     if (call->result != ncclSuccess && !call->atCall && !failedBefore) // say it once
       std::fprintf(stderr, "pipert host NCCL: error in a graph replay: %s\n", lastError.c_str());
   });
@@ -479,7 +619,8 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
   return ncclSuccess;
 }
 
-ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank) {
+ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank,
+                                    ncclConfig_t *config) {
   *comm = nullptr;
   if (nranks < 1 || rank < 0 || rank >= nranks)
     return fail(ncclInvalidArgument, "ncclCommInitRank: rank " + std::to_string(rank) + " of " +
@@ -488,69 +629,108 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int
   if (name.compare(0, sizeof kIdPrefix - 1, kIdPrefix) != 0)
     return fail(ncclInvalidArgument, "ncclCommInitRank: the unique id is not from the host "
                                      "simulation's ncclGetUniqueId");
-  auto mesh = std::make_shared<Mesh>(rank, nranks);
-  if (ncclResult_t r = mesh->connect(name); r != ncclSuccess)
-    return r;
-  auto world = new ncclComm;
-  world->mesh = mesh;
+  auto world = std::make_unique<ncclComm>();
+  world->mesh = std::make_shared<Mesh>(rank, nranks);
   world->id = mix(0);
   world->rank = rank;
+  world->blocking = !config || config->blocking != 0; // NCCL_CONFIG_UNDEF_INT: blocking
   for (int r = 0; r < nranks; ++r)
     world->members.push_back(r);
-  *comm = world;
+  if (!world->blocking) {
+    std::shared_ptr<Mesh> mesh = world->mesh;
+    *comm = world.release();
+    return startJob({*comm}, [mesh, name] { return mesh->connect(name, false); });
+  }
+  if (ncclResult_t r = world->mesh->connect(name, true); r != ncclSuccess)
+    return r;
+  *comm = world.release();
   return ncclSuccess;
+}
+
+ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank) {
+  return ncclCommInitRankConfig(comm, nranks, id, rank, nullptr);
 }
 
 // Collective over `parent`: every rank shares its (color, key); the members of
 // this rank's color are ordered by key, then by parent rank.
+// A non-blocking parent splits in the background: the parent and the child
+// are ncclInProgress until every parent rank has taken part.
 ncclResult_t ncclCommSplit(ncclComm_t parent, int color, int key, ncclComm_t *newcomm,
-                           ncclConfig_t *) {
+                           ncclConfig_t *config) {
   *newcomm = nullptr;
   if (!parent)
     return fail(ncclInvalidArgument, "ncclCommSplit: null communicator");
-  if (parent->asyncError != ncclSuccess)
+  parent->finishJob();
+  if (parent->broken())
     return fail(parent->asyncError, parent->describe() + " failed earlier: " + parent->error);
-  int32_t mine[2] = {color, key};
-  std::vector<std::pair<int32_t, int32_t>> all(size_t(parent->size()));
-  for (int m = 0; m < parent->size(); ++m)
-    if (m != parent->rank)
-      if (ncclResult_t r = parent->post(m, kCollective, mine, sizeof mine); r != ncclSuccess)
-        return parent->failed(r);
-  for (int m = 0; m < parent->size(); ++m) {
-    int32_t theirs[2] = {color, key};
-    if (m != parent->rank)
-      if (ncclResult_t r = parent->take(m, kCollective, theirs, sizeof theirs, "ncclCommSplit");
-          r != ncclSuccess)
-        return parent->failed(r);
-    all[size_t(m)] = {theirs[0], theirs[1]};
-  }
   // Every member derives the same id; every parent rank counts the split.
   uint64_t id = mix(mix(parent->id ^ mix(parent->splits++)) ^ uint32_t(color));
-  if (color == NCCL_SPLIT_NOCOLOR)
+  ncclComm_t child = nullptr;
+  if (color != NCCL_SPLIT_NOCOLOR) {
+    child = new ncclComm;
+    child->mesh = parent->mesh;
+    child->id = id;
+    child->blocking = config && config->blocking != NCCL_CONFIG_UNDEF_INT ? config->blocking != 0
+                                                                         : parent->blocking;
+  }
+  bool bounded = parent->blocking;
+  auto work = [parent, child, color, key, bounded]() -> ncclResult_t {
+    int32_t mine[2] = {color, key};
+    std::vector<std::pair<int32_t, int32_t>> all(size_t(parent->size()));
+    for (int m = 0; m < parent->size(); ++m)
+      if (m != parent->rank)
+        if (ncclResult_t r = parent->post(m, kCollective, mine, sizeof mine); r != ncclSuccess)
+          return r;
+    for (int m = 0; m < parent->size(); ++m) {
+      int32_t theirs[2] = {color, key};
+      if (m != parent->rank)
+        if (ncclResult_t r =
+                parent->take(m, kCollective, theirs, sizeof theirs, "ncclCommSplit", bounded);
+            r != ncclSuccess)
+          return r;
+      all[size_t(m)] = {theirs[0], theirs[1]};
+    }
+    if (!child)
+      return ncclSuccess;
+    std::vector<int> ranks; // parent ranks of this color
+    for (int m = 0; m < parent->size(); ++m)
+      if (all[size_t(m)].first == color)
+        ranks.push_back(m);
+    std::stable_sort(ranks.begin(), ranks.end(),
+                     [&](int a, int b) { return all[size_t(a)].second < all[size_t(b)].second; });
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      if (ranks[i] == parent->rank)
+        child->rank = int(i);
+      child->members.push_back(parent->members[size_t(ranks[i])]);
+    }
     return ncclSuccess;
-  std::vector<int> ranks; // parent ranks of this color
-  for (int m = 0; m < parent->size(); ++m)
-    if (all[size_t(m)].first == color)
-      ranks.push_back(m);
-  std::stable_sort(ranks.begin(), ranks.end(),
-                   [&](int a, int b) { return all[size_t(a)].second < all[size_t(b)].second; });
-  auto child = new ncclComm;
-  child->mesh = parent->mesh;
-  child->id = id;
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    if (ranks[i] == parent->rank)
-      child->rank = int(i);
-    child->members.push_back(parent->members[size_t(ranks[i])]);
+  };
+  if (!parent->blocking) {
+    *newcomm = child;
+    std::vector<ncclComm_t> comms{parent};
+    if (child)
+      comms.push_back(child);
+    return startJob(comms, work);
+  }
+  if (ncclResult_t r = work(); r != ncclSuccess) {
+    delete child;
+    return parent->failed(r);
   }
   *newcomm = child;
   return ncclSuccess;
 }
 
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
-  delete comm; // the last communicator of a world closes its connections
+  delete comm; // after its background work; the last of a world closes its connections
   return ncclSuccess;
 }
-ncclResult_t ncclCommAbort(ncclComm_t comm) { return ncclCommDestroy(comm); }
+
+// Ends every wait of the communicator's world at once, then destroys it.
+ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  if (comm)
+    comm->mesh->abort();
+  return ncclCommDestroy(comm);
+}
 
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError) {
   if (!comm)
@@ -597,6 +777,11 @@ const char *ncclGetErrorString(ncclResult_t result) {
   }
 }
 
-const char *ncclGetLastError(ncclComm_t) { return lastError.c_str(); }
+// A communicator's failure (its background work's), else this thread's last.
+const char *ncclGetLastError(ncclComm_t comm) {
+  if (comm && comm->broken())
+    return comm->error.c_str();
+  return lastError.c_str();
+}
 
 } // extern "C"

@@ -1,5 +1,7 @@
 #include "Bootstrap.h"
 
+#include "Deadline.h"
+
 #include "pipert/cuda/CudaCheck.h"
 
 #include <arpa/inet.h>
@@ -10,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -21,24 +24,6 @@
 namespace pipert::cuda {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-int integerVariable(const char *name, int fallback, bool required) {
-  const char *text = std::getenv(name);
-  if (!text || !*text) {
-    if (required)
-      throw std::runtime_error(std::string("the NCCL transport needs $") + name +
-                               " (set by torchrun, srun or mpirun wrappers)");
-    return fallback;
-  }
-  char *end = nullptr;
-  long value = std::strtol(text, &end, 10);
-  if (*end != '\0' || value < 0 || value > (1 << 20))
-    throw std::runtime_error(std::string("$") + name + " is '" + text +
-                             "', not a non-negative integer");
-  return int(value);
-}
 
 std::string systemError(const std::string &what) { return what + ": " + std::strerror(errno); }
 
@@ -57,14 +42,27 @@ struct IdHeader {
   uint32_t worldSize = 0;
 };
 
-double secondsLeft(Clock::time_point deadline) {
-  return std::chrono::duration<double>(deadline - Clock::now()).count();
+// Waits until `fd` has one of `events` or the deadline passes; a signal does
+// not end the wait early. True when an event came.
+bool pollBefore(int fd, short events, const Deadline &deadline) {
+  for (;;) {
+    pollfd ready{fd, events, 0};
+    int n = ::poll(&ready, 1, deadline.millisecondsLeft());
+    if (n > 0)
+      return true;
+    if (n == 0 || errno != EINTR || deadline.passed())
+      return false;
+  }
 }
 
-bool writeAll(int fd, const void *data, size_t size) {
+bool writeAll(int fd, const void *data, size_t size, const Deadline &deadline) {
   const char *p = static_cast<const char *>(data);
   while (size > 0) {
+    if (!pollBefore(fd, POLLOUT, deadline))
+      return false;
     ssize_t n = ::send(fd, p, size, MSG_NOSIGNAL);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+      continue;
     if (n <= 0)
       return false;
     p += n;
@@ -73,14 +71,14 @@ bool writeAll(int fd, const void *data, size_t size) {
   return true;
 }
 
-bool readAll(int fd, void *data, size_t size, Clock::time_point deadline) {
+bool readAll(int fd, void *data, size_t size, const Deadline &deadline) {
   char *p = static_cast<char *>(data);
   while (size > 0) {
-    pollfd ready{fd, POLLIN, 0};
-    int waitMs = int(std::max(0.0, secondsLeft(deadline)) * 1000);
-    if (poll(&ready, 1, waitMs) <= 0)
+    if (!pollBefore(fd, POLLIN, deadline))
       return false;
     ssize_t n = ::recv(fd, p, size, 0);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+      continue;
     if (n <= 0)
       return false;
     p += n;
@@ -122,23 +120,32 @@ int listenOn(int port, int backlog) {
 
 // connect() that gives up at the deadline (an unreachable MASTER_ADDR would
 // otherwise block for the kernel's own timeout).
-bool connectBefore(int fd, const sockaddr *address, socklen_t length, Clock::time_point deadline) {
+// A connect() interrupted by a signal goes on in the background (EINTR, then
+// as EINPROGRESS): either way the outcome is read once the socket is writable.
+bool connectBefore(int fd, const sockaddr *address, socklen_t length, const Deadline &deadline) {
   int flags = fcntl(fd, F_GETFL, 0);
   fcntl(fd, F_SETFL, flags | O_NONBLOCK);
   bool connected = connect(fd, address, length) == 0;
-  if (!connected && errno == EINPROGRESS) {
-    pollfd ready{fd, POLLOUT, 0};
-    int waitMs = int(std::max(0.0, secondsLeft(deadline)) * 1000);
+  if (!connected && (errno == EINPROGRESS || errno == EINTR)) {
     int error = 0;
     socklen_t size = sizeof error;
-    connected = poll(&ready, 1, waitMs) == 1 &&
+    connected = pollBefore(fd, POLLOUT, deadline) &&
                 getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size) == 0 && error == 0;
   }
   fcntl(fd, F_SETFL, flags);
   return connected;
 }
 
-void serveId(const ncclUniqueId &id, int worldSize, int port, Clock::time_point deadline) {
+// accept() that retries when a signal or an aborted connection interrupts it.
+int acceptRetrying(int listener) {
+  for (;;) {
+    int fd = ::accept(listener, nullptr, nullptr);
+    if (fd >= 0 || (errno != EINTR && errno != ECONNABORTED))
+      return fd;
+  }
+}
+
+void serveId(const ncclUniqueId &id, int worldSize, int port, const Deadline &deadline) {
   int peers = worldSize - 1;
   Socket listener;
   listener.fd = listenOn(port, peers);
@@ -148,21 +155,21 @@ void serveId(const ncclUniqueId &id, int worldSize, int port, Clock::time_point 
   IdHeader header;
   header.worldSize = uint32_t(worldSize);
   for (int served = 0; served < peers; ++served) {
-    pollfd ready{listener.fd, POLLIN, 0};
-    int waitMs = int(std::max(0.0, secondsLeft(deadline)) * 1000);
-    if (poll(&ready, 1, waitMs) <= 0)
-      throw std::runtime_error("rank 0: only " + std::to_string(served) + " of " +
-                               std::to_string(peers) + " ranks connected before the timeout");
+    if (!pollBefore(listener.fd, POLLIN, deadline))
+      throw TimeoutError(deadline.timedOut("the other ranks to fetch the NCCL id from rank 0 (" +
+                                           std::to_string(served) + " of " +
+                                           std::to_string(peers) + " did)") +
+                         ": is every rank started?");
     Socket peer;
-    peer.fd = accept(listener.fd, nullptr, nullptr);
-    if (peer.fd < 0 || !writeAll(peer.fd, &header, sizeof header) ||
-        !writeAll(peer.fd, &id, sizeof id))
+    peer.fd = acceptRetrying(listener.fd);
+    if (peer.fd < 0 || !writeAll(peer.fd, &header, sizeof header, deadline) ||
+        !writeAll(peer.fd, &id, sizeof id, deadline))
       throw std::runtime_error(systemError("rank 0 cannot hand out the NCCL id"));
   }
 }
 
 ncclUniqueId fetchId(const std::string &host, int port, int worldSize,
-                     Clock::time_point deadline) {
+                     const Deadline &deadline) {
   addrinfo hints{}, *found = nullptr;
   hints.ai_socktype = SOCK_STREAM;
   std::string service = std::to_string(port);
@@ -192,17 +199,17 @@ ncclUniqueId fetchId(const std::string &host, int port, int worldSize,
         }
       }
     }
-    if (secondsLeft(deadline) <= 0) {
+    if (deadline.passed()) {
       freeaddrinfo(found);
-      throw std::runtime_error("no NCCL id from rank 0 at " + host + ":" + service +
-                               " before the timeout");
+      throw TimeoutError(deadline.timedOut("the NCCL id from rank 0 at " + host + ":" + service) +
+                         ": is rank 0 started, and is that its address?");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 }
 
 ncclUniqueId idFromFile(const ProcessGroup &group, const std::string &path,
-                        Clock::time_point deadline) {
+                        const Deadline &deadline) {
   ncclUniqueId id;
   if (group.rank == 0) {
     PIPERT_NCCL(ncclGetUniqueId(&id), nullptr);
@@ -221,44 +228,35 @@ ncclUniqueId idFromFile(const ProcessGroup &group, const std::string &path,
     std::ifstream in(path, std::ios::binary);
     if (in.read(reinterpret_cast<char *>(&id), sizeof id))
       return id;
-    if (secondsLeft(deadline) <= 0)
-      throw std::runtime_error("PIPERT_NCCL_ID_FILE '" + path +
-                               "' did not appear before the timeout");
+    if (deadline.passed())
+      throw TimeoutError(deadline.timedOut("rank 0 to write PIPERT_NCCL_ID_FILE '" + path + "'") +
+                         ": is rank 0 started, and does it see the same file?");
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 }
 
 } // namespace
 
-ProcessGroup processGroupFromEnvironment() {
-  ProcessGroup group;
-  group.worldSize = integerVariable("WORLD_SIZE", 1, true);
-  group.rank = integerVariable("RANK", 0, true);
-  group.localRank = integerVariable("LOCAL_RANK", group.rank, false);
-  if (group.worldSize < 1 || group.rank >= group.worldSize)
-    throw std::runtime_error("RANK " + std::to_string(group.rank) + " is not below WORLD_SIZE " +
-                             std::to_string(group.worldSize));
-  return group;
-}
-
 ncclUniqueId exchangeUniqueId(const ProcessGroup &group, double timeoutSeconds) {
-  Clock::time_point deadline =
-      Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                         std::chrono::duration<double>(timeoutSeconds));
+  Deadline deadline(timeoutSeconds);
   if (const char *file = std::getenv("PIPERT_NCCL_ID_FILE"); file && *file)
     return idFromFile(group, file, deadline);
-  const char *host = std::getenv("MASTER_ADDR");
-  if (!host || !*host)
-    throw std::runtime_error("the NCCL transport needs MASTER_ADDR and MASTER_PORT, or "
-                             "PIPERT_NCCL_ID_FILE, to share NCCL's unique id");
-  int port = integerVariable("MASTER_PORT", 0, true);
-  if (port < 1 || port > 65535)
-    throw std::runtime_error("MASTER_PORT " + std::to_string(port) + " is not a TCP port");
+  if (group.masterAddr.empty())
+    throw std::runtime_error("the NCCL transport needs rank 0's address to share NCCL's unique "
+                             "id: set MASTER_ADDR (or pass --master-addr; under Slurm the first "
+                             "host of the node list is used) and MASTER_PORT, or "
+                             "PIPERT_NCCL_ID_FILE");
+  if (group.masterPort < 1 || group.masterPort > 65535)
+    throw std::runtime_error(group.masterPort == 0
+                                 ? std::string("the NCCL transport needs MASTER_PORT (or "
+                                               "--master-port) with MASTER_ADDR")
+                                 : "MASTER_PORT " + std::to_string(group.masterPort) +
+                                       " is not a TCP port");
   if (group.rank != 0)
-    return fetchId(host, port, group.worldSize, deadline);
+    return fetchId(group.masterAddr, group.masterPort, group.worldSize, deadline);
   ncclUniqueId id;
   PIPERT_NCCL(ncclGetUniqueId(&id), nullptr);
-  serveId(id, group.worldSize, port, deadline);
+  serveId(id, group.worldSize, group.masterPort, deadline);
   return id;
 }
 

@@ -14,9 +14,19 @@ static const OptionParser &parser() {
           {"dtype", K::Choice, "fp32|bf16", "fp32", 0, 0,
            "activation precision (bf16 GEMMs accumulate in fp32, gradients\nare fp32)"},
           {"transport", K::Choice, "inproc|nccl", nullptr, 0, 0,
-           "inproc: every rank on this process's GPU; nccl: one process\nper rank from "
-           "RANK/WORLD_SIZE/LOCAL_RANK with MASTER_ADDR/\nMASTER_PORT or PIPERT_NCCL_ID_FILE "
-           "(default: nccl when\nWORLD_SIZE is set, else inproc)"},
+           "inproc: every rank on this process's GPU; nccl: one process\nper rank, started by "
+           "torchrun, srun or mpirun (see below)\n(default: nccl when WORLD_SIZE is set or a "
+           "launcher started\nseveral processes, else inproc)"},
+          {"rank", K::Integer, "R", nullptr, 0, 1 << 20,
+           "nccl: this process's rank (overrides the launcher's)"},
+          {"world-size", K::Integer, "N", nullptr, 1, 1 << 20,
+           "nccl: the number of processes (overrides the launcher's)"},
+          {"local-rank", K::Integer, "R", nullptr, 0, 1 << 20,
+           "nccl: this process's GPU on its node (overrides the\nlauncher's)"},
+          {"master-addr", K::Text, "HOST", nullptr, 0, 0,
+           "nccl: rank 0's host, where it hands out the NCCL id\n(overrides MASTER_ADDR)"},
+          {"master-port", K::Integer, "PORT", nullptr, 1, 65535,
+           "nccl: rank 0's TCP port (overrides MASTER_PORT; default\n29500 under srun and mpirun)"},
           {"cuda-graphs", K::Flag, "", nullptr, 0, 0,
            "capture the step into a CUDA graph and replay it; checks\nthat the replay matches an "
            "eager step bit for bit"},
@@ -26,7 +36,19 @@ static const OptionParser &parser() {
       }),
       "a micro-batch is one sequence; --trace times ops with CUDA events (eager steps), and\n"
       "with NCCL each rank writes FILE.rank<r>\n"
-      "exit status: 0 ok, 1 check failed, 2 usage or setup error, 3 timeout, 77 no CUDA device\n");
+      "\n"
+      "nccl: which process this is comes from, first that applies: the flags above;\n"
+      "torchrun's RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT; Slurm's\n"
+      "SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID (rank 0's host: the first of\n"
+      "SLURM_STEP_NODELIST or SLURM_JOB_NODELIST unless MASTER_ADDR is set); Open MPI's\n"
+      "OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK (with MASTER_ADDR or --master-addr).\n"
+      "PIPERT_NCCL_ID_FILE (a path all ranks share) replaces the address and port.\n"
+      "Every wait (rank 0's id, NCCL set-up, a step) gives up after --timeout seconds.\n"
+      "\n"
+      "exit status: 0 ok; 1 check failed (gradients or loss differ from the reference,\n"
+      "or a graph replay from the eager step); 2 bad usage, environment or I/O; 3 a\n"
+      "wait timed out (NCCL communicators aborted); 4 CUDA, cuBLAS or NCCL error;\n"
+      "77 no CUDA device\n");
   return table;
 }
 
@@ -40,8 +62,14 @@ bool parseCudaOptions(int argc, char **argv, CudaOptions &o, int &status) {
   const std::string &model = v.text("model");
   o.model = model == "mlp" ? ModelKind::Mlp : model == "moe" ? ModelKind::Moe : ModelKind::Empty;
   o.dtype = v.text("dtype") == "fp32" ? DType::F32 : DType::BF16;
+  o.launch.rank = v.given("rank") ? int(v.integer("rank")) : -1;
+  o.launch.worldSize = v.given("world-size") ? int(v.integer("world-size")) : -1;
+  o.launch.localRank = v.given("local-rank") ? int(v.integer("local-rank")) : -1;
+  o.launch.masterAddr = v.text("master-addr");
+  o.launch.masterPort = v.given("master-port") ? int(v.integer("master-port")) : -1;
   o.transportGiven = v.given("transport");
-  bool nccl = o.transportGiven ? v.text("transport") == "nccl" : std::getenv("WORLD_SIZE") != nullptr;
+  bool nccl = o.transportGiven ? v.text("transport") == "nccl"
+                               : launchedAsGroup(o.launch, processEnvironment());
   o.transport = nccl ? TransportKind::Nccl : TransportKind::InProcess;
   o.graphs = v.flag("cuda-graphs");
   o.serialPairs = v.flag("serial-pairs");

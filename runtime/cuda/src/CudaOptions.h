@@ -1,6 +1,8 @@
 // The command line of an emitted CUDA program.
 #pragma once
 
+#include "Launcher.h"
+
 #include "pipert/cuda/GpuStage.h"
 
 #include <cstdint>
@@ -17,8 +19,9 @@ struct CudaOptions {
   int seq = 8;             // tokens per micro-batch (one sequence)
   ModelKind model = ModelKind::Mlp;
   DType dtype = DType::F32;
-  TransportKind transport = TransportKind::InProcess; // nccl when WORLD_SIZE is set
+  TransportKind transport = TransportKind::InProcess; // nccl under a launcher of several
   bool transportGiven = false;
+  LaunchFlags launch;      // --rank, --world-size, --local-rank, --master-addr, --master-port
   bool graphs = false;     // --cuda-graphs: capture the step once, replay it
   bool serialPairs = false; // --serial-pairs: run overlap pairs' halves one after the other
   bool check = false;

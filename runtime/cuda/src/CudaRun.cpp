@@ -8,6 +8,7 @@
 #include "StepRunner.h"
 
 #include "pipert/ProgramEncoding.h"
+#include "pipert/ExitStatus.h"
 #include "pipert/ProgramValidation.h"
 #include "pipert/cuda/CudaCheck.h"
 
@@ -50,7 +51,7 @@ int runCudaProgram(const Program &program, const StreamProgram &streams, int arg
     validateProgram(program, streams);
   } catch (const InvalidProgram &e) {
     std::fprintf(stderr, "pipert: error: %s\n", e.what());
-    return 2;
+    return kExitUsage;
   }
   configureEnvironment(options);
   int devices = 0;
@@ -58,17 +59,22 @@ int runCudaProgram(const Program &program, const StreamProgram &streams, int arg
   if (probe != cudaSuccess || devices == 0) {
     std::fprintf(stderr, "pipert: no CUDA device (%s); nothing to run\n",
                  probe != cudaSuccess ? cudaGetErrorString(probe) : "none found");
-    return 77;
+    return kExitNoDevice;
   }
+  // The exit statuses --help lists: a timeout (3) and a device or library
+  // error (4) apart from a bad setting or environment (2).
   try {
     StepRunner runner(program, streams, options, devices);
     return runner.run();
-  } catch (const StepTimeout &e) {
+  } catch (const TimeoutError &e) {
     std::fprintf(stderr, "pipert: error: %s\n", e.what());
-    return 3;
+    return kExitTimeout;
+  } catch (const CudaError &e) {
+    std::fprintf(stderr, "pipert: error: %s\n", e.what());
+    return kExitDeviceError;
   } catch (const std::exception &e) {
     std::fprintf(stderr, "pipert: error: %s\n", e.what());
-    return 2;
+    return kExitUsage;
   }
 }
 

@@ -1,19 +1,15 @@
 #include "InProcessTransport.h"
 
+#include "GradientSync.h"
+
 #include "pipert/cuda/CudaCheck.h"
 
 namespace pipert::cuda {
 
-InProcessTransport::InProcessTransport(uint32_t numMessages)
-    : sent_(numMessages, nullptr), pending_(numMessages) {
-  for (cudaEvent_t &event : sent_)
-    PIPERT_CUDA(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
-}
-
-InProcessTransport::~InProcessTransport() {
-  for (cudaEvent_t event : sent_)
-    if (event)
-      cudaEventDestroy(event); // no check: destructors must not throw
+InProcessTransport::InProcessTransport(uint32_t numMessages) : pending_(numMessages) {
+  sent_.reserve(numMessages);
+  for (uint32_t id = 0; id < numMessages; ++id)
+    sent_.push_back(makeEvent());
 }
 
 void InProcessTransport::beginStep() {
@@ -40,6 +36,12 @@ void *InProcessTransport::receive(uint32_t id, size_t bytes, cudaStream_t stream
   PIPERT_CUDA(cudaFreeAsync(p.data, stream));
   p.data = nullptr;
   return buffer;
+}
+
+void InProcessTransport::syncGradients(const std::vector<LocalSyncGroup> &groups, double *,
+                                       cudaStream_t stream) {
+  sumLocalCopies(groups, stream);
+  copyFirstToOthers(groups, stream);
 }
 
 } // namespace pipert::cuda

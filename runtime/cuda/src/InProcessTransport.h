@@ -6,6 +6,7 @@
 // canReceive tells the executor.
 #pragma once
 
+#include "CudaHandles.h"
 #include "Transport.h"
 
 #include <vector>
@@ -15,12 +16,14 @@ namespace pipert::cuda {
 class InProcessTransport final : public Transport {
 public:
   explicit InProcessTransport(uint32_t numMessages);
-  ~InProcessTransport() override;
   const char *name() const override { return "in-process"; }
   void send(uint32_t id, void *data, size_t bytes, cudaStream_t stream) override;
   bool canReceive(uint32_t id) const override { return pending_[id].sent; }
   void *receive(uint32_t id, size_t bytes, cudaStream_t stream) override;
   void beginStep() override;
+  // Every copy is in this process: summed into the first and copied back.
+  void syncGradients(const std::vector<LocalSyncGroup> &groups, double *loss,
+                     cudaStream_t stream) override;
 
 private:
   struct Pending {
@@ -28,7 +31,7 @@ private:
     size_t bytes = 0;
     bool sent = false;
   };
-  std::vector<cudaEvent_t> sent_;
+  std::vector<UniqueEvent> sent_;
   std::vector<Pending> pending_;
 };
 

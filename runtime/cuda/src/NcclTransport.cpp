@@ -1,5 +1,8 @@
 #include "NcclTransport.h"
 
+#include "GradientSync.h"
+#include "NcclWait.h"
+
 #include "pipert/cuda/CudaCheck.h"
 
 #include <algorithm>
@@ -30,27 +33,62 @@ std::vector<std::vector<size_t>> splitRounds(const std::vector<std::vector<int>>
   return rounds;
 }
 
+// Non-blocking, so that every wait is the host's own, polled to a deadline.
+ncclConfig_t nonBlockingConfig() {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  return config;
+}
+
+const char *const kStartHint = "is every rank started, with the same program?";
+
 } // namespace
 
 NcclTransport::NcclTransport(const Program &program, const ProcessGroup &group,
                              double timeoutSeconds)
-    : rank_(group.rank) {
+    : rank_(group.rank), worldSize_(group.worldSize), timeoutSeconds_(timeoutSeconds) {
   if (group.worldSize != program.numRanks)
     throw std::runtime_error("WORLD_SIZE is " + std::to_string(group.worldSize) + " but " +
                              program.name + " has " + std::to_string(program.numRanks) +
                              " ranks: run one process per rank");
   ncclUniqueId id = exchangeUniqueId(group, timeoutSeconds);
-  PIPERT_NCCL(ncclCommInitRank(&world_, group.worldSize, id, group.rank), nullptr);
-  owned_.push_back(world_);
-  forgetUniqueId(group); // every rank has joined, so every rank has read it
-  splitChannels(program);
-  splitSyncGroups(program);
-  connectChannels();
+  try {
+    initWorld(id);
+    forgetUniqueId(group); // every rank has joined, so every rank has read it
+    splitChannels(program);
+    splitSyncGroups(program);
+    connectChannels();
+  } catch (...) {
+    abort(); // nothing may stay blocked on a peer that is not coming
+    throw;
+  }
 }
 
-NcclTransport::~NcclTransport() {
-  for (ncclComm_t comm : owned_)
-    ncclCommDestroy(comm); // no check: destructors must not throw
+std::string NcclTransport::whoAmI() const {
+  return "rank " + std::to_string(rank_) + " (world " + std::to_string(worldSize_) + ")";
+}
+
+void NcclTransport::initWorld(const ncclUniqueId &id) {
+  ncclConfig_t config = nonBlockingConfig();
+  ncclComm_t comm = nullptr;
+  ncclResult_t started = ncclCommInitRankConfig(&comm, worldSize_, id, rank_, &config);
+  world_ = UniqueComm(comm); // owned even when it failed: it must be aborted then
+  PIPERT_NCCL(started, comm);
+  awaitCommunicators({world_}, Deadline(timeoutSeconds_), "NCCL communicator init of " + whoAmI(),
+                     kStartHint);
+}
+
+ncclComm_t NcclTransport::split(int color, int key, ncclConfig_t &config, const std::string &what) {
+  ncclComm_t comm = nullptr;
+  ncclResult_t started = ncclCommSplit(world_, color, key, &comm, &config);
+  if (comm)
+    owned_.emplace_back(comm);
+  PIPERT_NCCL(started, world_.get());
+  // A split is collective over the world: the parent is busy until every rank
+  // has joined it.
+  awaitCommunicators({world_, comm}, Deadline(timeoutSeconds_), what + " of " + whoAmI(),
+                     kStartHint);
+  return comm;
 }
 
 void NcclTransport::splitChannels(const Program &program) {
@@ -70,22 +108,22 @@ void NcclTransport::splitChannels(const Program &program) {
   // A channel carries one transfer at a time and its receives are posted ahead
   // of use: a couple of thread blocks suffice, and waiting receives then leave
   // the SMs to the compute they are meant to overlap.
-  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  ncclConfig_t config = nonBlockingConfig();
   config.minCTAs = 1;
   config.maxCTAs = 2;
-  for (const std::vector<size_t> &round : splitRounds(members)) {
+  std::vector<std::vector<size_t>> rounds = splitRounds(members);
+  for (size_t r = 0; r < rounds.size(); ++r) {
     int color = NCCL_SPLIT_NOCOLOR, key = 0;
-    for (size_t item : round)
+    for (size_t item : rounds[r])
       if (members[item][0] == rank_ || members[item][1] == rank_) {
         color = int(item);
         key = members[item][0] == rank_ ? 0 : 1; // the sender is rank 0 of the channel
       }
-    ncclComm_t comm = nullptr;
-    PIPERT_NCCL(ncclCommSplit(world_, color, key, &comm, &config), world_);
-    if (color != NCCL_SPLIT_NOCOLOR) {
-      owned_.push_back(comm);
+    ncclComm_t comm = split(color, key, config,
+                            "NCCL channel communicator split (round " + std::to_string(r + 1) +
+                                " of " + std::to_string(rounds.size()) + ")");
+    if (comm)
       channels_[keys[size_t(color)]] = {comm, 1 - key};
-    }
   }
 }
 
@@ -96,41 +134,60 @@ void NcclTransport::splitSyncGroups(const Program &program) {
     std::set<int> ranks(group.ranks, group.ranks + group.size);
     members.emplace_back(ranks.begin(), ranks.end());
   }
-  for (const std::vector<size_t> &round : splitRounds(members)) {
+  ncclConfig_t config = nonBlockingConfig();
+  std::vector<std::vector<size_t>> rounds = splitRounds(members);
+  for (size_t r = 0; r < rounds.size(); ++r) {
     int color = NCCL_SPLIT_NOCOLOR;
-    for (size_t item : round)
+    for (size_t item : rounds[r])
       if (std::count(members[item].begin(), members[item].end(), rank_))
         color = int(item);
-    ncclComm_t comm = nullptr;
-    PIPERT_NCCL(ncclCommSplit(world_, color, rank_, &comm, nullptr), world_);
-    if (color != NCCL_SPLIT_NOCOLOR) {
-      owned_.push_back(comm);
+    ncclComm_t comm = split(color, rank_, config,
+                            "NCCL gradient-sync communicator split (round " +
+                                std::to_string(r + 1) + " of " + std::to_string(rounds.size()) +
+                                ")");
+    if (comm)
       syncGroups_[uint32_t(color)] = comm;
-    }
   }
 }
 
 // One byte each way on every channel, in a single group: the connections are
-// made here, together, instead of lazily in whatever order the step reaches them.
+// made here, together, instead of lazily in whatever order the step reaches
+// them. Waited for by polling (not cudaStreamSynchronize), to the deadline.
 void NcclTransport::connectChannels() {
-  cudaStream_t stream;
-  PIPERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  char *bytes = nullptr;
-  PIPERT_CUDA(cudaMalloc(&bytes, std::max<size_t>(channels_.size(), 1)));
+  UniqueStream stream = makeStream();
+  DeviceMemory bytes = allocateDevice(std::max<size_t>(channels_.size(), 1));
+  std::vector<ncclComm_t> comms;
   PIPERT_NCCL(ncclGroupStart(), nullptr);
   size_t slot = 0;
   for (auto &[key, end] : channels_) {
+    char *byte = static_cast<char *>(bytes.get()) + slot++;
     bool sender = int(key >> 33) == rank_;
     if (sender)
-      PIPERT_NCCL(ncclSend(bytes + slot, 1, ncclUint8, end.peer, end.comm, stream), end.comm);
+      PIPERT_NCCL(ncclSend(byte, 1, ncclUint8, end.peer, end.comm, stream), end.comm);
     else
-      PIPERT_NCCL(ncclRecv(bytes + slot, 1, ncclUint8, end.peer, end.comm, stream), end.comm);
-    ++slot;
+      PIPERT_NCCL(ncclRecv(byte, 1, ncclUint8, end.peer, end.comm, stream), end.comm);
+    comms.push_back(end.comm);
   }
-  PIPERT_NCCL(ncclGroupEnd(), nullptr);
-  PIPERT_CUDA(cudaStreamSynchronize(stream));
-  PIPERT_CUDA(cudaFree(bytes));
-  PIPERT_CUDA(cudaStreamDestroy(stream));
+  ncclResult_t ended = ncclGroupEnd();
+  PIPERT_NCCL(ended, nullptr);
+  std::string what = "the first message on each of the " + std::to_string(channels_.size()) +
+                     " NCCL channels of " + whoAmI();
+  Deadline deadline(timeoutSeconds_);
+  awaitCommunicators(comms, deadline, what, kStartHint);
+  awaitStream(stream, comms, deadline, what, kStartHint);
+}
+
+void NcclTransport::settle(ncclResult_t groupEnd, const std::vector<ncclComm_t> &comms,
+                           const std::string &what) {
+  if (groupEnd != ncclInProgress)
+    return;
+  try {
+    awaitCommunicators(comms, Deadline(timeoutSeconds_), what + " on " + whoAmI(),
+                       "a peer may have died or be running a different program");
+  } catch (const TimeoutError &) {
+    abort(); // nothing may stay blocked on the peer
+    throw;
+  }
 }
 
 const NcclTransport::Endpoint &NcclTransport::endpoint(uint32_t message) const {
@@ -145,7 +202,9 @@ void NcclTransport::send(uint32_t id, void *data, size_t bytes, cudaStream_t str
   const Endpoint &end = endpoint(id);
   PIPERT_NCCL(ncclGroupStart(), nullptr);
   PIPERT_NCCL(ncclSend(data, bytes, ncclUint8, end.peer, end.comm, stream), end.comm);
-  PIPERT_NCCL(ncclGroupEnd(), end.comm);
+  ncclResult_t ended = ncclGroupEnd();
+  PIPERT_NCCL(ended, end.comm);
+  settle(ended, {end.comm}, "the ncclSend of message " + std::to_string(id));
   PIPERT_CUDA(cudaFreeAsync(data, stream));
 }
 
@@ -155,38 +214,48 @@ void *NcclTransport::receive(uint32_t id, size_t bytes, cudaStream_t stream) {
   PIPERT_CUDA(cudaMallocAsync(&buffer, bytes, stream));
   PIPERT_NCCL(ncclGroupStart(), nullptr);
   PIPERT_NCCL(ncclRecv(buffer, bytes, ncclUint8, end.peer, end.comm, stream), end.comm);
-  PIPERT_NCCL(ncclGroupEnd(), end.comm);
+  ncclResult_t ended = ncclGroupEnd();
+  PIPERT_NCCL(ended, end.comm);
+  settle(ended, {end.comm}, "the ncclRecv of message " + std::to_string(id));
   return buffer;
 }
 
-void NcclTransport::beginGroup() { PIPERT_NCCL(ncclGroupStart(), nullptr); }
-void NcclTransport::endGroup() { PIPERT_NCCL(ncclGroupEnd(), nullptr); }
-
-void NcclTransport::allReduce(uint32_t group, float *data, size_t count, cudaStream_t stream) {
-  auto it = syncGroups_.find(group);
-  if (it == syncGroups_.end())
-    throw CudaError("rank " + std::to_string(rank_) + " is not in gradient-sync group " +
-                    std::to_string(group));
-  PIPERT_NCCL(ncclAllReduce(data, data, count, ncclFloat, ncclSum, it->second, stream), it->second);
-}
-
-void NcclTransport::allReduceWorld(double *data, cudaStream_t stream) {
-  PIPERT_NCCL(ncclAllReduce(data, data, 1, ncclDouble, ncclSum, world_, stream), world_);
+void NcclTransport::syncGradients(const std::vector<LocalSyncGroup> &groups, double *loss,
+                                  cudaStream_t stream) {
+  sumLocalCopies(groups, stream);
+  std::vector<ncclComm_t> comms{world_};
+  PIPERT_NCCL(ncclGroupStart(), nullptr);
+  for (const LocalSyncGroup &g : groups) {
+    auto it = syncGroups_.find(g.group);
+    if (it == syncGroups_.end())
+      throw CudaError("rank " + std::to_string(rank_) + " is not in gradient-sync group " +
+                      std::to_string(g.group));
+    for (const DeviceGradient &grad : g.copies[0])
+      PIPERT_NCCL(ncclAllReduce(grad.data, grad.data, grad.rows * grad.cols, ncclFloat, ncclSum,
+                                it->second, stream),
+                  it->second);
+    comms.push_back(it->second);
+  }
+  PIPERT_NCCL(ncclAllReduce(loss, loss, 1, ncclDouble, ncclSum, world_, stream), world_);
+  ncclResult_t ended = ncclGroupEnd();
+  PIPERT_NCCL(ended, nullptr);
+  settle(ended, comms, "the gradient and loss all-reduces");
+  copyFirstToOthers(groups, stream);
 }
 
 void NcclTransport::poll() {
-  for (ncclComm_t comm : owned_) {
-    ncclResult_t state = ncclSuccess;
-    PIPERT_NCCL(ncclCommGetAsyncError(comm, &state), comm);
-    if (state != ncclSuccess && state != ncclInProgress)
-      throwNcclError("an asynchronous NCCL operation", state, comm, __FILE__, __LINE__);
-  }
+  std::vector<ncclComm_t> comms{world_};
+  for (const UniqueComm &comm : owned_)
+    comms.push_back(comm);
+  communicatorsReady(comms); // throws on an asynchronous error
 }
 
 void NcclTransport::abort() {
-  for (ncclComm_t comm : owned_)
-    ncclCommAbort(comm);
-  owned_.clear(); // aborted communicators must not be destroyed as well
+  for (UniqueComm &comm : owned_)
+    abortComm(comm);
+  abortComm(world_);
+  channels_.clear(); // their communicators are gone
+  syncGroups_.clear();
 }
 
 } // namespace pipert::cuda

@@ -6,14 +6,22 @@
 //   - one per gradient-sync group of a replicated stage, for ncclAllReduce.
 // Every first connection is made at start-up in one group call, so no rank's
 // host ever blocks connecting while its peer connects a different channel.
+//
+// Never a hang in set-up: every communicator is non-blocking, so init, each
+// split and each group call return at once (ncclInProgress) and the host polls
+// ncclCommGetAsyncError against the --timeout deadline (NcclWait.h). A wait
+// that times out aborts every communicator (ncclCommAbort) and throws
+// TimeoutError naming what it waited for.
 #pragma once
 
 #include "Bootstrap.h"
+#include "CudaHandles.h"
 #include "Transport.h"
 
 #include "pipert/Program.h"
 
 #include <map>
+#include <string>
 #include <vector>
 
 namespace pipert::cuda {
@@ -21,36 +29,40 @@ namespace pipert::cuda {
 class NcclTransport final : public Transport {
 public:
   NcclTransport(const Program &program, const ProcessGroup &group, double timeoutSeconds);
-  ~NcclTransport() override;
   const char *name() const override { return "nccl"; }
 
   void send(uint32_t id, void *data, size_t bytes, cudaStream_t stream) override;
   bool canReceive(uint32_t) const override { return true; }
   void *receive(uint32_t id, size_t bytes, cudaStream_t stream) override;
+  // Sums each group's local copies, all-reduces the sum over the group's
+  // ranks, and the loss over the world, in one NCCL group.
+  void syncGradients(const std::vector<LocalSyncGroup> &groups, double *loss,
+                     cudaStream_t stream) override;
   void poll() override;
   void abort() override;
-
-  // Sums `count` floats in place over sync group `group`'s ranks (this rank
-  // must be in it). Several calls between begin/endGroup form one NCCL group.
-  void beginGroup();
-  void allReduce(uint32_t group, float *data, size_t count, cudaStream_t stream);
-  void endGroup();
-  // Sums one double over every rank (the step's loss).
-  void allReduceWorld(double *data, cudaStream_t stream);
 
 private:
   struct Endpoint {
     ncclComm_t comm = nullptr;
     int peer = 0; // the other end's rank in `comm`
   };
+  void initWorld(const ncclUniqueId &id);
   void splitChannels(const Program &program);
   void splitSyncGroups(const Program &program);
+  // One round of ncclCommSplit; returns this rank's new communicator or null.
+  ncclComm_t split(int color, int key, ncclConfig_t &config, const std::string &what);
   void connectChannels();
+  // After a group call on `comms`: waits (polling, to the deadline) until NCCL
+  // has taken it, when it answered ncclInProgress.
+  void settle(ncclResult_t groupEnd, const std::vector<ncclComm_t> &comms,
+              const std::string &what);
   const Endpoint &endpoint(uint32_t message) const;
+  std::string whoAmI() const; // "rank 3 (world 8)"
 
-  int rank_;
-  ncclComm_t world_ = nullptr;
-  std::vector<ncclComm_t> owned_;        // every communicator, for poll and abort
+  int rank_, worldSize_;
+  double timeoutSeconds_;
+  UniqueComm world_;
+  std::vector<UniqueComm> owned_;         // split communicators, for poll and abort
   std::map<uint64_t, Endpoint> channels_; // channel key -> this rank's end
   std::vector<uint64_t> messageChannel_;  // message id -> channel key
   std::map<uint32_t, ncclComm_t> syncGroups_;

@@ -27,11 +27,11 @@ RankExecutor::RankExecutor(int rank, const StepInputs &shared, Transport &transp
     cublasHandle_t handle;
     void *workspace;
     PIPERT_CUBLAS(cublasCreate(&handle));
+    blas_.push_back(handle); // owned from here, whatever fails next
     PIPERT_CUBLAS(cublasSetStream(handle, streams_[s]));
     PIPERT_CUDA(cudaMalloc(&workspace, kBlasWorkspaceBytes));
-    PIPERT_CUBLAS(cublasSetWorkspace(handle, workspace, kBlasWorkspaceBytes));
-    blas_.push_back(handle);
     blasWorkspaces_.push_back(workspace);
+    PIPERT_CUBLAS(cublasSetWorkspace(handle, workspace, kBlasWorkspaceBytes));
   }
   events_.resize(mine.numEvents);
   for (cudaEvent_t &e : events_)
@@ -53,21 +53,23 @@ RankExecutor::RankExecutor(int rank, const StepInputs &shared, Transport &transp
   PIPERT_CUDA(cudaMalloc(&scratchWord_, sizeof(unsigned)));
 }
 
-RankExecutor::~RankExecutor() {
-  // No checks: destructors must not throw, and after an error the device may be gone.
+void RankExecutor::releaseHandles() noexcept {
+  // No checks: after an error the device may be gone. A handle the
+  // constructor did not get to is still null.
   stages_.clear();
   for (cudaEvent_t e : timingEvents_)
     cudaEventDestroy(e);
-  for (cudaEvent_t e : events_)
-    cudaEventDestroy(e);
-  for (cudaEvent_t e : joins_)
-    cudaEventDestroy(e);
+  for (auto *list : {&events_, &joins_})
+    for (cudaEvent_t e : *list)
+      if (e)
+        cudaEventDestroy(e);
   for (cublasHandle_t h : blas_)
     cublasDestroy(h);
   for (void *w : blasWorkspaces_)
     cudaFree(w);
   for (cudaStream_t s : streams_)
-    cudaStreamDestroy(s);
+    if (s)
+      cudaStreamDestroy(s);
   cudaFree(loss_);
   cudaFree(scratchWord_);
 }

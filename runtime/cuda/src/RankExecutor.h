@@ -43,7 +43,6 @@ class RankExecutor {
 public:
   RankExecutor(int rank, const StepInputs &shared, Transport &transport,
                std::map<int, std::unique_ptr<GpuStage>> stages);
-  ~RankExecutor();
   RankExecutor(const RankExecutor &) = delete;
   RankExecutor &operator=(const RankExecutor &) = delete;
 
@@ -104,6 +103,13 @@ private:
   std::vector<OpInterval> intervals_;
   std::vector<cudaEvent_t> timingEvents_; // reused across steps
   uint32_t pc_ = 0;
+  // Declared last, so destroyed first: frees the handles above at destruction
+  // and also when the constructor throws halfway (no destructor runs then).
+  void releaseHandles() noexcept;
+  struct HandleRelease {
+    RankExecutor *self;
+    ~HandleRelease() { self->releaseHandles(); }
+  } handleRelease_{this};
 };
 
 } // namespace pipert::cuda

@@ -2,6 +2,7 @@
 
 #include "ExecKernels.cuh"
 #include "InProcessTransport.h"
+#include "NcclWait.h"
 
 #include "pipert/Batch.h"
 #include "pipert/cuda/CudaCheck.h"
@@ -32,18 +33,22 @@ StepRunner::StepRunner(const Program &program, const StreamProgram &streams,
     : program_(program), streams_(streams), options_(options),
       nccl_(options.transport == TransportKind::Nccl) {
   if (nccl_) {
-    group_ = processGroupFromEnvironment();
-    if (group_.localRank >= devices)
-      throw std::runtime_error("LOCAL_RANK " + std::to_string(group_.localRank) + " but only " +
-                               std::to_string(devices) + " CUDA devices");
+    group_ = resolveLaunch(options.launch, processEnvironment());
+    // A launcher that binds one GPU to each process (srun --gpus-per-task,
+    // CUDA_VISIBLE_DEVICES) leaves it one device: that one is this rank's.
+    device_ = devices == 1 ? 0 : group_.localRank;
+    if (device_ >= devices)
+      throw std::runtime_error("local rank " + std::to_string(group_.localRank) + " (from " +
+                               group_.launcher + ") but only " + std::to_string(devices) +
+                               " CUDA devices");
   }
-  PIPERT_CUDA(cudaSetDevice(nccl_ ? group_.localRank : 0));
+  PIPERT_CUDA(cudaSetDevice(device_));
   // Keep freed memory in the pool: steps reuse it instead of returning it to
   // the driver. But never let an allocation wait for a free still pending on
   // another stream: the allocating stream would then wait for, say, a send to
   // be received, an edge the deadlock proof never saw (with NCCL, a possible
   // cross-rank hang). Reuse follows the program's own event edges only.
-  PIPERT_CUDA(cudaDeviceGetDefaultMemPool(&pool_, nccl_ ? group_.localRank : 0));
+  PIPERT_CUDA(cudaDeviceGetDefaultMemPool(&pool_, device_));
   uint64_t keep = UINT64_MAX;
   PIPERT_CUDA(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep));
   int no = 0;
@@ -57,33 +62,17 @@ StepRunner::StepRunner(const Program &program, const StreamProgram &streams,
   shared_.activationBytes = options.model == ModelKind::Empty
                                 ? sizeof(float)
                                 : shared_.tokens * shared_.hidden * dtypeBytes(options.dtype);
-  PIPERT_CUDA(cudaStreamCreateWithFlags(&origin_, cudaStreamNonBlocking));
-  PIPERT_CUDA(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
-  PIPERT_CUDA(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
-  PIPERT_CUDA(cudaEventCreate(&stepStart_));
+  origin_ = makeStream();
+  fork_ = makeEvent();
+  done_ = makeEvent();
+  stepStart_ = makeEvent(cudaEventDefault); // timed
   if (nccl_) {
-    auto transport = std::make_unique<NcclTransport>(program, group_, options.timeoutSeconds);
-    ncclTransport_ = transport.get();
-    transport_ = std::move(transport);
+    transport_ = std::make_unique<NcclTransport>(program, group_, options.timeoutSeconds);
   } else {
     transport_ = std::make_unique<InProcessTransport>(program.numMessages);
   }
   uploadData();
   buildRanks();
-}
-
-StepRunner::~StepRunner() {
-  ranks_.clear();
-  if (graph_)
-    cudaGraphExecDestroy(graph_);
-  for (void *p : shared_.inputs)
-    cudaFree(p);
-  for (void *p : shared_.targets)
-    cudaFree(p);
-  cudaEventDestroy(fork_);
-  cudaEventDestroy(done_);
-  cudaEventDestroy(stepStart_);
-  cudaStreamDestroy(origin_);
 }
 
 // The GPU stages have no attention block.
@@ -102,13 +91,12 @@ void StepRunner::uploadData() {
     for (auto *list : {&shared_.inputs, &shared_.targets}) {
       Tensor<double> host = list == &shared_.inputs ? microBatchInput<double>(batch, mb)
                                                     : microBatchTarget<double>(batch, mb);
-      void *device = nullptr;
-      PIPERT_CUDA(cudaMalloc(&device, bytes));
-      uploadActivation(std::vector<double>(host.data(), host.data() + host.size()), device,
-                       options_.dtype, origin_);
-      list->push_back(device);
+      data_.push_back(allocateDevice(bytes));
+      uploadActivation(std::vector<double>(host.data(), host.data() + host.size()),
+                       data_.back(), options_.dtype, origin_);
+      list->push_back(data_.back());
     }
-  PIPERT_CUDA(cudaStreamSynchronize(origin_));
+  awaitStream(origin_, {}, Deadline(options_.timeoutSeconds), "the upload of the batch", "");
 }
 
 void StepRunner::buildRanks() {
@@ -186,56 +174,22 @@ void StepRunner::enqueueStep(bool timing) {
   syncGradients();
 }
 
-// Replicated stages sum their gradients over their copies.
+// Replicated stages sum their gradients over their copies, through the
+// transport (which knows where the other copies are).
 void StepRunner::syncGradients() {
-  if (nccl_) {
-    // Copies on this rank are summed into the first one, which is all-reduced
-    // over the group's ranks and copied back to the others.
-    std::vector<std::pair<uint32_t, std::vector<std::vector<DeviceGradient>>>> mine;
-    for (uint32_t g = 0; g < program_.numSyncGroups && options_.model != ModelKind::Empty; ++g) {
-      const SyncGroupTable &group = program_.syncGroups[g];
-      std::vector<std::vector<DeviceGradient>> copies;
-      for (uint32_t k = 0; k < group.size; ++k)
-        if (group.ranks[k] == group_.rank)
-          copies.push_back(ranks_[0]->stages().at(group.chunks[k])->gradients());
-      if (!copies.empty())
-        mine.emplace_back(g, std::move(copies));
-    }
-    for (auto &[g, copies] : mine)
-      for (size_t k = 1; k < copies.size(); ++k)
-        for (size_t p = 0; p < copies[0].size(); ++p)
-          addInto(copies[0][p].data, copies[k][p].data, copies[0][p].rows * copies[0][p].cols,
-                  origin_);
-    ncclTransport_->beginGroup();
-    for (auto &[g, copies] : mine)
-      for (const DeviceGradient &grad : copies[0])
-        ncclTransport_->allReduce(g, grad.data, grad.rows * grad.cols, origin_);
-    ncclTransport_->allReduceWorld(ranks_[0]->deviceLoss(), origin_);
-    ncclTransport_->endGroup();
-    for (auto &[g, copies] : mine)
-      for (size_t k = 1; k < copies.size(); ++k)
-        for (size_t p = 0; p < copies[0].size(); ++p)
-          PIPERT_CUDA(cudaMemcpyAsync(copies[k][p].data, copies[0][p].data,
-                                      copies[0][p].rows * copies[0][p].cols * sizeof(float),
-                                      cudaMemcpyDeviceToDevice, origin_));
-    return;
-  }
-  if (options_.model == ModelKind::Empty)
-    return;
-  for (uint32_t g = 0; g < program_.numSyncGroups; ++g) {
+  std::vector<LocalSyncGroup> groups;
+  for (uint32_t g = 0; g < program_.numSyncGroups && options_.model != ModelKind::Empty; ++g) {
     const SyncGroupTable &group = program_.syncGroups[g];
-    std::vector<std::vector<DeviceGradient>> copies;
+    LocalSyncGroup local;
+    local.group = g;
     for (uint32_t k = 0; k < group.size; ++k)
-      copies.push_back(ranks_[size_t(group.ranks[k])]->stages().at(group.chunks[k])->gradients());
-    for (size_t p = 0; p < copies[0].size(); ++p) {
-      size_t count = copies[0][p].rows * copies[0][p].cols;
-      for (size_t k = 1; k < copies.size(); ++k)
-        addInto(copies[0][p].data, copies[k][p].data, count, origin_);
-      for (size_t k = 1; k < copies.size(); ++k)
-        PIPERT_CUDA(cudaMemcpyAsync(copies[k][p].data, copies[0][p].data, count * sizeof(float),
-                                    cudaMemcpyDeviceToDevice, origin_));
-    }
+      for (auto &rank : ranks_)
+        if (rank->rank() == group.ranks[k])
+          local.copies.push_back(rank->stages().at(group.chunks[k])->gradients());
+    if (!local.copies.empty())
+      groups.push_back(std::move(local));
   }
+  transport_->syncGradients(groups, ranks_[0]->deviceLoss(), origin_);
 }
 
 // Waits for the origin stream, polling for asynchronous errors; after
@@ -254,7 +208,7 @@ void StepRunner::waitForStep(const char *what) {
     transport_->poll();
     if (Clock::now() > deadline) {
       transport_->abort();
-      throw StepTimeout(
+      throw TimeoutError(
           std::string(what) + " did not finish within " +
           std::to_string(options_.timeoutSeconds) + " s (--timeout bounds a whole step). " +
           (nccl_ ? "The NCCL communicators were aborted: a peer process may have died or be "
@@ -294,7 +248,9 @@ StepRunner::StepTimes StepRunner::graphStep() {
     PIPERT_CUDA(cudaStreamEndCapture(origin_, &graph));
     // Every allocation of a step is freed within it; the flag only guards a
     // relaunch against one that is not.
-    PIPERT_CUDA(cudaGraphInstantiate(&graph_, graph, cudaGraphInstantiateFlagAutoFreeOnLaunch));
+    cudaGraphExec_t exec = nullptr;
+    PIPERT_CUDA(cudaGraphInstantiate(&exec, graph, cudaGraphInstantiateFlagAutoFreeOnLaunch));
+    graph_ = UniqueGraphExec(exec);
     PIPERT_CUDA(cudaGraphDestroy(graph));
   }
   StepTimes times;
@@ -308,7 +264,7 @@ StepRunner::StepTimes StepRunner::graphStep() {
 
 int StepRunner::run() {
   cudaDeviceProp properties;
-  PIPERT_CUDA(cudaGetDeviceProperties(&properties, nccl_ ? group_.localRank : 0));
+  PIPERT_CUDA(cudaGetDeviceProperties(&properties, device_));
   std::printf("pipert-cuda: schedule %s (%s): %d ranks, %d stages, %d micro-batches; model %s, "
               "%s, hidden %d, %d tokens per micro-batch; transport %s%s; %s%s\n",
               program_.name, program_.parameters, program_.numRanks, program_.numStages,

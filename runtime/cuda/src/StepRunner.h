@@ -4,7 +4,9 @@
 // what they leave. CudaRun.cpp is the entry point.
 #pragma once
 
+#include "CudaHandles.h"
 #include "CudaOptions.h"
+#include "Deadline.h"
 #include "NcclTransport.h"
 #include "RankExecutor.h"
 
@@ -19,16 +21,10 @@
 
 namespace pipert::cuda {
 
-// A step that made no progress within --timeout (after ncclCommAbort).
-struct StepTimeout : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
 class StepRunner {
 public:
   StepRunner(const Program &program, const StreamProgram &streams, const CudaOptions &options,
              int devices);
-  ~StepRunner();
   int run(); // the exit status
 
 private:
@@ -51,19 +47,22 @@ private:
   std::vector<OpTiming> timings();
   int64_t totalOps() const;
 
+  // Declared in the order they are made, so they go in reverse: the ranks
+  // before the transport and the streams their work runs on.
   const Program &program_;
   const StreamProgram &streams_;
   const CudaOptions &options_;
   ProcessGroup group_;
   bool nccl_;
+  int device_ = 0; // this process's CUDA device
+  cudaMemPool_t pool_ = nullptr; // the device's default pool
+  UniqueStream origin_;
+  UniqueEvent fork_, done_, stepStart_;
+  std::vector<DeviceMemory> data_; // inputs and targets, referenced by shared_
   StepInputs shared_;
   std::unique_ptr<Transport> transport_;
-  NcclTransport *ncclTransport_ = nullptr; // transport_ when it is NCCL
   std::vector<std::unique_ptr<RankExecutor>> ranks_;
-  cudaMemPool_t pool_ = nullptr; // the device's default pool
-  cudaStream_t origin_ = nullptr;
-  cudaEvent_t fork_ = nullptr, done_ = nullptr, stepStart_ = nullptr;
-  cudaGraphExec_t graph_ = nullptr;
+  UniqueGraphExec graph_;
 };
 
 } // namespace pipert::cuda

@@ -6,15 +6,28 @@
 //     after the send by an event.
 //   NcclTransport: one rank per process; each channel is its own two-rank
 //     communicator, every send and receive an ncclSend/ncclRecv in a group.
+// After a step the transport also sums a replicated stage's gradients over its
+// copies (DualPipe, Chimera): in-process every copy is local; over NCCL the
+// copies on other ranks are summed with an all-reduce.
 #pragma once
+
+#include "pipert/cuda/GpuStage.h"
 
 #include <cuda_runtime.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace pipert::cuda {
+
+// A gradient-sync group's copies held in this process: copies[k][p] is
+// parameter p's gradient in the k-th local copy (all copies shaped alike).
+struct LocalSyncGroup {
+  uint32_t group = 0; // index into Program::syncGroups
+  std::vector<std::vector<DeviceGradient>> copies;
+};
 
 class Transport {
 public:
@@ -30,6 +43,11 @@ public:
   virtual void *receive(uint32_t id, size_t bytes, cudaStream_t stream) = 0;
   // Called before every step (in-process: forget the previous step's sends).
   virtual void beginStep() {}
+  // Enqueued on `stream` after a step's work: every copy of each group's
+  // stages ends with the sum over all copies, wherever they run, and `loss`
+  // (this process's share, on the device) with the whole step's loss.
+  virtual void syncGradients(const std::vector<LocalSyncGroup> &groups, double *loss,
+                             cudaStream_t stream) = 0;
   // Throws CudaError when the transport saw an asynchronous failure.
   virtual void poll() {}
   // Makes any blocked transfer fail instead of hanging (ncclCommAbort).

@@ -1,8 +1,15 @@
 #include "exec/RunOptions.h"
 
+#include "exec/Watchdog.h"
+
+#include "pipert/ExitStatus.h"
 #include "pipert/SharedOptions.h"
 
 namespace pipert {
+
+// The watchdog and a failing rank end the program themselves, with the
+// statuses the help lists.
+static_assert(kWatchdogExit == kExitTimeout && kRankErrorExit == kExitDeviceError);
 
 // The CPU program's own options; the rest are shared with the CUDA program.
 static const OptionParser &parser() {
@@ -14,7 +21,11 @@ static const OptionParser &parser() {
        "expert parallelism: as many pipeline replicas (threads), each\nwith its own data; MoE experts sharded over them"},
       {"drop-message", K::Integer, "ID", nullptr, 0, double(1LL << 40),
        "testing only: never send message ID"},
-  }));
+  }),
+      "exit status: 0 ok; 1 check failed (loss, gradients or peak activations differ from\n"
+      "the reference or the prediction); 2 bad usage, invalid program table or I/O error;\n"
+      "3 the watchdog fired (no progress for --timeout); 4 a rank failed (a runtime error,\n"
+      "e.g. a message delivered out of order)\n");
   return table;
 }
 

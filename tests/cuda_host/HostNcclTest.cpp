@@ -1,0 +1,201 @@
+// The host simulation waits as real NCCL does, and the runtime's waits end at
+// their deadline: a non-blocking init with a rank missing and a receive whose
+// send never comes stay ncclInProgress until ncclCommAbort, which ends them at
+// once; awaitCommunicators gives up at its deadline naming what it waited
+// for; the handle owners and a failing constructor leak nothing.
+#include "Bootstrap.h"
+#include "CudaHandles.h"
+#include "HostCuda.h"
+#include "InProcessTransport.h"
+#include "NcclWait.h"
+
+#include <catch2/catch.hpp>
+
+#include <nccl.h>
+
+#include <signal.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <future>
+#include <thread>
+
+using namespace pipert::cuda;
+using pipert::hostcuda::liveHandles;
+
+namespace {
+
+ncclConfig_t nonBlocking() {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  return config;
+}
+
+ncclResult_t state(ncclComm_t comm) {
+  ncclResult_t s = ncclInternalError;
+  REQUIRE(ncclCommGetAsyncError(comm, &s) == ncclSuccess);
+  return s;
+}
+
+// Both ranks of a two-rank world, in this process (the simulation's
+// connections are sockets, so one process can hold both ends).
+struct TwoRanks {
+  ncclComm_t comm[2] = {nullptr, nullptr};
+  TwoRanks() {
+    ncclUniqueId id;
+    REQUIRE(ncclGetUniqueId(&id) == ncclSuccess);
+    ncclConfig_t config = nonBlocking();
+    for (int r = 0; r < 2; ++r)
+      REQUIRE(ncclCommInitRankConfig(&comm[r], 2, id, r, &config) == ncclInProgress);
+    awaitCommunicators({comm[0], comm[1]}, Deadline(20), "the test's init", "");
+  }
+};
+
+} // namespace
+
+TEST_CASE("host NCCL: an init with a rank missing stays in progress until aborted",
+          "[hostnccl]") {
+  pipert::hostcuda::LiveHandles before = liveHandles();
+  ncclUniqueId id;
+  REQUIRE(ncclGetUniqueId(&id) == ncclSuccess);
+  ncclConfig_t config = nonBlocking();
+  ncclComm_t comm = nullptr;
+  REQUIRE(ncclCommInitRankConfig(&comm, 2, id, 0, &config) == ncclInProgress);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK(state(comm) == ncclInProgress); // no timeout of its own
+  CHECK_THROWS_WITH(awaitCommunicators({comm}, Deadline(0.2), "NCCL communicator init of rank 0",
+                                       "is every rank started?"),
+                    "timed out after 0.2 s waiting for NCCL communicator init of rank 0: is "
+                    "every rank started?");
+  auto start = std::chrono::steady_clock::now();
+  CHECK(ncclCommAbort(comm) == ncclSuccess);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5)); // not a hang
+  CHECK(liveHandles() == before);
+}
+
+TEST_CASE("host NCCL: non-blocking splits and sends complete in the background",
+          "[hostnccl]") {
+  TwoRanks world;
+  ncclConfig_t config = nonBlocking();
+  ncclComm_t child[2] = {nullptr, nullptr};
+  for (int r = 0; r < 2; ++r)
+    REQUIRE(ncclCommSplit(world.comm[r], 0, r, &child[r], &config) == ncclInProgress);
+  awaitCommunicators({world.comm[0], world.comm[1], child[0], child[1]}, Deadline(20), "split", "");
+  // The receive first: it waits in the background; the send cannot wait, so
+  // it runs at once.
+  float sent = 42, got = 0;
+  REQUIRE(ncclGroupStart() == ncclSuccess);
+  REQUIRE(ncclRecv(&got, 1, ncclFloat, 0, child[1], nullptr) == ncclSuccess);
+  CHECK(ncclGroupEnd() == ncclInProgress);
+  REQUIRE(ncclGroupStart() == ncclSuccess);
+  REQUIRE(ncclSend(&sent, 1, ncclFloat, 1, child[0], nullptr) == ncclSuccess);
+  CHECK(ncclGroupEnd() == ncclSuccess);
+  awaitCommunicators({child[0], child[1]}, Deadline(20), "the transfer", "");
+  CHECK(got == 42);
+  for (ncclComm_t c : {child[0], child[1], world.comm[0], world.comm[1]})
+    CHECK(ncclCommDestroy(c) == ncclSuccess);
+}
+
+TEST_CASE("host NCCL: a receive whose send never comes waits until aborted", "[hostnccl]") {
+  TwoRanks world;
+  float got = 0;
+  REQUIRE(ncclGroupStart() == ncclSuccess);
+  REQUIRE(ncclRecv(&got, 1, ncclFloat, 0, world.comm[1], nullptr) == ncclSuccess);
+  REQUIRE(ncclGroupEnd() == ncclInProgress);
+  CHECK_THROWS_AS(awaitCommunicators({world.comm[1]}, Deadline(0.3), "the receive", ""),
+                  TimeoutError);
+  CHECK(state(world.comm[1]) == ncclInProgress);
+  // Owners abort what is still in progress (destroying it would wait forever).
+  UniqueComm owned[2] = {UniqueComm(world.comm[1]), UniqueComm(world.comm[0])};
+}
+
+TEST_CASE("host NCCL: an asynchronous error is reported, naming the peer", "[hostnccl]") {
+  TwoRanks world;
+  float got = 0; // a different size arrives: invalid usage
+  REQUIRE(ncclGroupStart() == ncclSuccess);
+  REQUIRE(ncclRecv(&got, 2, ncclFloat, 0, world.comm[1], nullptr) == ncclSuccess);
+  REQUIRE(ncclGroupEnd() == ncclInProgress);
+  int32_t one = 1;
+  REQUIRE(ncclGroupStart() == ncclSuccess);
+  REQUIRE(ncclSend(&one, 1, ncclInt32, 1, world.comm[0], nullptr) == ncclSuccess);
+  REQUIRE(ncclGroupEnd() == ncclSuccess);
+  CHECK_THROWS_WITH(awaitCommunicators({world.comm[0], world.comm[1]}, Deadline(20), "it", ""),
+                    Catch::Contains("the message that arrived has 4 bytes"));
+  UniqueComm owned[2] = {UniqueComm(world.comm[1]), UniqueComm(world.comm[0])};
+}
+
+TEST_CASE("handles: a constructor that fails halfway leaks nothing", "[hostnccl]") {
+  pipert::hostcuda::LiveHandles before = liveHandles();
+  pipert::hostcuda::failCreation(5); // the 5th of 8 events
+  CHECK_THROWS_AS(InProcessTransport(8), CudaError);
+  pipert::hostcuda::failCreation(0);
+  CHECK(liveHandles() == before);
+  {
+    UniqueStream stream = makeStream();
+    DeviceMemory memory = allocateDevice(16);
+    UniqueEvent event = makeEvent();
+    UniqueEvent moved = std::move(event);
+    CHECK(liveHandles().streams == before.streams + 1);
+    CHECK(liveHandles().events == before.events + 1);
+    CHECK(liveHandles().allocations == before.allocations + 1);
+  }
+  CHECK(liveHandles() == before);
+}
+
+namespace {
+void ignoreSignal(int) {}
+} // namespace
+
+// Signals arriving all the time (a profiler's timer, a launcher's SIGCHLD)
+// interrupt poll, accept, connect, send and recv with EINTR; the bootstrap
+// retries them instead of failing, and hands every rank the same id.
+TEST_CASE("bootstrap: the id exchange survives a storm of signals", "[hostnccl]") {
+  struct sigaction action {}, previous{};
+  action.sa_handler = ignoreSignal; // no SA_RESTART: calls fail with EINTR
+  REQUIRE(sigaction(SIGALRM, &action, &previous) == 0);
+  itimerval every{{0, 500}, {0, 500}}, off{};
+  REQUIRE(setitimer(ITIMER_REAL, &every, nullptr) == 0);
+  int port = 0;
+  { // a free port
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    REQUIRE(bind(fd, reinterpret_cast<sockaddr *>(&address), length) == 0);
+    REQUIRE(getsockname(fd, reinterpret_cast<sockaddr *>(&address), &length) == 0);
+    port = ntohs(address.sin_port);
+    close(fd);
+  }
+  // Only the ranks' threads take the signal (else the kernel may pick this one).
+  sigset_t alarm, old;
+  sigemptyset(&alarm);
+  sigaddset(&alarm, SIGALRM);
+  pthread_sigmask(SIG_BLOCK, &alarm, &old);
+  std::vector<std::future<ncclUniqueId>> ranks;
+  for (int r = 0; r < 3; ++r)
+    ranks.push_back(std::async(std::launch::async, [r, port, alarm] {
+      pthread_sigmask(SIG_UNBLOCK, &alarm, nullptr);
+      if (r > 0) // rank 0 waits in poll and accept meanwhile, signalled
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      ProcessGroup group;
+      group.rank = r;
+      group.worldSize = 3;
+      group.masterAddr = "127.0.0.1";
+      group.masterPort = port;
+      return exchangeUniqueId(group, 20);
+    }));
+  std::vector<ncclUniqueId> ids;
+  for (auto &rank : ranks)
+    ids.push_back(rank.get());
+  setitimer(ITIMER_REAL, &off, nullptr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  sigaction(SIGALRM, &previous, nullptr);
+  CHECK(std::memcmp(&ids[0], &ids[1], sizeof ids[0]) == 0);
+  CHECK(std::memcmp(&ids[0], &ids[2], sizeof ids[0]) == 0);
+}
