@@ -3,6 +3,7 @@
 #include "pipert/Batch.h"
 
 #include "pipert/Random.h"
+#include "pipert/TokenData.h"
 
 #include <stdexcept>
 #include <string>
@@ -19,8 +20,18 @@ void validateBatch(const BatchSpec &batch) {
   positive(batch.hidden, "hidden size");
 }
 
+template <typename T> static Tensor<T> tokenBatch(const BatchSpec &batch, int mb, int shift) {
+  int length = batch.tokenData->sequenceLength();
+  if (length <= 0 || batch.tokens % length != 0)
+    throw std::invalid_argument("batch: " + std::to_string(batch.tokens) +
+                                " tokens per micro-batch are not whole sequences of " + std::to_string(length));
+  return batch.tokenData->embedded<T>(batch.seed, batch.step, mb, batch.tokens / length, batch.hidden, shift);
+}
+
 template <typename T> Tensor<T> microBatchInput(const BatchSpec &batch, int mb) {
   validateBatch(batch);
+  if (batch.tokenData)
+    return tokenBatch<T>(batch, mb, 0);
   Tensor<T> t(static_cast<size_t>(batch.tokens), static_cast<size_t>(batch.hidden));
   fillUniform(t, streamSeed(batch.seed, -1, "input." + std::to_string(mb)), 1.0);
   return t;
@@ -28,6 +39,8 @@ template <typename T> Tensor<T> microBatchInput(const BatchSpec &batch, int mb) 
 
 template <typename T> Tensor<T> microBatchTarget(const BatchSpec &batch, int mb) {
   validateBatch(batch);
+  if (batch.tokenData)
+    return tokenBatch<T>(batch, mb, 1);
   Tensor<T> t(static_cast<size_t>(batch.tokens), static_cast<size_t>(batch.hidden));
   fillUniform(t, streamSeed(batch.seed, -1, "target." + std::to_string(mb)), 1.0);
   return t;

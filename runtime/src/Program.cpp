@@ -1,16 +1,21 @@
 // runProgram: what an emitted program's main() does. It builds the model the
-// options describe, runs the training steps through PipelineRun, and with
-// --check compares the loss and every parameter's gradient with a single-device,
-// non-pipelined run of the same global batch (replicated stages: the gradient
-// summed over their copies), and the measured peak activations with the
-// compiler's prediction.
+// options describe and trains: each step runs the schedule through PipelineRun
+// over the global batch, syncs gradients (replicated copies, then expert-
+// parallel replicas) and takes an optimizer step (Training.h). With --check a
+// single-device, non-pipelined reference with its own parameters and optimizer
+// takes the same steps; the loss, every gradient and every parameter after the
+// step are compared each step, and the measured peak activations with the
+// compiler's prediction. --save/--load write and resume a checkpoint.
 #include "pipert/Program.h"
 
 #include "exec/PipelineRun.h"
+#include "exec/Training.h"
 
 #include "pipert/ProgramEncoding.h"
+#include "pipert/Checkpoint.h"
 #include "pipert/ProgramValidation.h"
 #include "pipert/Reference.h"
+#include "pipert/TokenData.h"
 #include "pipert/Trace.h"
 
 #include <cmath>
@@ -18,6 +23,7 @@
 #include <cstdio>
 #include <deque>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -43,33 +49,64 @@ double plainLoopMicrosPerOp(const Program &program) {
   return ops > 0 ? micros / double(ops) : 0.0;
 }
 
-// Gradients of the replicas as one set, in the reference's layout: a parameter
-// every replica holds (replicated weights) is summed; one only its owner holds
-// (a sharded expert) is taken from it.
-template <typename T>
-GradientSet<T> mergeReplicas(const std::vector<GradientSet<T>> &replicas,
-                             const GradientSet<T> &layout) {
-  GradientSet<T> merged(layout.size());
-  for (size_t s = 0; s < layout.size(); ++s)
-    for (const NamedTensor<T> &want : layout[s]) {
-      NamedTensor<T> sum{want.name, Tensor<T>(want.value.rows(), want.value.cols())};
-      for (const GradientSet<T> &replica : replicas)
-        for (const NamedTensor<T> &have : replica[s])
-          if (have.name == want.name)
-            for (size_t e = 0; e < sum.value.size(); ++e)
-              sum.value[e] += have.value[e];
-      merged[s].push_back(std::move(sum));
-    }
-  return merged;
+// What a checkpoint must match to be resumed by this run.
+std::string runIdentity(const Program &program, const RunOptions &options, int tokens) {
+  char text[512];
+  std::snprintf(text, sizeof text,
+                "schedule %s (%s), %d ranks, %d stages, %d micro-batches; model %s, hidden %d, "
+                "%d tokens per micro-batch, %d expert-parallel replicas; optimizer %s",
+                program.name, program.parameters, program.numRanks, program.numStages,
+                program.numMicrobatches, options.moe ? "moe" : "mlp", options.hidden, tokens,
+                options.ep, options.optimizer.kind == OptimizerKind::AdamW ? "adamw" : "sgd");
+  return text;
 }
+
+template <typename T>
+void allCopies(Trainer<T> &trainer, std::vector<Stage<T> *> &copies,
+               std::vector<StageOptimizerState<T> *> &states) {
+  for (const auto &replica : trainer.replicas())
+    for (Stage<T> *stage : replica) {
+      copies.push_back(stage);
+      states.push_back(&trainer.state(stage));
+    }
+}
+
+// The single-device run that --check compares every step with: its own copy of
+// the parameters and its own optimizer.
+template <typename T>
+struct CheckedReference {
+  CheckedReference(const ModelSpec &model, const OptimizerConfig &optimizer)
+      : stages(makeAllStages<T>(model)), reference(stagePointers(stages)),
+        trainer(optimizer, {stagePointers(stages)}) {}
+  std::vector<std::unique_ptr<Stage<T>>> stages;
+  Reference<T> reference;
+  Trainer<T> trainer;
+};
+
+// Worst relative errors over the steps, per stage.
+struct CheckTotals {
+  double loss = 0;
+  std::vector<double> gradients, parameters;
+  bool passed = true;
+  void add(std::vector<double> &worst, const GradientComparison &c) {
+    worst.resize(c.stages.size(), 0.0);
+    for (size_t s = 0; s < c.stages.size(); ++s)
+      worst[s] = std::max(worst[s], c.stages[s].maxRelError);
+    passed &= c.passed;
+  }
+};
 
 template <typename T>
 int run(const Program &program, const RunOptions &options) {
   ModelSpec model = builtinModel(program.numStages, options.seed, options.hidden, options.moe,
                                  /*attention=*/true);
+  std::unique_ptr<TokenData> tokenData;
+  if (!options.dataPath.empty())
+    tokenData = std::make_unique<TokenData>(options.dataPath, options.dataBytes, options.seq);
   // Each expert-parallel replica runs M micro-batches of its own.
   BatchSpec batch{program.numMicrobatches * options.ep, options.seq * options.microBatchSize,
                   options.hidden, options.seed + 1};
+  batch.tokenData = tokenData.get();
   validateBatch(batch);
   std::printf("pipert: schedule %s (%s): %d ranks, %d stages, %d micro-batches; model %s, %s, "
               "hidden %d, %d tokens per micro-batch",
@@ -82,14 +119,45 @@ int run(const Program &program, const RunOptions &options) {
 
   ExpertGroups<T> experts(options.ep, options.timeoutSeconds);
   std::vector<std::unique_ptr<PipelineRun<T>>> replicas;
-  for (int e = 0; e < options.ep; ++e)
+  std::vector<std::vector<Stage<T> *>> replicaStages;
+  for (int e = 0; e < options.ep; ++e) {
     replicas.push_back(std::make_unique<PipelineRun<T>>(program, options, model, batch, e,
                                                         options.ep > 1 ? &experts : nullptr));
+    replicaStages.push_back(replicas.back()->stageCopies());
+  }
+  Trainer<T> trainer(options.optimizer, replicaStages);
+  std::vector<Stage<T> *> copies;
+  std::vector<StageOptimizerState<T> *> states;
+  allCopies(trainer, copies, states);
+  std::string identity = runIdentity(program, options, batch.tokens);
+  int64_t done = 0; // steps taken before this run (--load)
+  if (!options.loadPath.empty()) {
+    done = loadCheckpoint(options.loadPath, identity, copies, states);
+    std::printf("resumed from %s after step %lld\n", checkpointFile(options.loadPath).c_str(),
+                (long long)done);
+  }
+  if (!options.empty)
+    std::printf("training: optimizer %s, lr %g, %s data\n",
+                options.optimizer.kind == OptimizerKind::AdamW ? "adamw" : "sgd", options.optimizer.lr,
+                tokenData ? "token" : "synthetic");
+  std::unique_ptr<CheckedReference<T>> checked;
+  if (options.check) {
+    checked = std::make_unique<CheckedReference<T>>(model, options.optimizer);
+    checked->trainer.copyFrom(trainer); // after --load: where the checkpoint left off
+  }
+  double tolerance = options.tolerance > 0 ? options.tolerance : (options.fp64 ? 1e-10 : 1e-4);
+  CheckTotals totals;
+
   std::vector<StepResult> last(options.ep);
-  for (int step = 1; step <= options.steps; ++step) {
+  for (int k = 1; k <= options.steps; ++k) {
+    int64_t step = done + k;
+    batch.step = step;
+    auto stepStart = std::chrono::steady_clock::now();
     std::vector<std::thread> threads;
-    for (int e = 0; e < options.ep; ++e)
+    for (int e = 0; e < options.ep; ++e) {
+      replicas[e]->setDataStep(step);
       threads.emplace_back([&, e] { last[e] = replicas[e]->runStep(); });
+    }
     for (std::thread &t : threads)
       t.join();
     double loss = 0, millis = 0;
@@ -99,12 +167,47 @@ int run(const Program &program, const RunOptions &options) {
     }
     last[0].loss = loss;
     last[0].milliseconds = millis;
-    if (!options.empty || step == options.steps)
-      std::printf("step %d: loss %.9g, %.3f ms\n", step, loss, millis);
+    if (options.empty) {
+      if (k == options.steps)
+        std::printf("step %lld: loss %.9g, %.3f ms\n", (long long)step, loss, millis);
+      continue;
+    }
+    trainer.syncReplicas();
+    double norm = trainer.step(step);
+    double stepMillis =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - stepStart).count();
+    std::printf("step %lld: loss %.9g (%a), %.3f ms, %.0f tokens/s, grad norm %.6g\n", (long long)step,
+                loss, loss, stepMillis, double(batch.microBatches) * batch.tokens / (stepMillis / 1000.0),
+                norm);
+    if (checked) { // the reference's own step from the same parameters and batch
+      ReferenceResult<T> expected = checked->reference.run(batch);
+      checked->trainer.step(step);
+      double lossError = std::abs(loss - expected.loss) / std::max(std::abs(expected.loss), 1e-300);
+      GradientComparison gradients =
+          compareGradients(expected.gradients, trainer.snapshot(expected.gradients, true), tolerance);
+      GradientComparison parameters =
+          compareGradients(checked->trainer.snapshot(expected.gradients, false),
+                           trainer.snapshot(expected.gradients, false), tolerance);
+      totals.loss = std::max(totals.loss, lossError);
+      totals.passed &= lossError <= tolerance;
+      totals.add(totals.gradients, gradients);
+      totals.add(totals.parameters, parameters);
+      std::printf("check step %lld: loss %.3g, gradients %.3g, parameters %.3g (max relative errors)\n",
+                  (long long)step, lossError, gradients.maxRelError(), parameters.maxRelError());
+      if (!gradients.passed)
+        std::printf("%s\n", gradients.report().c_str());
+      if (!parameters.passed)
+        std::printf("parameters after the step:\n%s\n", parameters.report().c_str());
+    }
   }
   const StepResult &first = last[0];
   if (!options.tracePath.empty() && !writeTrace(options.tracePath, program, first.timings))
     return 2;
+  if (!options.savePath.empty()) {
+    saveCheckpoint(options.savePath, identity, done + options.steps, copies, states);
+    std::printf("saved %s after step %lld\n", checkpointFile(options.savePath).c_str(),
+                (long long)(done + options.steps));
+  }
   if (options.empty) {
     int64_t ops = 0;
     for (int r = 0; r < program.numRanks; ++r)
@@ -130,25 +233,15 @@ int run(const Program &program, const RunOptions &options) {
   std::printf(passed ? ": match\n" : ": MISMATCH\n");
   if (!options.check)
     return passed ? 0 : 1;
-
-  auto stages = makeAllStages<T>(model);
-  ReferenceResult<T> reference = Reference<T>(stagePointers(stages)).run(batch);
-  std::vector<GradientSet<T>> gradients;
-  for (auto &replica : replicas)
-    gradients.push_back(replica->gradients());
-  GradientSet<T> pipelineGradients = mergeReplicas(gradients, reference.gradients);
-  double tolerance = options.tolerance > 0 ? options.tolerance : (options.fp64 ? 1e-10 : 1e-4);
-  double lossError = std::abs(first.loss - reference.loss) / std::max(std::abs(reference.loss), 1e-300);
-  GradientComparison comparison = compareGradients(reference.gradients, pipelineGradients, tolerance);
-  std::printf("check: loss %.9g (reference %.9g, relative error %.3g)\n", first.loss, reference.loss,
-              lossError);
+  std::printf("check: %d steps, max relative error: loss %.3g\n", options.steps, totals.loss);
   std::printf("check: max relative gradient error per stage:");
-  for (const StageError &e : comparison.stages)
-    std::printf(" %d: %.3g", e.stage, e.maxRelError);
-  bool ok = passed && comparison.passed && lossError <= tolerance;
+  for (size_t s = 0; s < totals.gradients.size(); ++s)
+    std::printf(" %zu: %.3g", s, totals.gradients[s]);
+  std::printf("\ncheck: max relative parameter error per stage:");
+  for (size_t s = 0; s < totals.parameters.size(); ++s)
+    std::printf(" %zu: %.3g", s, totals.parameters[s]);
+  bool ok = passed && totals.passed;
   std::printf("\ncheck: tolerance %g: %s\n", tolerance, ok ? "PASS" : "FAIL");
-  if (!comparison.passed)
-    std::printf("%s\n", comparison.report().c_str());
   return ok ? 0 : 1;
 }
 

@@ -86,7 +86,7 @@ int runEncodedCudaProgram(const char *text, size_t size, int argc, char **argv) 
   if (!data.hasStreams) {
     std::fprintf(stderr, "pipert: error: invalid program data: it holds no stream programs "
                          "(emit it with --target cuda)\n");
-    return 2;
+    return kExitUsage;
   }
   ProgramView view(data);
   return runCudaProgram(view.program(), view.streams(), argc, argv);

@@ -10,11 +10,17 @@
 
 namespace pipert {
 
+class TokenData;
+
 struct BatchSpec {
   int microBatches = 0; // M
   int tokens = 0;       // b, tokens per micro-batch (one causal sequence)
   int hidden = 0;       // h
   uint64_t seed = 0;
+  // Token data instead of synthetic data (TokenData.h): micro-batch mb of step
+  // `step`, tokens / sequenceLength sequences. Not owned.
+  const TokenData *tokenData = nullptr;
+  int64_t step = 0;
 };
 
 // Throws std::invalid_argument unless M, b and h are positive.

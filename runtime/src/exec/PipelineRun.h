@@ -144,6 +144,19 @@ public:
 
   PoolStats poolStats() const { return pool_.stats(); }
 
+  // Token data: the step whose micro-batches the next runStep draws.
+  void setDataStep(int64_t step) { batch_.step = step; }
+
+  // Every stage object this replica holds (replicated stages: each copy), by
+  // rank then chunk: what the optimizer steps and a checkpoint saves.
+  std::vector<Stage<T> *> stageCopies() {
+    std::vector<Stage<T> *> copies;
+    for (auto &rank : ranks_)
+      for (auto &[chunk, stage] : rank->stages)
+        copies.push_back(stage.get());
+    return copies;
+  }
+
   // Gradients per stage, read from the first slot that holds each stage.
   GradientSet<T> gradients() {
     GradientSet<T> set(program_.numStages);

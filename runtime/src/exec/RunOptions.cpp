@@ -5,6 +5,9 @@
 #include "pipert/ExitStatus.h"
 #include "pipert/SharedOptions.h"
 
+#include <cmath>
+#include <cstdlib>
+
 namespace pipert {
 
 // The watchdog and a failing rank end the program themselves, with the
@@ -21,12 +24,59 @@ static const OptionParser &parser() {
        "expert parallelism: as many pipeline replicas (threads), each\nwith its own data; MoE experts sharded over them"},
       {"drop-message", K::Integer, "ID", nullptr, 0, double(1LL << 40),
        "testing only: never send message ID"},
+      // Training.
+      {"optimizer", K::Choice, "sgd|adamw", "sgd", 0, 0, "the step after gradient sync"},
+      {"lr", K::Text, "X", "0.01", 0, 0, "learning rate"},
+      {"momentum", K::Text, "X", "0", 0, 0, "SGD momentum, in [0, 1)"},
+      {"weight-decay", K::Text, "X", "0", 0, 0,
+       "weight decay (SGD: L2 in the gradient; AdamW: decoupled)"},
+      {"clip-grad-norm", K::Text, "X", "0", 0, 0,
+       "clip gradients to this global norm over all stages (0: off)"},
+      {"data", K::Text, "FILE", nullptr, 0, 0,
+       "token ids, a flat binary (nanoGPT style); default synthetic data"},
+      {"data-dtype", K::Choice, "uint16|uint32", "uint16", 0, 0, "element type of --data"},
+      {"save", K::Text, "DIR", nullptr, 0, 0,
+       "after the last step, write parameters and optimizer state to DIR"},
+      {"load", K::Text, "DIR", nullptr, 0, 0,
+       "resume from the checkpoint in DIR: --steps more steps"},
   }),
       "exit status: 0 ok; 1 check failed (loss, gradients or peak activations differ from\n"
       "the reference or the prediction); 2 bad usage, invalid program table or I/O error;\n"
       "3 the watchdog fired (no progress for --timeout); 4 a rank failed (a runtime error,\n"
       "e.g. a message delivered out of order)\n");
   return table;
+}
+
+// A real number as typed, finite; the optimizer's own checks follow.
+static bool parseReal(const OptionValues &v, const char *name, double &out, int &status) {
+  const std::string &text = v.text(name);
+  char *end = nullptr;
+  out = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(out))
+    return parser().fail(std::string("--") + name + " expects a finite number, not '" + text + "'",
+                         status);
+  return true;
+}
+
+static bool parseTrainingOptions(const OptionValues &v, RunOptions &o, int &status) {
+  OptimizerConfig &c = o.optimizer;
+  c.kind = v.text("optimizer") == "adamw" ? OptimizerKind::AdamW : OptimizerKind::Sgd;
+  if (!parseReal(v, "lr", c.lr, status) || !parseReal(v, "momentum", c.momentum, status) ||
+      !parseReal(v, "weight-decay", c.weightDecay, status) ||
+      !parseReal(v, "clip-grad-norm", c.clipGradNorm, status))
+    return false;
+  if (std::string problem = validateOptimizer(c); !problem.empty())
+    return parser().fail(problem, status);
+  if (c.kind == OptimizerKind::AdamW && c.momentum != 0)
+    return parser().fail("--momentum is for --optimizer sgd (AdamW has its own moments)", status);
+  o.dataPath = v.text("data");
+  o.dataBytes = v.text("data-dtype") == "uint32" ? 4 : 2;
+  o.savePath = v.text("save");
+  o.loadPath = v.text("load");
+  if (o.empty && (!o.savePath.empty() || !o.loadPath.empty() || !o.dataPath.empty()))
+    return parser().fail("--model empty has no parameters or data: no --save, --load or --data",
+                         status);
+  return true;
 }
 
 bool parseRunOptions(int argc, char **argv, RunOptions &o, int &status) {
@@ -47,6 +97,8 @@ bool parseRunOptions(int argc, char **argv, RunOptions &o, int &status) {
   o.timeoutSeconds = v.number("timeout");
   o.dropMessage = v.given("drop-message") ? v.integer("drop-message") : -1;
   o.tolerance = v.given("tolerance") ? v.number("tolerance") : -1;
+  if (!parseTrainingOptions(v, o, status))
+    return false;
   if (static_cast<long long>(o.seq) * o.microBatchSize > (1 << 24))
     return parser().fail("--seq times --micro-batch-size is too large (over 2^24 tokens)", status);
   if (o.empty && o.check)

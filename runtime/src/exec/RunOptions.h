@@ -1,6 +1,8 @@
 // The command line of an emitted program.
 #pragma once
 
+#include "pipert/Optimizer.h"
+
 #include <cstdint>
 #include <string>
 
@@ -22,6 +24,11 @@ struct RunOptions {
   double timeoutSeconds = 60; // watchdog: longest wait without progress
   int64_t dropMessage = -1;   // testing: never send this message id
   double tolerance = -1;      // --tolerance; default per dtype
+  // Training: the optimizer, token data, checkpoints.
+  OptimizerConfig optimizer;
+  std::string dataPath;       // --data: token ids; empty: synthetic data
+  int dataBytes = 2;          // --data-dtype uint16|uint32
+  std::string savePath, loadPath; // --save DIR, --load DIR
 };
 
 // Parses argv; on error or --help prints to stderr and returns false with `status` set.

@@ -1,0 +1,46 @@
+// Token data for training: a flat binary of token ids (nanoGPT/Megatron
+// style, uint16 or uint32, machine byte order), cut into sequences by a seeded
+// sampler. The built-in stages take hidden-size vectors, not token ids, so a
+// token enters the model through a fixed (not trained) embedding: row k is
+// uniform in [-1, 1), drawn from (seed, "embedding.k"). A micro-batch's input
+// is the embedding of tokens t .. t+seq-1 of each of its sequences, its target
+// the embedding of the next token (t+1 .. t+seq): next-token regression.
+//
+// The sampler is stateless: sequence j of micro-batch mb at step s starts at a
+// position drawn from (seed, s, mb, j), so the step count is all a resumed run
+// needs to draw the same data.
+#pragma once
+
+#include "pipert/Tensor.h"
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace pipert {
+
+class TokenData {
+public:
+  // Reads `path`; `bytesPerToken` is 2 or 4. Throws std::invalid_argument naming
+  // the file when it is missing, empty, not a multiple of the element size, or
+  // shorter than one sequence plus its next token.
+  TokenData(const std::string &path, int bytesPerToken, int sequenceLength);
+  TokenData(std::vector<uint32_t> tokens, int sequenceLength); // tests
+
+  size_t size() const { return tokens_.size(); }
+  int sequenceLength() const { return sequenceLength_; }
+
+  // Where sequence j of micro-batch mb at step `step` starts.
+  size_t start(uint64_t seed, int64_t step, int mb, int j) const;
+
+  // Rows: sequences * sequenceLength; `shift` 0 for inputs, 1 for targets.
+  template <typename T>
+  Tensor<T> embedded(uint64_t seed, int64_t step, int mb, int sequences, int hidden, int shift) const;
+
+private:
+  std::vector<uint32_t> tokens_;
+  int sequenceLength_;
+};
+
+} // namespace pipert
