@@ -58,4 +58,19 @@ struct BuildArgs {
 
 int runBuild(const std::string &file, const BuildArgs &build, const CommonArgs &args);
 
+// --- synth (SynthCommand.cpp): search for a schedule and write it as .pipe ---
+struct SynthArgs {
+  std::string placement = "one"; // one, interleaved, v, bidirectional
+  std::vector<std::string> defines, costFlags; // -D NAME=VALUE, --cost NAME=V
+  std::string costsFile, output = "-";
+  bool budgetGiven = false;
+  uint64_t budget = 0;            // --max-activations
+  bool overlap = false, split = true;
+  uint64_t seed = 1, iterations = 4000;
+  double seconds = 10;
+  std::string commandLine;        // recorded in the output's header
+};
+
+int runSynth(const SynthArgs &args);
+
 } // namespace pipec
