@@ -101,10 +101,10 @@ SynthOutcome synthesize(const SynthRequest &request,
   p.costs = {std::vector<double>(S, 1), std::vector<double>(S, 1), std::vector<double>(S, 0),
              std::vector<double>(S, 0)};
   std::vector<double> backward(S, 1);
-  CheckOptions free;
-  free.costs = request.costs;
+  CheckOptions unbudgeted;
+  unbudgeted.costs = request.costs;
   std::string skeleton = writeSynthPipe(p, topologicalOrders(p), name, {}, backward);
-  auto base = checkText("<synth>", skeleton, free, outcome.error);
+  auto base = checkText("<synth>", skeleton, unbudgeted, outcome.error);
   if (!base)
     return outcome;
   CostModel model = CostModel::build(*base->ir(), request.costs);
@@ -151,7 +151,7 @@ SynthOutcome synthesize(const SynthRequest &request,
             std::to_string(outcome.stats.tried) + " candidates in " + number(seconds) + " s" +
             (outcome.stats.timedOut ? " (stopped by --time)" : "") + "."};
   };
-  CheckOptions budgeted = free;
+  CheckOptions budgeted = unbudgeted;
   budgeted.maxActivations = p.budget;
   std::string body = writeSynthPipe(p, best, name, header(span, 0), backward);
   auto checked = checkText("<synthesized schedule>", body, budgeted, outcome.error);
