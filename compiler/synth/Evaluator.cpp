@@ -15,7 +15,7 @@ bool Evaluator::memoryFits(const RankOrders &orders) {
         return false;
       }
       if (!p_.split && kind == kI &&
-          (i + 1 == order.size() || order[i + 1] != order[i] + p_.opId(kW, 0, 0))) {
+          (i + 1 == order.size() || order[i + 1] != p_.weightOf(order[i]))) {
         why_ = "a backward is split without --split";
         return false;
       }

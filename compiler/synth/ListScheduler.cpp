@@ -180,7 +180,7 @@ std::optional<RankOrders> listSchedule(const SynthProblem &p, const ListVariant 
     state.commit(bestOp, bestStart);
     ++committed;
     if (!p.split && p.kindOf(bestOp) == kI) { // a B: its W at once
-      int w = bestOp + p.opId(kW, 0, 0);
+      int w = p.weightOf(bestOp);
       state.commit(w, state.earliestStart(w));
       ++committed;
     }

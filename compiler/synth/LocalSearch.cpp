@@ -23,7 +23,6 @@ double localSearch(const SynthProblem &p, RankOrders &orders, double span,
   Evaluator evaluator(p);
   std::mt19937_64 rng(p.seed * 0x9E3779B97F4A7C15ull + 1);
   RankOrders candidate = orders;
-  const int wOffset = p.opId(kW, 0, 0);
   for (uint64_t it = 0; it < p.iterations; ++it) {
     if ((it & 63) == 0 && std::chrono::steady_clock::now() > deadline) {
       stats.timedOut = true;
@@ -45,7 +44,7 @@ double localSearch(const SynthProblem &p, RankOrders &orders, double span,
     size_t to;
     if (p.split && kind == kW && rng() % 3 == 0) {
       // Merge: right after its I.
-      size_t i = std::find(order.begin(), order.end(), id - wOffset) - order.begin();
+      size_t i = std::find(order.begin(), order.end(), id - (p.weightOf(0))) - order.begin();
       to = i < from ? i + 1 : i;
     } else {
       // A near move most of the time, anywhere sometimes.

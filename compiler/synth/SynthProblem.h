@@ -45,6 +45,8 @@ struct SynthProblem {
   int opId(int kind, int stage, int mb) const {
     return (kind * layout.stages + stage) * microbatches + mb;
   }
+  // The W that completes the I `id`.
+  int weightOf(int id) const { return id + layout.stages * microbatches; }
   int kindOf(int id) const { return id / (layout.stages * microbatches); }
   int stageOf(int id) const { return id / microbatches % layout.stages; }
   int mbOf(int id) const { return id % microbatches; }
