@@ -21,8 +21,16 @@ struct State {
   std::vector<std::vector<int>> available;    // rank -> ops whose inputs are done
   RankOrders orders;
 
-  explicit State(const SynthProblem &problem) : p(problem) {
+  std::vector<int64_t> limit;                 // rank -> activations it may admit up to
+
+  State(const SynthProblem &problem, int slack) : p(problem) {
     const Layout &l = p.layout;
+    for (int r = 0; r < l.ranks; ++r) {
+      int64_t chunks = int64_t(l.rankStages[r].size());
+      limit.push_back(slack < 0 ? p.budget
+                                : std::min<int64_t>(p.budget, std::max<int64_t>(
+                                      chunks, chunks * (l.ranks - r) + slack)));
+    }
     end.assign(p.numOps(), -1);
     free.assign(l.ranks, 0);
     live.assign(l.ranks, 0);
@@ -74,7 +82,7 @@ struct State {
   bool allowed(int id) const {
     int r = p.rankOf(id), m = p.mbOf(id);
     if (p.kindOf(id) == kF && !admitted[r][m] &&
-        live[r] + reserved[r] + int64_t(p.layout.rankStages[r].size()) > p.budget)
+        live[r] + reserved[r] + int64_t(p.layout.rankStages[r].size()) > limit[r])
       return false;
     int producer;
     int c = inputChannel(id, producer);
@@ -126,7 +134,7 @@ struct State {
 } // namespace
 
 std::optional<RankOrders> listSchedule(const SynthProblem &p, const ListVariant &variant) {
-  State state(p);
+  State state(p, variant.slack);
   const Layout &l = p.layout;
   int rankOfKind[3];
   for (int i = 0; i < 3; ++i)

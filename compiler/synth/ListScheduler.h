@@ -21,6 +21,9 @@ struct ListVariant {
   double window = 0;     // look-ahead, in units of the rank's mean op time
   bool depthFirst = true; // among forwards: the later stage first (else the older micro-batch)
   uint64_t noise = 0;    // 0: deterministic ties; else a seed for random tie-breaking
+  // Warm-up cap: rank r admits at most chunks * (P - r) + slack activations (as
+  // 1F1B and ZB-H1 do with slack 0), never more than the budget; -1: the budget only.
+  int slack = -1;
 };
 
 // The orders the heuristic builds, or nothing when it gets stuck (budget too small).

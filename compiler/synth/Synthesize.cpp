@@ -68,15 +68,18 @@ std::vector<ListVariant> variants(uint64_t seed) {
   const int orders[][3] = {{kI, kF, kW}, {kF, kI, kW}, {kI, kW, kF}};
   for (const auto &order : orders)
     for (bool depthFirst : {true, false})
-      for (double window : {0.0, 0.5}) {
-        ListVariant v;
-        std::copy(order, order + 3, v.order);
-        v.depthFirst = depthFirst;
-        v.window = window;
-        all.push_back(v);
-      }
-  for (uint64_t k = 0; k < 12; ++k) {
-    ListVariant v = all[k % all.size()];
+      for (double window : {0.0, 0.5})
+        for (int slack : {-1, 0, 1, 2}) {
+          ListVariant v;
+          std::copy(order, order + 3, v.order);
+          v.depthFirst = depthFirst;
+          v.window = window;
+          v.slack = slack;
+          all.push_back(v);
+        }
+  size_t fixed = all.size();
+  for (uint64_t k = 0; k < 16; ++k) {
+    ListVariant v = all[(k * 7) % fixed];
     v.noise = seed * 1000003 + k + 1;
     all.push_back(v);
   }
