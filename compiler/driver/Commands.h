@@ -66,8 +66,8 @@ struct SynthArgs {
   bool budgetGiven = false;
   uint64_t budget = 0;            // --max-activations
   bool overlap = false, split = true;
-  uint64_t seed = 1, iterations = 4000;
-  double seconds = 10;
+  uint64_t seed = 1, iterations = 50000;
+  double seconds = 60;
   std::string commandLine;        // recorded in the output's header
 };
 

@@ -197,10 +197,10 @@ cl::opt<bool> SynthNoSplit("no-split", cl::desc("Keep every backward whole (no I
 cl::opt<uint64_t> SynthSeed("seed", cl::desc("Seed of the search"), cl::init(1),
                             cl::sub(SynthCmd), cl::cat(Category));
 cl::opt<double> SynthTime("time", cl::desc("Stop the search after this many seconds"),
-                          cl::value_desc("SECONDS"), cl::init(10), cl::sub(SynthCmd),
+                          cl::value_desc("SECONDS"), cl::init(60), cl::sub(SynthCmd),
                           cl::cat(Category));
-cl::opt<uint64_t> SynthIterations("iterations", cl::desc("Local-search moves to try"),
-                                  cl::init(4000), cl::sub(SynthCmd), cl::cat(Category));
+cl::opt<uint64_t> SynthIterations("iterations", cl::desc("Local-search moves to try (the deterministic budget)"),
+                                  cl::init(50000), cl::sub(SynthCmd), cl::cat(Category));
 cl::opt<std::string> SynthOutput("o", cl::desc("Output file (default: standard output)"),
                                  cl::value_desc("file.pipe"), cl::init("-"), cl::sub(SynthCmd),
                                  cl::cat(Category));

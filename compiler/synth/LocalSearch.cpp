@@ -17,13 +17,13 @@ void moveBlock(std::vector<int> &order, size_t from, size_t length, size_t to) {
 
 } // namespace
 
-double localSearch(const SynthProblem &p, RankOrders &orders, double span,
+double localSearch(const SynthProblem &p, RankOrders &orders, double span, double bound,
                    std::chrono::steady_clock::time_point deadline, SearchStats &stats,
                    const std::function<void(double)> &progress) {
   Evaluator evaluator(p);
   std::mt19937_64 rng(p.seed * 0x9E3779B97F4A7C15ull + 1);
   RankOrders candidate = orders;
-  for (uint64_t it = 0; it < p.iterations; ++it) {
+  for (uint64_t it = 0; it < p.iterations && span > bound + 1e-12 * std::max(1.0, bound); ++it) {
     if ((it & 63) == 0 && std::chrono::steady_clock::now() > deadline) {
       stats.timedOut = true;
       break;

@@ -18,8 +18,9 @@ struct SearchStats {
   bool timedOut = false;
 };
 
-// Improves `orders` (feasible, of makespan `span`) in place; returns the new makespan.
-double localSearch(const SynthProblem &problem, RankOrders &orders, double span,
+// Improves `orders` (feasible, of makespan `span`) in place; returns the new
+// makespan. Stops early at `bound`: nothing can beat it.
+double localSearch(const SynthProblem &problem, RankOrders &orders, double span, double bound,
                    std::chrono::steady_clock::time_point deadline, SearchStats &stats,
                    const std::function<void(double)> &progress);
 

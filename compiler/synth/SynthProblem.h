@@ -38,8 +38,8 @@ struct SynthProblem {
   int64_t budget = 1;   // activations per rank
   bool split = true;    // false: every I is directly followed by its W (a B)
   uint64_t seed = 1;
-  double seconds = 10;  // wall-clock cap on the search
-  uint64_t iterations = 4000; // local-search moves (the deterministic budget)
+  double seconds = 60;  // wall-clock cap on the search
+  uint64_t iterations = 50000; // local-search moves (the deterministic budget)
 
   int numOps() const { return 3 * layout.stages * microbatches; }
   int opId(int kind, int stage, int mb) const {

@@ -146,7 +146,7 @@ SynthOutcome synthesize(const SynthRequest &request,
     return outcome;
   }
   progress("constructed: makespan " + number(span) + ", lower bound " + number(outcome.bound));
-  span = localSearch(p, best, span, deadline, outcome.stats, [&](double better) {
+  span = localSearch(p, best, span, outcome.bound, deadline, outcome.stats, [&](double better) {
     progress("improved: makespan " + number(better));
   });
 

@@ -21,8 +21,8 @@ struct SynthRequest {
   int64_t budget = 1;
   bool split = true;
   uint64_t seed = 1;
-  double seconds = 10;
-  uint64_t iterations = 4000;
+  double seconds = 60;
+  uint64_t iterations = 50000;
   std::string commandLine; // recorded in the header
 };
 
