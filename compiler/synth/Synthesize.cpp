@@ -132,6 +132,10 @@ SynthOutcome synthesize(const SynthRequest &request,
   RankOrders best;
   double span = kInfeasible;
   for (const ListVariant &variant : variants(p.seed)) {
+    if (span != kInfeasible && std::chrono::steady_clock::now() > deadline) {
+      outcome.stats.timedOut = true;
+      break;
+    }
     std::optional<RankOrders> orders = listSchedule(p, variant);
     if (!orders)
       continue;
