@@ -6,6 +6,11 @@
 //     and I; after it, that micro-batch's I must still run on every stage below
 //     s and W on stage 0: at least sum I[t < s0] + W[0] when s0 > 0. Without
 //     split, each of those is a whole B, and r's last B ends after all its work.
+//   budget: stage s's activations of micro-batch m stay on its rank from the
+//     start of F(s, m) to the end of its W (or B): at least the forwards from s
+//     to the last stage, the backward chain back to s (I's, or whole B's without
+//     split) and W[s]. The rank holds at most `budget` of them at any time, so
+//     makespan * budget >= M * the sum of those spans over its stages.
 #include "synth/LowerBound.h"
 
 #include <algorithm>
@@ -42,6 +47,13 @@ double lowerBound(const SynthProblem &p) {
     else
       rank = head + work + backwardTo[s0];
     bound = std::max(bound, rank);
+    double held = 0;
+    for (int s : stages) {
+      double back = p.split ? inputTo[l.stages] - inputTo[s] + c.W[s]
+                            : backwardTo[l.stages] - backwardTo[s];
+      held += forwardTo[l.stages] - forwardTo[s] + back;
+    }
+    bound = std::max(bound, M * held / double(p.budget));
   }
   return bound;
 }

@@ -48,7 +48,7 @@ TEST_CASE("synth output checks clean within its budget and above its bound", "[s
   const PlacementFamily families[] = {PlacementFamily::One, PlacementFamily::V,
                                       PlacementFamily::Interleaved};
   const double costs[] = {0.5, 1, 2, 3};
-  for (int trial = 0; trial < 40; ++trial) {
+  for (int trial = 0; trial < 120; ++trial) {
     PlacementFamily family = families[rng() % 3];
     int P = 1 + int(rng() % 4), M = 1 + int(rng() % 8);
     int chunks = family == PlacementFamily::One ? 1 : 2;
@@ -100,4 +100,16 @@ TEST_CASE("synth refuses a budget below a rank's chunks", "[synth]") {
   SynthOutcome outcome = synthesize(request(PlacementFamily::V, 2, 4, 1), quiet);
   CHECK_FALSE(outcome.ok);
   CHECK(outcome.error.find("budget") != std::string::npos);
+}
+
+TEST_CASE("synth's bound counts the budget: one activation per rank is one round trip per "
+          "micro-batch", "[synth]") {
+  SynthRequest r = request(PlacementFamily::One, 3, 4, 1);
+  r.split = false;
+  r.costs = {{"F", -1, 1}, {"B", -1, 2}};
+  SynthOutcome outcome = synthesize(r, quiet);
+  REQUIRE(outcome.ok);
+  requireChecksClean(outcome, r);
+  CHECK(outcome.bound == Approx(4 * 9.0)); // M * (3 F + 3 B)
+  CHECK(outcome.makespan == Approx(4 * 9.0));
 }
