@@ -11,6 +11,7 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -127,12 +128,13 @@ SynthOutcome synthesize(const SynthRequest &request,
   }
   outcome.bound = lowerBound(p);
 
-  // Construct, keep the best, improve.
+  // Construct, keep the few best distinct starts, improve each (local search
+  // stalls on plateaus, so other starts get a shorter walk too).
+  constexpr size_t kStarts = 4;
   Evaluator evaluator(p);
-  RankOrders best;
-  double span = kInfeasible;
+  std::vector<std::pair<double, RankOrders>> starts;
   for (const ListVariant &variant : variants(p.seed)) {
-    if (span != kInfeasible && std::chrono::steady_clock::now() > deadline) {
+    if (!starts.empty() && std::chrono::steady_clock::now() > deadline) {
       outcome.stats.timedOut = true;
       break;
     }
@@ -140,19 +142,37 @@ SynthOutcome synthesize(const SynthRequest &request,
     if (!orders)
       continue;
     double next = evaluator.makespan(*orders);
-    if (next < span)
-      span = next, best = std::move(*orders);
+    if (next == kInfeasible ||
+        std::any_of(starts.begin(), starts.end(), [&](const auto &s) { return s.second == *orders; }))
+      continue;
+    starts.emplace_back(next, std::move(*orders));
+    std::stable_sort(starts.begin(), starts.end(),
+                     [](const auto &a, const auto &b) { return a.first < b.first; });
+    if (starts.size() > kStarts)
+      starts.pop_back();
   }
-  if (span == kInfeasible) {
+  if (starts.empty()) {
     outcome.error = "no schedule fits the budget of " + std::to_string(p.budget) +
                     " activations per rank on this placement (a rank holding k stages "
                     "needs at least k); raise --max-activations";
     return outcome;
   }
+  double span = starts.front().first;
+  RankOrders best = starts.front().second;
   progress("constructed: makespan " + number(span) + ", lower bound " + number(outcome.bound));
-  span = localSearch(p, best, span, outcome.bound, deadline, outcome.stats, [&](double better) {
-    progress("improved: makespan " + number(better));
-  });
+  SynthProblem each = p;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    each.seed = p.seed + i;
+    each.iterations = i == 0 ? p.iterations : p.iterations / 4; // the best start gets the most
+    auto &[startSpan, orders] = starts[i];
+    double found = localSearch(each, orders, startSpan, outcome.bound, deadline, outcome.stats,
+                               [&](double better) {
+                                 if (better < span)
+                                   progress("improved: makespan " + number(better));
+                               });
+    if (found < span)
+      span = found, best = orders;
+  }
 
   // Write, then let the real checks and simulator judge it.
   auto header = [&](double makespan, double seconds) {
