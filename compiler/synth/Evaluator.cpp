@@ -114,8 +114,11 @@ double Evaluator::makespan(const RankOrders &orders) {
     return kInfeasible;
   }
   double span = 0;
-  for (double f : free)
+  rankEndSum_ = 0;
+  for (double f : free) {
     span = std::max(span, f);
+    rankEndSum_ += f;
+  }
   return span;
 }
 

@@ -23,6 +23,9 @@ public:
   double makespan(const RankOrders &orders);
   const char *why() const { return why_; }
   const std::vector<double> &ends() const { return end_; }
+  // Of the last feasible candidate: the sum of the ranks' finishing times, a
+  // tie-breaker that rewards moves shortening a rank that is not the last.
+  double rankEndSum() const { return rankEndSum_; }
 
 private:
   bool memoryFits(const RankOrders &orders);
@@ -33,6 +36,7 @@ private:
 
   const SynthProblem &p_;
   const char *why_ = "";
+  double rankEndSum_ = 0;
   std::vector<double> end_;
   std::vector<size_t> cursor_;
   std::vector<std::vector<int>> sent_, received_;

@@ -23,6 +23,8 @@ double localSearch(const SynthProblem &p, RankOrders &orders, double span, doubl
   Evaluator evaluator(p);
   std::mt19937_64 rng(p.seed * 0x9E3779B97F4A7C15ull + 1);
   RankOrders candidate = orders;
+  evaluator.makespan(orders);
+  double spanSum = evaluator.rankEndSum();
   for (uint64_t it = 0; it < p.iterations && span > bound + 1e-12 * std::max(1.0, bound); ++it) {
     if ((it & 63) == 0 && std::chrono::steady_clock::now() > deadline) {
       stats.timedOut = true;
@@ -60,12 +62,16 @@ double localSearch(const SynthProblem &p, RankOrders &orders, double span, doubl
     double next = evaluator.makespan(candidate);
     if (next != kInfeasible)
       ++stats.feasible;
-    if (next <= span) {
+    // The makespan first, then the sum of the ranks' ends; equal is accepted
+    // so the walk can cross plateaus.
+    double sum = evaluator.rankEndSum();
+    if (next < span || (next == span && sum <= spanSum)) {
       if (next < span) {
         ++stats.improved;
         progress(next);
       }
       span = next;
+      spanSum = sum;
       orders[r] = order;
     } else {
       order = orders[r];

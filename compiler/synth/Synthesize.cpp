@@ -26,9 +26,10 @@ std::string number(double value) {
   return text;
 }
 
-std::string seconds2(double value) {
+// Fixed decimals, for seconds and percentages.
+std::string fixed(double value, int decimals) {
   char text[32];
-  std::snprintf(text, sizeof text, "%.2f", value);
+  std::snprintf(text, sizeof text, "%.*f", decimals, value);
   return text;
 }
 
@@ -180,9 +181,10 @@ SynthOutcome synthesize(const SynthRequest &request,
     return std::vector<std::string>{
         "Synthesized by `" + request.commandLine + "`.",
         "Makespan " + number(makespan) + " (pipec sim), lower bound " + number(outcome.bound) +
-            ", gap " + number(gap) + "%; budget " + std::to_string(p.budget) +
+            ", gap " + fixed(gap, 1) + "%; budget " + std::to_string(p.budget) +
             " activations per rank; seed " + std::to_string(p.seed) + "; " +
-            std::to_string(outcome.stats.tried) + " candidates in " + seconds2(seconds) + " s" +
+            std::to_string(outcome.stats.tried) + " candidates (" +
+            std::to_string(outcome.stats.feasible) + " feasible) in " + fixed(seconds, 2) + " s" +
             (outcome.stats.timedOut ? " (stopped by --time)" : "") + "."};
   };
   CheckOptions budgeted = unbudgeted;
