@@ -109,5 +109,19 @@ struct FmtArgs {
 int runFmt(const std::vector<std::string> &files, const FmtArgs &args);
 // A Language Server on stdin/stdout until `exit` or end of input.
 int runLsp();
+// --- synth (SynthCommand.cpp): search for a schedule and write it as .pipe ---
+struct SynthArgs {
+  std::string placement = "one"; // one, interleaved, v, bidirectional
+  std::vector<std::string> defines, costFlags; // -D NAME=VALUE, --cost NAME=V
+  std::string costsFile, output = "-";
+  bool budgetGiven = false;
+  uint64_t budget = 0;            // --max-activations
+  bool overlap = false, split = true;
+  uint64_t seed = 1, iterations = 50000;
+  double seconds = 60;
+  std::string commandLine;        // recorded in the output's header
+};
+
+int runSynth(const SynthArgs &args);
 
 } // namespace pipec

@@ -245,6 +245,39 @@ cl::opt<pipec::DiagFormat> ImportFormat(
                clEnumValN(pipec::DiagFormat::Github, "github",
                           "GitHub workflow annotations on stdout")));
 
+// --- synth -----------------------------------------------------------------------
+cl::SubCommand SynthCmd("synth", "Search for a schedule and write it as a .pipe file");
+cl::opt<std::string> SynthPlacement("placement",
+                                    cl::desc("Placement family: one, interleaved, v, bidirectional"),
+                                    cl::value_desc("family"), cl::init("one"), cl::sub(SynthCmd),
+                                    cl::cat(Category));
+cl::list<std::string> SynthDefines("D", cl::Prefix, cl::desc("P, M (and v for interleaved)"),
+                                   cl::value_desc("NAME=VALUE"), cl::sub(SynthCmd),
+                                   cl::cat(Category));
+cl::list<std::string> SynthCostFlags("cost", cl::desc("Override a cost (repeatable)"),
+                                     cl::value_desc("NAME=V or NAME[STAGE]=V"), cl::sub(SynthCmd),
+                                     cl::cat(Category));
+cl::opt<std::string> SynthCostsFile("costs", cl::desc("Read costs from a JSON object"),
+                                    cl::value_desc("file.json"), cl::sub(SynthCmd),
+                                    cl::cat(Category));
+cl::opt<uint64_t> SynthBudget("max-activations",
+                              cl::desc("Activations each rank may hold (as for check)"),
+                              cl::value_desc("N"), cl::sub(SynthCmd), cl::cat(Category));
+cl::opt<bool> SynthOverlap("overlap", cl::desc("Allow F&B overlap pairs"), cl::sub(SynthCmd),
+                           cl::cat(Category));
+cl::opt<bool> SynthNoSplit("no-split", cl::desc("Keep every backward whole (no I/W split)"),
+                           cl::sub(SynthCmd), cl::cat(Category));
+cl::opt<uint64_t> SynthSeed("seed", cl::desc("Seed of the search"), cl::init(1),
+                            cl::sub(SynthCmd), cl::cat(Category));
+cl::opt<double> SynthTime("time", cl::desc("Stop the search after this many seconds"),
+                          cl::value_desc("SECONDS"), cl::init(60), cl::sub(SynthCmd),
+                          cl::cat(Category));
+cl::opt<uint64_t> SynthIterations("iterations", cl::desc("Local-search moves to try (the deterministic budget)"),
+                                  cl::init(50000), cl::sub(SynthCmd), cl::cat(Category));
+cl::opt<std::string> SynthOutput("o", cl::desc("Output file (default: standard output)"),
+                                 cl::value_desc("file.pipe"), cl::init("-"), cl::sub(SynthCmd),
+                                 cl::cat(Category));
+
 // --- usage errors ----------------------------------------------------------------
 // Each prints "pipec: error: ..." and returns false; the caller exits with status 2.
 
@@ -534,6 +567,29 @@ bool parseModelArgs(pipec::ModelArgs &model, bool required) {
   return true;
 }
 
+// synth reads its own options (above) and takes the check and costs in its own way.
+int runSynthCommand(int argc, char **argv) {
+  if (!requirePath(SynthOutput))
+    return pipec::kExitUsage;
+  pipec::SynthArgs synth;
+  synth.placement = SynthPlacement;
+  synth.defines = SynthDefines;
+  synth.costFlags = SynthCostFlags;
+  synth.costsFile = SynthCostsFile;
+  synth.output = SynthOutput;
+  synth.budgetGiven = given(SynthBudget);
+  synth.budget = SynthBudget;
+  synth.overlap = SynthOverlap;
+  synth.split = !SynthNoSplit;
+  synth.seed = SynthSeed;
+  synth.seconds = SynthTime;
+  synth.iterations = SynthIterations;
+  synth.commandLine = "pipec";
+  for (int i = 1; i < argc; ++i)
+    synth.commandLine += std::string(" ") + argv[i];
+  return pipec::runSynth(synth);
+}
+
 // The last line of defence when memory runs out (the input cap keeps every input
 // far below it): a clear error and the I/O status instead of an abort and a stack
 // dump. Nothing here may allocate.
@@ -556,6 +612,8 @@ int dispatch(int argc, char **argv) {
   if (FmtCmd || LspCmd)
     return dispatchFmtOrLsp();
   pipec::CommonArgs args;
+  if (SynthCmd)
+    return runSynthCommand(argc, argv);
   if (ImportCmd) {
     args.color = sys::Process::StandardErrHasColors();
     args.format = ImportFormat;

@@ -1,0 +1,142 @@
+// `pipec synth --placement FAMILY -D P=.. -D M=.. --max-activations N [-o OUT.pipe]`:
+// searches for a schedule of the family within the budget and writes it as an
+// explicit .pipe file. Bad flags are usage errors (exit 2); a budget nothing
+// fits, or a result that pipec check would reject, is exit 1 with the reason.
+#include "driver/Commands.h"
+#include "driver/Reporting.h"
+
+#include "cost/CostInput.h"
+#include "interop/PipeWriter.h"
+#include "synth/Synthesize.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace pipec {
+
+namespace {
+
+// Bounds that keep a search small: it re-simulates the whole schedule per move.
+constexpr int64_t kMaxSynthRanks = 64, kMaxSynthMicrobatches = 512, kMaxSynthChunks = 8;
+constexpr int64_t kMaxSynthOps = 60000;
+
+int usage(const std::string &message) {
+  llvm::errs() << "pipec synth: error: " << message << "\n";
+  return kExitUsage;
+}
+
+bool parseFamily(llvm::StringRef name, synth::PlacementFamily &family) {
+  if (name == "one") family = synth::PlacementFamily::One;
+  else if (name == "interleaved") family = synth::PlacementFamily::Interleaved;
+  else if (name == "v") family = synth::PlacementFamily::V;
+  else if (name == "bidirectional") family = synth::PlacementFamily::Bidirectional;
+  else return false;
+  return true;
+}
+
+// -D P=, M= and v=, each an integer in [1, limit].
+std::string readDefines(const SynthArgs &args, synth::SynthRequest &request, bool &haveP,
+                        bool &haveM, bool &haveV) {
+  for (const std::string &define : args.defines) {
+    auto [name, value] = llvm::StringRef(define).split('=');
+    long long number;
+    if (value.empty() || value.getAsInteger(10, number))
+      return "-D expects NAME=INTEGER, got '" + define + "'";
+    int64_t limit = name == "P" ? kMaxSynthRanks : name == "M" ? kMaxSynthMicrobatches
+                    : name == "v" ? kMaxSynthChunks : 0;
+    bool &seen = name == "P" ? haveP : name == "M" ? haveM : haveV;
+    if (!limit)
+      return "-D " + name.str() + ": synth takes only P (ranks), M (micro-batches) and v "
+             "(chunks per rank, interleaved)";
+    if (seen)
+      return "-D " + name.str() + " is given twice";
+    if (number < 1 || number > limit)
+      return "-D " + name.str() + " must be in 1.." + std::to_string(limit) + ", got " +
+             value.str();
+    seen = true;
+    (name == "P" ? request.ranks : name == "M" ? request.microbatches : request.chunks) =
+        int(number);
+  }
+  return "";
+}
+
+} // namespace
+
+int runSynth(const SynthArgs &args) {
+  synth::SynthRequest request;
+  if (!parseFamily(args.placement, request.family))
+    return usage("--placement expects one, interleaved, v or bidirectional, got '" +
+                 args.placement + "'");
+  if (request.family == synth::PlacementFamily::Bidirectional)
+    return usage("--placement bidirectional (two copies, DualPipe's placement) is not "
+                 "supported yet; use one, interleaved or v");
+  if (args.overlap)
+    return usage("--overlap (F&B pairs) is not supported yet");
+  bool haveP = false, haveM = false, haveV = false;
+  std::string error = readDefines(args, request, haveP, haveM, haveV);
+  if (!error.empty())
+    return usage(error);
+  if (!haveP || !haveM)
+    return usage("-D P=N and -D M=N are required");
+  if (haveV != (request.family == synth::PlacementFamily::Interleaved))
+    return usage(haveV ? "-D v is only for --placement interleaved"
+                       : "--placement interleaved needs -D v=N (chunks per rank)");
+  if (haveV && request.chunks < 2)
+    return usage("-D v must be at least 2 for --placement interleaved");
+  if (!args.budgetGiven || args.budget < 1)
+    return usage("--max-activations N (N >= 1) is required: the budget the schedule must fit");
+  if (!(args.seconds > 0) || !std::isfinite(args.seconds) || args.seconds > 86400)
+    return usage("--time expects seconds in (0, 86400]");
+  int64_t chunks = request.family == synth::PlacementFamily::One ? 1
+                   : request.family == synth::PlacementFamily::V ? 2
+                                                                 : request.chunks;
+  if (3 * chunks * request.ranks * request.microbatches > kMaxSynthOps)
+    return usage("P * M * chunks is too large for a search (at most " +
+                 std::to_string(kMaxSynthOps / 3) + " stage micro-batches)");
+  if (args.output.empty())
+    return usage("-o expects a file name, got ''");
+
+  // Costs: --costs then --cost, as for check and sim.
+  if (!args.costsFile.empty()) {
+    auto fromFile = readCostsFile(args.costsFile, error);
+    if (!fromFile)
+      return usage("--costs: " + error);
+    request.costs = *fromFile;
+  }
+  for (const std::string &flag : args.costFlags) {
+    auto cost = parseCostOverride(flag, error);
+    if (!cost)
+      return usage("--cost: " + error);
+    request.costs.push_back(*cost);
+  }
+  request.budget = int64_t(std::min<uint64_t>(args.budget, uint64_t(1) << 40));
+  request.split = args.split;
+  request.seed = args.seed;
+  request.seconds = args.seconds;
+  request.iterations = args.iterations;
+  request.commandLine = escapeForComment(args.commandLine);
+
+  synth::SynthOutcome outcome = synthesize(request, [](const std::string &line) {
+    llvm::errs() << "pipec synth: " << line << "\n";
+  });
+  if (!outcome.ok) {
+    llvm::errs() << outcome.error;
+    if (!outcome.error.empty() && outcome.error.back() != '\n')
+      llvm::errs() << "\n";
+    return kExitErrors;
+  }
+  char summary[200];
+  std::snprintf(summary, sizeof summary,
+                "makespan %.6g, lower bound %.6g, gap %.1f%%, peak activations %lld, %.2f s",
+                outcome.makespan, outcome.bound, 100 * outcome.gap(),
+                (long long)outcome.peakActivations, outcome.seconds);
+  llvm::errs() << "pipec synth: " << summary << "\n";
+  if (!writeOutputFile(args.output, [&](llvm::raw_ostream &out) { out << outcome.text; }))
+    return kExitUsage;
+  return kExitClean;
+}
+
+} // namespace pipec

@@ -1,0 +1,45 @@
+// `pipec synth` without the command line: lay out the family, read the costs
+// through the real front end, search (list scheduling, then local search),
+// write the .pipe text, and run the real checks and simulator on it. Nothing is
+// returned as a schedule unless `pipec check --max-activations budget` accepts it.
+#pragma once
+
+#include "cost/CostOverride.h"
+#include "synth/LocalSearch.h"
+#include "synth/SynthProblem.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace pipec::synth {
+
+struct SynthRequest {
+  PlacementFamily family = PlacementFamily::One;
+  int ranks = 1, microbatches = 1, chunks = 2; // chunks: interleaved's v
+  std::vector<CostOverride> costs;           // --costs then --cost
+  int64_t budget = 1;
+  bool split = true;
+  uint64_t seed = 1;
+  double seconds = 60;
+  uint64_t iterations = 50000;
+  std::string commandLine; // recorded in the header
+};
+
+struct SynthOutcome {
+  bool ok = false;
+  std::string error;        // why nothing was produced (diagnostics included)
+  std::string text;         // the .pipe file
+  double makespan = 0;      // by `pipec sim`'s simulator
+  double bound = 0;
+  double seconds = 0;
+  SearchStats stats;
+  int64_t peakActivations = 0;
+  double gap() const { return bound > 0 ? (makespan - bound) / bound : 0; }
+};
+
+// `progress` receives one line at a time for stderr.
+SynthOutcome synthesize(const SynthRequest &request,
+                        const std::function<void(const std::string &)> &progress);
+
+} // namespace pipec::synth
