@@ -43,8 +43,8 @@ void readGpt2(JsonFields &f, ModelConfig &c) {
   c.dropout = true;
 }
 
-// Llama, Mistral, Qwen2 and Mixtral share these names.
-void readLlamaLike(JsonFields &f, ModelConfig &c) {
+// The transformer's shape, under the names Llama-style and DeepSeek configs share.
+void readTransformerShape(JsonFields &f, ModelConfig &c) {
   c.hiddenSize = f.integer("hidden_size", 1, kMaxWidth);
   c.intermediateSize = f.integer("intermediate_size", 1, kMaxWidth);
   c.numLayers = f.integer("num_hidden_layers", 1, kMaxLayers);
@@ -52,19 +52,18 @@ void readLlamaLike(JsonFields &f, ModelConfig &c) {
   c.numKvHeads = f.integer("num_key_value_heads", 1, kMaxHeads, c.numHeads);
   c.vocabSize = f.integer("vocab_size", 1, kMaxVocab);
   c.tiedEmbeddings = f.boolean("tie_word_embeddings", false);
+}
+
+// Llama, Mistral, Qwen2 and Mixtral share these names.
+void readLlamaLike(JsonFields &f, ModelConfig &c) {
+  readTransformerShape(f, c);
   if (f.has("head_dim"))
     c.headDim = f.integer("head_dim", 1, kMaxWidth);
   c.qkvBias = c.family == ModelFamily::Qwen2;
 }
 
 void readDeepSeek(JsonFields &f, ModelConfig &c) {
-  c.hiddenSize = f.integer("hidden_size", 1, kMaxWidth);
-  c.intermediateSize = f.integer("intermediate_size", 1, kMaxWidth);
-  c.numLayers = f.integer("num_hidden_layers", 1, kMaxLayers);
-  c.numHeads = f.integer("num_attention_heads", 1, kMaxHeads);
-  c.numKvHeads = f.integer("num_key_value_heads", 1, kMaxHeads, c.numHeads);
-  c.vocabSize = f.integer("vocab_size", 1, kMaxVocab);
-  c.tiedEmbeddings = f.boolean("tie_word_embeddings", false);
+  readTransformerShape(f, c);
   c.qLoraRank = f.integer("q_lora_rank", 1, kMaxWidth, 0); // null: q projected directly
   c.kvLoraRank = f.integer("kv_lora_rank", 1, kMaxWidth);
   c.qkNopeHeadDim = f.integer("qk_nope_head_dim", 1, kMaxWidth);
