@@ -21,11 +21,43 @@ ModelSpec builtinModel(int stages, uint64_t seed, int hidden, bool moe, bool att
   return model;
 }
 
+ModelSpec providedModel(const StageProvider &provider, int stages, StageRequest request) {
+  ModelSpec model;
+  model.seed = request.seed;
+  model.provider = &provider;
+  model.request = std::move(request);
+  model.request.numStages = stages;
+  return model;
+}
+
+// A user stage, checked for what the executors rely on.
+template <typename T>
+static std::unique_ptr<Stage<T>> makeProvidedStage(const ModelSpec &model, int stageIndex) {
+  const StageProvider &provider = *model.provider;
+  const StageMaker<T> &make = stageMaker<T>(provider);
+  if (!make)
+    throw std::invalid_argument("stage provider '" + provider.name + "' has no " +
+                                (sizeof(T) == 4 ? "fp32" : "fp64") + " stages");
+  StageRequest request = model.request;
+  request.stageIndex = stageIndex;
+  std::unique_ptr<Stage<T>> stage = make(request);
+  if (!stage)
+    throw std::invalid_argument("stage provider '" + provider.name + "' built no stage " +
+                                std::to_string(stageIndex));
+  if (stage->stageIndex() != stageIndex)
+    throw std::invalid_argument("stage provider '" + provider.name + "' built stage " +
+                                std::to_string(stage->stageIndex()) + " when asked for stage " +
+                                std::to_string(stageIndex));
+  return stage;
+}
+
 template <typename T>
 std::unique_ptr<Stage<T>> makeStage(const ModelSpec &model, int stageIndex, std::shared_ptr<AllToAll<T>> comm) {
-  if (stageIndex < 0 || static_cast<size_t>(stageIndex) >= model.stages.size())
+  if (stageIndex < 0 || stageIndex >= model.numStages())
     throw std::invalid_argument("stage index " + std::to_string(stageIndex) + " outside a model of " +
-                                std::to_string(model.stages.size()) + " stages");
+                                std::to_string(model.numStages()) + " stages");
+  if (model.provider)
+    return makeProvidedStage<T>(model, stageIndex);
   const StageSpec &spec = model.stages[static_cast<size_t>(stageIndex)];
   const StageInit init{model.seed, stageIndex};
   if (spec.kind == StageKind::Dense)
@@ -35,8 +67,8 @@ std::unique_ptr<Stage<T>> makeStage(const ModelSpec &model, int stageIndex, std:
 
 template <typename T> std::vector<std::unique_ptr<Stage<T>>> makeAllStages(const ModelSpec &model) {
   std::vector<std::unique_ptr<Stage<T>>> stages;
-  for (size_t s = 0; s < model.stages.size(); ++s)
-    stages.push_back(makeStage<T>(model, static_cast<int>(s)));
+  for (int s = 0; s < model.numStages(); ++s)
+    stages.push_back(makeStage<T>(model, s));
   return stages;
 }
 

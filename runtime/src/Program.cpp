@@ -96,10 +96,26 @@ struct CheckTotals {
   }
 };
 
+// The built-in model, or the user's from a stage provider (--model NAME).
+ModelSpec modelOf(const Program &program, const RunOptions &options) {
+  if (options.provider.empty())
+    return builtinModel(program.numStages, options.seed, options.hidden, options.moe, /*attention=*/true);
+  StageRequest request;
+  request.seed = options.seed;
+  request.hidden = options.hidden;
+  request.tokens = options.seq * options.microBatchSize;
+  request.sequenceLength = options.seq;
+  request.path = options.providerPath;
+  return providedModel(*findStageProvider(options.provider), program.numStages, request);
+}
+
+const char *modelName(const RunOptions &options) {
+  return options.empty ? "empty" : options.moe ? "moe" : options.provider.empty() ? "mlp" : options.provider.c_str();
+}
+
 template <typename T>
 int run(const Program &program, const RunOptions &options) {
-  ModelSpec model = builtinModel(program.numStages, options.seed, options.hidden, options.moe,
-                                 /*attention=*/true);
+  ModelSpec model = modelOf(program, options);
   std::unique_ptr<TokenData> tokenData;
   if (!options.dataPath.empty())
     tokenData = std::make_unique<TokenData>(options.dataPath, options.dataBytes, options.seq);
@@ -111,7 +127,7 @@ int run(const Program &program, const RunOptions &options) {
   std::printf("pipert: schedule %s (%s): %d ranks, %d stages, %d micro-batches; model %s, %s, "
               "hidden %d, %d tokens per micro-batch",
               program.name, program.parameters, program.numRanks, program.numStages,
-              program.numMicrobatches, options.empty ? "empty" : options.moe ? "moe" : "mlp",
+              program.numMicrobatches, modelName(options),
               options.fp64 ? "fp64" : "fp32", options.hidden, batch.tokens);
   if (options.ep > 1)
     std::printf("; %d expert-parallel replicas", options.ep);

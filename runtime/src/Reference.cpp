@@ -16,10 +16,11 @@ template <typename T> Reference<T>::Reference(std::vector<Stage<T> *> stages) : 
     if (stages_[s]->stageIndex() != static_cast<int>(s))
       throw std::invalid_argument("reference: position " + std::to_string(s) + " holds stage " +
                                   std::to_string(stages_[s]->stageIndex()));
-    if (stages_[s]->hidden() != stages_[0]->hidden())
-      throw std::invalid_argument("reference: stage " + std::to_string(s) + " has hidden size " +
-                                  std::to_string(stages_[s]->hidden()) + ", stage 0 has " +
-                                  std::to_string(stages_[0]->hidden()));
+    if (s > 0 && stages_[s]->inputWidth() != stages_[s - 1]->outputWidth())
+      throw std::invalid_argument("reference: stage " + std::to_string(s) + " takes " +
+                                  std::to_string(stages_[s]->inputWidth()) + " columns, stage " +
+                                  std::to_string(s - 1) + " gives " +
+                                  std::to_string(stages_[s - 1]->outputWidth()));
   }
 }
 

@@ -12,8 +12,10 @@ std::vector<OptionSpec> sharedProgramOptions() {
       {"steps", K::Integer, "N", "1", 1, 1000000, "training steps to run"},
       {"hidden", K::Integer, "H", "16", 1, 65536, "hidden size"},
       {"seq", K::Integer, "S", "8", 1, 1 << 20, "tokens per sequence"},
-      {"model", K::Choice, "mlp|moe|empty", "mlp", 0, 0,
-       "stage type; empty: ops do no work, to time the runtime itself"},
+      {"model", K::Text, "mlp|moe|empty|NAME", "mlp", 0, 0,
+       "stage type; empty: ops do no work, to time the runtime itself;\n"
+       "NAME: a stage provider linked into the program (the user's model)"},
+      {"model-path", K::Text, "PATH", nullptr, 0, 0, "files of the stage provider (e.g. exported modules)"},
       {"check", K::Flag, "", nullptr, 0, 0,
        "compare the loss and every gradient with a single-device reference"},
       {"tolerance", K::Number, "X", nullptr, 0, INFINITY,
@@ -29,7 +31,7 @@ std::vector<OptionSpec> sharedProgramOptions() {
 std::vector<OptionSpec> withOwnOptions(const std::vector<OptionSpec> &own) {
   std::vector<OptionSpec> table = sharedProgramOptions();
   auto afterModel = table.begin();
-  while (afterModel != table.end() && std::strcmp(afterModel->name, "model") != 0)
+  while (afterModel != table.end() && std::strcmp(afterModel->name, "model-path") != 0)
     ++afterModel;
   table.insert(afterModel + 1, own.begin(), own.end());
   return table;

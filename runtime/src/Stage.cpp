@@ -8,20 +8,21 @@
 namespace pipert {
 
 template <typename T>
-Stage<T>::Stage(const char *kind, int hidden, StageInit init)
-    : hidden_(hidden), init_(init),
+Stage<T>::Stage(const char *kind, int inputWidth, int outputWidth, StageInit init)
+    : inputWidth_(inputWidth), outputWidth_(outputWidth), init_(init),
       tracker_("stage " + std::to_string(init.stageIndex) + " (" + kind + ")") {
-  if (hidden <= 0)
-    throw std::invalid_argument(tracker_.owner() + ": hidden size must be positive, got " + std::to_string(hidden));
+  if (inputWidth <= 0 || outputWidth <= 0)
+    throw std::invalid_argument(tracker_.owner() + ": input and output widths must be positive, got " +
+                                std::to_string(inputWidth) + " and " + std::to_string(outputWidth));
   if (init.stageIndex < 0)
     throw std::invalid_argument(tracker_.owner() + ": stage index must be non-negative");
 }
 
 template <typename T>
 void Stage<T>::forwardPart(int mb, SubOp part, const Tensor<T> &input, Tensor<T> &output) {
-  if (part == SubOp::Attention && (input.rows() == 0 || input.cols() != static_cast<size_t>(hidden_)))
+  if (part == SubOp::Attention && (input.rows() == 0 || input.cols() != static_cast<size_t>(inputWidth_)))
     throw std::invalid_argument(tracker_.owner() + ", micro-batch " + std::to_string(mb) + ": input is " +
-                                input.shapeString() + ", expected tokens x " + std::to_string(hidden_) +
+                                input.shapeString() + ", expected tokens x " + std::to_string(inputWidth_) +
                                 " with at least one token");
   tracker_.forwardPart(mb, part, input.rows());
   runForwardPart(mb, part, input, output);
@@ -31,10 +32,10 @@ template <typename T>
 void Stage<T>::backwardPart(int mb, SubOp part, const Tensor<T> &gradOutput, Tensor<T> &gradInput,
                             WeightGrad when) {
   if (part == SubOp::Combine && tracker_.forwardDone(mb) &&
-      (gradOutput.rows() != tracker_.tokens(mb) || gradOutput.cols() != static_cast<size_t>(hidden_)))
+      (gradOutput.rows() != tracker_.tokens(mb) || gradOutput.cols() != static_cast<size_t>(outputWidth_)))
     throw std::invalid_argument(tracker_.owner() + ", micro-batch " + std::to_string(mb) +
                                 ": output gradient is " + gradOutput.shapeString() + ", expected " +
-                                std::to_string(tracker_.tokens(mb)) + "x" + std::to_string(hidden_));
+                                std::to_string(tracker_.tokens(mb)) + "x" + std::to_string(outputWidth_));
   const bool last = tracker_.backwardPart(mb, part, when);
   runBackwardPart(mb, part, gradOutput, gradInput, when);
   if (last && when == WeightGrad::Now) {

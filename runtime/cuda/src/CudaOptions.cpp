@@ -60,6 +60,13 @@ bool parseCudaOptions(int argc, char **argv, CudaOptions &o, int &status) {
   o.hidden = int(v.integer("hidden"));
   o.seq = int(v.integer("seq"));
   const std::string &model = v.text("model");
+  if (model != "mlp" && model != "moe" && model != "empty")
+    return parser().fail("--model " + model + ": CUDA programs run the built-in mlp, moe or empty "
+                         "stages; stage providers run on the CPU runtime",
+                         status);
+  if (!v.text("model-path").empty())
+    return parser().fail("--model-path is for a stage provider, which CUDA programs do not take",
+                         status);
   o.model = model == "mlp" ? ModelKind::Mlp : model == "moe" ? ModelKind::Moe : ModelKind::Empty;
   o.dtype = v.text("dtype") == "fp32" ? DType::F32 : DType::BF16;
   o.launch.rank = v.given("rank") ? int(v.integer("rank")) : -1;

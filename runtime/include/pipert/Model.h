@@ -7,6 +7,7 @@
 #include "pipert/AllToAll.h"
 #include "pipert/DenseStage.h"
 #include "pipert/MoeStage.h"
+#include "pipert/StageRegistry.h"
 
 #include <memory>
 #include <vector>
@@ -25,12 +26,20 @@ struct StageSpec {
 struct ModelSpec {
   uint64_t seed = 0;
   std::vector<StageSpec> stages; // stage s is stages[s]
+  // A user's model (StageRegistry.h): when set, every stage comes from the
+  // provider, asked with `request` and the stage's index; `stages` is unused.
+  const StageProvider *provider = nullptr;
+  StageRequest request;
+  int numStages() const { return provider ? request.numStages : static_cast<int>(stages.size()); }
 };
 
 // The built-in model of emitted programs (CPU and CUDA alike): `stages` stages,
 // each dense (attention optional, MLP 4h wide) or MoE (attention optional, 4
 // experts 2h wide, top-2 routing), all of hidden size h.
 ModelSpec builtinModel(int stages, uint64_t seed, int hidden, bool moe, bool attention);
+
+// `stages` stages from `provider` (request.stageIndex is set per stage).
+ModelSpec providedModel(const StageProvider &provider, int stages, StageRequest request);
 
 // Stage `stageIndex` of `model`; comm is used by MoE stages (null: local).
 // Throws std::invalid_argument for an index outside the model or a bad config.

@@ -12,11 +12,11 @@ namespace pipert {
 // overflows the clocks' tick count and would fire at once.
 constexpr double kMaxTimeoutSeconds = 1e6;
 
-// --steps, --hidden, --seq, --model, --check, --tolerance, --trace, --seed,
+// --steps, --hidden, --seq, --model, --model-path, --check, --tolerance, --trace, --seed,
 // --timeout.
 std::vector<OptionSpec> sharedProgramOptions();
 
-// The shared options with a program's `own` inserted after --model (the program's own
+// The shared options with a program's `own` inserted after --model-path (the program's own
 // precision, layout and transport options read best next to it).
 std::vector<OptionSpec> withOwnOptions(const std::vector<OptionSpec> &own);
 

@@ -48,7 +48,12 @@ public:
 
   int stageIndex() const { return init_.stageIndex; }
   uint64_t seed() const { return init_.seed; }
-  int hidden() const { return hidden_; }
+  int hidden() const { return inputWidth_; }
+  // Columns of the tensors the stage takes and gives: both the hidden size for
+  // the built-in stages; a user's first stage may take token ids (1 column) and
+  // its last give logits (vocabulary columns).
+  int inputWidth() const { return inputWidth_; }
+  int outputWidth() const { return outputWidth_; }
   // e.g. "dense(hidden=8, ffn=32, attention)"
   virtual std::string describe() const = 0;
 
@@ -71,7 +76,8 @@ public:
   void discard(int mb);
 
 protected:
-  Stage(const char *kind, int hidden, StageInit init);
+  Stage(const char *kind, int hidden, StageInit init) : Stage(kind, hidden, hidden, init) {}
+  Stage(const char *kind, int inputWidth, int outputWidth, StageInit init);
 
   virtual void runForwardPart(int mb, SubOp part, const Tensor<T> &input, Tensor<T> &output) = 0;
   virtual void runBackwardPart(int mb, SubOp part, const Tensor<T> &gradOutput, Tensor<T> &gradInput,
@@ -80,7 +86,7 @@ protected:
   virtual void releaseMicroBatch(int mb) = 0;
 
 private:
-  int hidden_;
+  int inputWidth_, outputWidth_;
   StageInit init_;
   MicroBatchTracker tracker_;
 };

@@ -87,7 +87,7 @@ public:
         if (!rank.stages.count(op.chunk)) // same seed and stage index: copies start identical
           rank.stages[op.chunk] = makeStage<T>(
               model, op.stage,
-              experts && model.stages[op.stage].kind == StageKind::Moe
+              experts && !model.provider && model.stages[op.stage].kind == StageKind::Moe
                   ? experts->endpoint(r, op.chunk, replica)
                   : nullptr);
       }

@@ -4,6 +4,7 @@
 
 #include "pipert/ExitStatus.h"
 #include "pipert/SharedOptions.h"
+#include "pipert/StageRegistry.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -79,6 +80,30 @@ static bool parseTrainingOptions(const OptionValues &v, RunOptions &o, int &stat
   return true;
 }
 
+// --model: a built-in model or a stage provider linked into this program.
+static bool parseModel(const OptionValues &v, RunOptions &o, int &status) {
+  const std::string &model = v.text("model");
+  o.moe = model == "moe";
+  o.empty = model == "empty";
+  o.providerPath = v.text("model-path");
+  if (model == "mlp" || o.moe || o.empty) {
+    if (!o.providerPath.empty())
+      return parser().fail("--model-path is for a stage provider, not --model " + model, status);
+    return true;
+  }
+  const StageProvider *provider = findStageProvider(model);
+  if (!provider) {
+    std::string known = "mlp, moe, empty";
+    for (const std::string &name : stageProviderNames())
+      known += ", " + name;
+    return parser().fail("unknown --model '" + model + "' (this program has: " + known + ")", status);
+  }
+  if (provider->needsPath && o.providerPath.empty())
+    return parser().fail("--model " + model + " needs --model-path", status);
+  o.provider = model;
+  return true;
+}
+
 bool parseRunOptions(int argc, char **argv, RunOptions &o, int &status) {
   OptionValues v;
   if (!parser().parse(argc, argv, v, status))
@@ -87,8 +112,8 @@ bool parseRunOptions(int argc, char **argv, RunOptions &o, int &status) {
   o.hidden = int(v.integer("hidden"));
   o.seq = int(v.integer("seq"));
   o.microBatchSize = int(v.integer("micro-batch-size"));
-  o.moe = v.text("model") == "moe";
-  o.empty = v.text("model") == "empty";
+  if (!parseModel(v, o, status))
+    return false;
   o.ep = std::stoi(v.text("ep"));
   o.fp64 = v.text("dtype") == "fp64";
   o.check = v.flag("check");
@@ -101,6 +126,10 @@ bool parseRunOptions(int argc, char **argv, RunOptions &o, int &status) {
     return false;
   if (static_cast<long long>(o.seq) * o.microBatchSize > (1 << 24))
     return parser().fail("--seq times --micro-batch-size is too large (over 2^24 tokens)", status);
+  if (!o.provider.empty() && o.ep > 1)
+    return parser().fail("--ep shards the built-in MoE stages' experts; --model " + o.provider +
+                             " is a user model",
+                         status);
   if (o.empty && o.check)
     return parser().fail("--model empty does no work: there is nothing to --check", status);
   return true;

@@ -15,6 +15,8 @@ struct RunOptions {
   int microBatchSize = 1; // sequences per micro-batch: tokens = seq * microBatchSize
   bool moe = false;       // --model mlp|moe|empty
   bool empty = false;     // --model empty: ops do no work (measures the runtime's own cost)
+  std::string provider;   // --model NAME: a registered stage provider (StageRegistry.h)
+  std::string providerPath; // --model-path
   int ep = 1;             // expert-parallel group size: replicas of the pipeline, one per
                           // member, each with its own data; MoE experts sharded across them
   bool fp64 = false;      // --dtype fp32|fp64
