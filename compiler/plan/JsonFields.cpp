@@ -13,6 +13,17 @@ const llvm::json::Value *JsonFields::get(llvm::StringRef key) const {
 
 bool JsonFields::has(llvm::StringRef key) const { return get(key) != nullptr; }
 
+// The field to read, or null: after an earlier failure, or when it is absent
+// (a failure too when the field is required).
+const llvm::json::Value *JsonFields::field(llvm::StringRef key, bool required) {
+  if (failed_)
+    return nullptr;
+  const llvm::json::Value *value = get(key);
+  if (!value && required)
+    fail(key, "is missing");
+  return value;
+}
+
 void JsonFields::fail(llvm::StringRef key, const std::string &problem) {
   if (failed_)
     return;
@@ -22,14 +33,9 @@ void JsonFields::fail(llvm::StringRef key, const std::string &problem) {
 
 int64_t JsonFields::integer(llvm::StringRef key, int64_t min, int64_t max,
                             std::optional<int64_t> fallback) {
-  if (failed_)
+  const llvm::json::Value *value = field(key, !fallback);
+  if (!value)
     return fallback.value_or(min);
-  const llvm::json::Value *value = get(key);
-  if (!value) {
-    if (!fallback)
-      fail(key, "is missing");
-    return fallback.value_or(min);
-  }
   auto number = value->getAsNumber();
   auto whole = value->getAsInteger();
   if (!number) {
@@ -49,14 +55,9 @@ int64_t JsonFields::integer(llvm::StringRef key, int64_t min, int64_t max,
 
 double JsonFields::number(llvm::StringRef key, double min, double max,
                           std::optional<double> fallback, bool minExclusive) {
-  if (failed_)
+  const llvm::json::Value *value = field(key, !fallback);
+  if (!value)
     return fallback.value_or(min);
-  const llvm::json::Value *value = get(key);
-  if (!value) {
-    if (!fallback)
-      fail(key, "is missing");
-    return fallback.value_or(min);
-  }
   auto number = value->getAsNumber();
   auto show = [](double v) {
     char buffer[32];
@@ -88,14 +89,9 @@ bool JsonFields::boolean(llvm::StringRef key, bool fallback) {
 }
 
 std::string JsonFields::string(llvm::StringRef key, std::optional<std::string> fallback) {
-  if (failed_)
+  const llvm::json::Value *value = field(key, !fallback);
+  if (!value)
     return fallback.value_or("");
-  const llvm::json::Value *value = get(key);
-  if (!value) {
-    if (!fallback)
-      fail(key, "is missing");
-    return fallback.value_or("");
-  }
   if (auto s = value->getAsString())
     return s->str();
   fail(key, "must be a string");

@@ -34,6 +34,7 @@ public:
 
 private:
   const llvm::json::Value *get(llvm::StringRef key) const;
+  const llvm::json::Value *field(llvm::StringRef key, bool required);
   const llvm::json::Object &object_;
   std::string file_;
   std::string &error_;
