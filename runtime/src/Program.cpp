@@ -99,7 +99,7 @@ struct CheckTotals {
 template <typename T>
 int run(const Program &program, const RunOptions &options) {
   ModelSpec model = builtinModel(program.numStages, options.seed, options.hidden, options.moe,
-                                 /*attention=*/true);
+                                 options.attention);
   std::unique_ptr<TokenData> tokenData;
   if (!options.dataPath.empty())
     tokenData = std::make_unique<TokenData>(options.dataPath, options.dataBytes, options.seq);
