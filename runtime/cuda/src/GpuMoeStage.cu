@@ -48,9 +48,9 @@ template <typename AT>
 class GpuMoeStage final : public TrackedGpuStage {
 public:
   GpuMoeStage(Stage<double> &cpu, const MoeConfig &config, int tokens, DType dtype,
-              std::shared_ptr<ExpertExchange> exchange)
+              const std::shared_ptr<ExpertExchange> &exchange)
       : GpuMoeStage(checkedParameters(cpu, config, exchange ? exchange->size() : 1), cpu.stageIndex(), config,
-                    tokens, dtype, std::move(exchange)) {}
+                    tokens, dtype, exchange) {}
 
   ~GpuMoeStage() override {
     for (auto &entry : saved_)
@@ -111,10 +111,10 @@ private:
   };
 
   GpuMoeStage(const std::vector<Parameter<double>> &params, int stageIndex, const MoeConfig &config, int tokens,
-              DType dtype, std::shared_ptr<ExpertExchange> exchange)
+              DType dtype, const std::shared_ptr<ExpertExchange> &exchange)
       : TrackedGpuStage("moe", stageIndex, config.hidden, tokens, dtype), expertCount_(config.experts),
         k_(config.topK), ffn_(config.expertHidden), participants_(exchange ? exchange->size() : 1),
-        exchange_(std::move(exchange)), routerName_(params[0].name),
+        exchange_(exchange), routerName_(params[0].name),
         router_({params[0].value}, static_cast<size_t>(config.hidden), static_cast<size_t>(config.experts), true),
         experts_(config.hidden, config.expertHidden, config.experts / participants_, participants_ * tokens,
                  params, 1) {}
@@ -312,8 +312,8 @@ std::unique_ptr<GpuStage> makeGpuMoeStage(Stage<double> &cpu, const MoeConfig &c
     throw std::invalid_argument(where + std::to_string(config.experts) + " experts x " + std::to_string(tokens) +
                                 " tokens of expert capacity exceed the int row index");
   if (dtype == DType::F32)
-    return std::make_unique<GpuMoeStage<float>>(cpu, config, tokens, dtype, std::move(experts));
-  return std::make_unique<GpuMoeStage<__nv_bfloat16>>(cpu, config, tokens, dtype, std::move(experts));
+    return std::make_unique<GpuMoeStage<float>>(cpu, config, tokens, dtype, experts);
+  return std::make_unique<GpuMoeStage<__nv_bfloat16>>(cpu, config, tokens, dtype, experts);
 }
 
 } // namespace pipert::cuda
