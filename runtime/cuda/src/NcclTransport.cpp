@@ -78,8 +78,6 @@ std::string NcclTransport::whoAmI() const {
   return "rank " + std::to_string(rank_) + " (world " + std::to_string(worldSize_) + ")";
 }
 
-// Every replica splits alike; its colors follow the previous replica's.
-
 void NcclTransport::initWorld(const ncclUniqueId &id) {
   ncclConfig_t config = nonBlockingConfig();
   ncclComm_t comm = nullptr;
@@ -128,7 +126,7 @@ void NcclTransport::splitChannels(const Program &program) {
     int color = NCCL_SPLIT_NOCOLOR, key = 0;
     for (size_t item : rounds[r])
       if (members[item][0] == pipelineRank_ || members[item][1] == pipelineRank_) {
-        color = int(item + size_t(replica_) * members.size());
+        color = int(item + size_t(replica_) * members.size()); // each replica its own
         key = members[item][0] == pipelineRank_ ? 0 : 1; // the sender is rank 0 of the channel
       }
     ncclComm_t comm = split(color, key, config,
@@ -152,7 +150,7 @@ void NcclTransport::splitSyncGroups(const Program &program) {
     int color = NCCL_SPLIT_NOCOLOR;
     for (size_t item : rounds[r])
       if (std::count(members[item].begin(), members[item].end(), pipelineRank_))
-        color = int(item + size_t(replica_) * members.size());
+        color = int(item + size_t(replica_) * members.size()); // each replica its own
     ncclComm_t comm = split(color, rank_, config,
                             "NCCL gradient-sync communicator split (round " +
                                 std::to_string(r + 1) + " of " + std::to_string(rounds.size()) +
