@@ -12,6 +12,7 @@ set(PIPERT_CUDA_EXECUTOR_SOURCES
   src/GradientSync.cpp
   src/InProcessTransport.cpp
   src/Launcher.cpp
+  src/NcclExpertExchange.cpp
   src/NcclTransport.cpp
   src/NcclWait.cpp
   src/RankExecutor.cpp

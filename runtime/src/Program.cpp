@@ -99,7 +99,7 @@ struct CheckTotals {
 // The built-in model, or the user's from a stage provider (--model NAME).
 ModelSpec modelOf(const Program &program, const RunOptions &options) {
   if (options.provider.empty())
-    return builtinModel(program.numStages, options.seed, options.hidden, options.moe, /*attention=*/true);
+    return builtinModel(program.numStages, options.seed, options.hidden, options.moe, options.attention);
   StageRequest request;
   request.seed = options.seed;
   request.hidden = options.hidden;

@@ -7,6 +7,7 @@
 #include "CudaHandles.h"
 #include "HostCuda.h"
 #include "InProcessTransport.h"
+#include "NcclExpertExchange.h"
 #include "NcclWait.h"
 
 #include <catch2/catch.hpp>
@@ -127,6 +128,52 @@ TEST_CASE("host NCCL: an asynchronous error is reported, naming the peer", "[hos
   CHECK_THROWS_WITH(awaitCommunicators({world.comm[0], world.comm[1]}, Deadline(20), "it", ""),
                     Catch::Contains("the message that arrived has 4 bytes"));
   UniqueComm owned[2] = {UniqueComm(world.comm[1]), UniqueComm(world.comm[0])};
+}
+
+// The expert all-to-all: piece i for peer p leaves from (p, i) of the send
+// layout and lands at (p, i) of the receive layout at p; both participants
+// call it at once (on threads: each waits for the other's sends), and the
+// inverse exchange brings every piece home.
+TEST_CASE("expert exchange: pieces go to their peers, in both layouts", "[hostnccl]") {
+  TwoRanks world;
+  using L = ExpertExchange::Layout;
+  int sent[2][4], got[2][4], back[2][4];
+  for (int r = 0; r < 2; ++r)
+    for (int p = 0; p < 2; ++p)
+      for (int i = 0; i < 2; ++i)
+        sent[r][p * 2 + i] = 100 * r + 10 * p + i; // PeerMajor: from r, for p, piece i
+  bool aborted = false;
+  std::vector<std::future<void>> ranks;
+  for (int r = 0; r < 2; ++r)
+    ranks.push_back(std::async(std::launch::async, [&, r] {
+      NcclExpertExchange exchange(world.comm[r], r, 2, 20, "the test's group", [&] { aborted = true; });
+      exchange.allToAll(sent[r], L::PeerMajor, got[r], L::PieceMajor, 2, sizeof(int), nullptr);
+      exchange.allToAll(got[r], L::PieceMajor, back[r], L::PeerMajor, 2, sizeof(int), nullptr);
+    }));
+  for (auto &rank : ranks)
+    rank.get();
+  for (int r = 0; r < 2; ++r)
+    for (int p = 0; p < 2; ++p)
+      for (int i = 0; i < 2; ++i) {
+        CHECK(got[r][i * 2 + p] == 100 * p + 10 * r + i); // PieceMajor: from p, piece i
+        CHECK(back[r][p * 2 + i] == sent[r][p * 2 + i]);
+      }
+  CHECK_FALSE(aborted);
+  for (ncclComm_t c : world.comm)
+    CHECK(ncclCommDestroy(c) == ncclSuccess);
+}
+
+TEST_CASE("expert exchange: a peer that never joins ends at the deadline", "[hostnccl]") {
+  TwoRanks world;
+  int sent[2] = {1, 2}, got[2] = {0, 0};
+  bool aborted = false;
+  NcclExpertExchange exchange(world.comm[0], 0, 2, 0.3, "stage 1", [&] { aborted = true; });
+  CHECK_THROWS_WITH(
+      exchange.allToAll(sent, ExpertExchange::Layout::PeerMajor, got,
+                        ExpertExchange::Layout::PeerMajor, 1, sizeof(int), nullptr),
+      Catch::StartsWith("timed out after 0.3 s waiting for the expert all-to-all of stage 1"));
+  CHECK(aborted);
+  UniqueComm owned[2] = {UniqueComm(world.comm[0]), UniqueComm(world.comm[1])};
 }
 
 TEST_CASE("handles: a constructor that fails halfway leaks nothing", "[hostnccl]") {

@@ -33,6 +33,10 @@ static const OptionParser &parser() {
           {"serial-pairs", K::Flag, "", nullptr, 0, 0,
            "run both halves of an overlap pair on the compute stream,\none after the other (the "
            "baseline of the overlap)"},
+          {"ep", K::Choice, "1|2|4", "1", 0, 0,
+           "expert parallelism: as many pipeline replicas, each with its\nown micro-batches; the "
+           "MoE experts are sharded over them and\ndispatch and combine are NCCL all-to-alls "
+           "(nccl, --model\nmoe; world rank g runs rank g % P of replica g / P)"},
       }),
       "a micro-batch is one sequence; --trace times ops with CUDA events (eager steps), and\n"
       "with NCCL each rank writes FILE.rank<r>\n"
@@ -80,6 +84,7 @@ bool parseCudaOptions(int argc, char **argv, CudaOptions &o, int &status) {
   o.transport = nccl ? TransportKind::Nccl : TransportKind::InProcess;
   o.graphs = v.flag("cuda-graphs");
   o.serialPairs = v.flag("serial-pairs");
+  o.ep = std::stoi(v.text("ep"));
   o.check = v.flag("check");
   o.tolerance = v.given("tolerance") ? v.number("tolerance") : -1;
   o.tracePath = v.text("trace");
@@ -89,6 +94,16 @@ bool parseCudaOptions(int argc, char **argv, CudaOptions &o, int &status) {
     return parser().fail("--seq times --hidden is too large (an activation over 2^28 elements)", status);
   if (o.model == ModelKind::Empty && o.check)
     return parser().fail("--model empty does no work: there is nothing to --check", status);
+  if (o.ep > 1 && o.model != ModelKind::Moe)
+    return parser().fail("--ep " + std::to_string(o.ep) +
+                             " shards the experts of MoE stages: it needs --model moe",
+                         status);
+  if (o.ep > 1 && !nccl)
+    return parser().fail("--ep " + std::to_string(o.ep) +
+                             " runs one process per rank of each replica: it needs the nccl "
+                             "transport (a launcher with WORLD_SIZE = ranks x " +
+                             std::to_string(o.ep) + ", or --transport nccl)",
+                         status);
   return true;
 }
 

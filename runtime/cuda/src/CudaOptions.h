@@ -24,6 +24,7 @@ struct CudaOptions {
   LaunchFlags launch;      // --rank, --world-size, --local-rank, --master-addr, --master-port
   bool graphs = false;     // --cuda-graphs: capture the step once, replay it
   bool serialPairs = false; // --serial-pairs: run overlap pairs' halves one after the other
+  int ep = 1;              // --ep: pipeline replicas sharding the MoE experts (nccl, world P x ep)
   bool check = false;
   double tolerance = -1;
   std::string tracePath;

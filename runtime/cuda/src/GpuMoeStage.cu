@@ -9,6 +9,15 @@
 // the selection held fixed, and dx = dy + sum_j (expert input gradients) +
 // dz Wr^T, summed in that order as the CPU stage does.
 //
+// Expert parallelism (an ExpertExchange of N participants, participant p
+// holding experts [p E/N, (p+1) E/N)): the buffers are the same E x capacity
+// rows, but on the experts' side they are (local expert, source participant,
+// capacity) -- each local expert's N * T rows together, so its GEMMs stay one
+// block. Dispatch sends each participant its experts' buffers and Combine
+// brings the outputs back (backward: Combine sends the output gradients,
+// Dispatch brings the input gradients back); on the stream of the part, the
+// expert stream in an overlap pair.
+//
 // Capacity: how many slots each expert receives is data-dependent, but a step
 // may be captured into a CUDA graph, so no size may come back to the host.
 // Every expert therefore gets a fixed buffer of `capacity` = T rows (enough: a
@@ -17,7 +26,10 @@
 // wastes a factor E/k in expert GEMM work and expert-buffer memory against the
 // T*k rows actually routed -- the price of static shapes. Zero input rows and
 // zero output-gradient rows keep the waste out of the weight gradients: every
-// unused row contributes exactly 0 to W1, b1, W2 and b2.
+// unused row contributes exactly 0 to W1, b1, W2 and b2. The all-to-alls move
+// these fixed buffers too (E/k times the routed bytes) instead of exchanging
+// counts first: a count the host must read would end graph capture and stall
+// the enqueuing thread at every Dispatch.
 #include "GpuMoeStage.h"
 
 #include "GpuMlpStage.h"
@@ -35,8 +47,10 @@ namespace {
 template <typename AT>
 class GpuMoeStage final : public TrackedGpuStage {
 public:
-  GpuMoeStage(Stage<double> &cpu, const MoeConfig &config, int tokens, DType dtype)
-      : GpuMoeStage(checkedParameters(cpu, config), cpu.stageIndex(), config, tokens, dtype) {}
+  GpuMoeStage(Stage<double> &cpu, const MoeConfig &config, int tokens, DType dtype,
+              const std::shared_ptr<ExpertExchange> &exchange)
+      : GpuMoeStage(checkedParameters(cpu, config, exchange ? exchange->size() : 1), cpu.stageIndex(), config,
+                    tokens, dtype, exchange) {}
 
   ~GpuMoeStage() override {
     for (auto &entry : saved_)
@@ -50,8 +64,10 @@ public:
 
   std::vector<DeviceGradient> gradients() override {
     std::vector<DeviceGradient> out{{routerName_, router_.grad(), router_.rows(), router_.cols()}};
-    const std::vector<DeviceGradient> &mlp = experts_.gradients();
-    out.insert(out.end(), mlp.begin(), mlp.end());
+    for (DeviceGradient g : experts_.gradients()) {
+      g.expertSharded = true;
+      out.push_back(std::move(g));
+    }
     return out;
   }
 
@@ -64,15 +80,16 @@ private:
     float *gates = nullptr;   // T x k (Attention fwd -> Attention bwd)
     int *slotRow = nullptr;   // T x k expert row of each slot (Dispatch fwd -> Dispatch bwd)
     int *rowSlot = nullptr;   // E x capacity slot of each expert row, -1 unused (Dispatch fwd -> Combine bwd)
-    AT *xe = nullptr;         // expert inputs, h wide (Dispatch fwd -> W)
+    AT *xe = nullptr;         // expert inputs (experts' side), h wide (Dispatch fwd -> W)
     float *u = nullptr;       // expert fc1 outputs, f wide (Mlp fwd -> Mlp bwd)
     AT *v = nullptr;          // GELU outputs, f wide (Mlp fwd -> W)
-    float *f = nullptr;       // expert outputs, h wide (Mlp fwd -> Combine bwd, for the gate gradient)
+    float *f = nullptr;       // expert outputs, h wide (Mlp fwd -> Combine bwd, for the gate gradient;
+                              // from Combine fwd on the source's side)
     float *da = nullptr;      // T x h gradient at a (Combine bwd -> Attention bwd)
     float *dGates = nullptr;  // T x k (Combine bwd -> Attention bwd)
-    AT *dm = nullptr;         // expert output gradients g * dy, h wide (Combine bwd -> W)
+    AT *dm = nullptr;         // expert output gradients g * dy (experts' side), h wide (Combine bwd -> W)
     AT *du = nullptr;         // gradients at u, f wide (Mlp bwd -> W)
-    float *dxe = nullptr;     // expert input gradients, h wide (Mlp bwd -> Dispatch bwd)
+    float *dxe = nullptr;     // expert input gradients (experts' side), h wide (Mlp bwd -> Dispatch bwd)
     AT *dz = nullptr;         // T x E router logit gradients (Attention bwd -> W)
     template <typename F> void forEach(F &&fn) {
       fn(a);
@@ -94,22 +111,26 @@ private:
   };
 
   GpuMoeStage(const std::vector<Parameter<double>> &params, int stageIndex, const MoeConfig &config, int tokens,
-              DType dtype)
+              DType dtype, const std::shared_ptr<ExpertExchange> &exchange)
       : TrackedGpuStage("moe", stageIndex, config.hidden, tokens, dtype), expertCount_(config.experts),
-        k_(config.topK), ffn_(config.expertHidden), routerName_(params[0].name),
+        k_(config.topK), ffn_(config.expertHidden), participants_(exchange ? exchange->size() : 1),
+        exchange_(exchange), routerName_(params[0].name),
         router_({params[0].value}, static_cast<size_t>(config.hidden), static_cast<size_t>(config.experts), true),
-        experts_(config.hidden, config.expertHidden, config.experts, tokens, params, 1) {}
+        experts_(config.hidden, config.expertHidden, config.experts / participants_, participants_ * tokens,
+                 params, 1) {}
 
-  // router.gate.weight (h x E), then the experts' MLP parameters (checked by
-  // GpuMlp); anything else means attention or a different stage.
-  static std::vector<Parameter<double>> checkedParameters(Stage<double> &cpu, const MoeConfig &config) {
+  // router.gate.weight (h x E), then the local experts' MLP parameters
+  // (checked by GpuMlp); anything else means attention or a different stage.
+  static std::vector<Parameter<double>> checkedParameters(Stage<double> &cpu, const MoeConfig &config,
+                                                          int participants) {
     std::vector<Parameter<double>> params = cpu.parameters();
-    const size_t expected = 1 + 4 * static_cast<size_t>(config.experts);
+    const int local = config.experts / participants;
+    const size_t expected = 1 + 4 * static_cast<size_t>(local);
     const std::string where = "GPU moe stage " + std::to_string(cpu.stageIndex()) + ": ";
     if (params.size() != expected)
       throw std::invalid_argument(where + "the CPU stage " + cpu.describe() + " has " +
                                   std::to_string(params.size()) + " parameters, expected " +
-                                  std::to_string(expected) + " (router and " + std::to_string(config.experts) +
+                                  std::to_string(expected) + " (router and " + std::to_string(local) +
                                   " experts, no attention)");
     const Parameter<double> &router = params[0];
     if (router.name != "router.gate.weight" || !router.value ||
@@ -126,6 +147,23 @@ private:
   size_t h() const { return static_cast<size_t>(hidden()); }
   size_t slots() const { return T() * static_cast<size_t>(k_); }
   size_t expertRows() const { return static_cast<size_t>(expertCount_) * T(); } // E x capacity
+
+  // Source side (expert, capacity) -> experts' side (local expert, source,
+  // capacity), and back; the identity without expert parallelism. The
+  // buffer given goes (freed on `s`); the one returned replaces it.
+  template <typename E> E *toExperts(E *rows, cudaStream_t s) { return exchanged(rows, true, s); }
+  template <typename E> E *toSources(E *rows, cudaStream_t s) { return exchanged(rows, false, s); }
+  template <typename E> E *exchanged(E *rows, bool toExperts, cudaStream_t s) {
+    if (!exchange_)
+      return rows;
+    using L = ExpertExchange::Layout;
+    E *out = allocOn<E>(expertRows() * h(), s);
+    exchange_->allToAll(rows, toExperts ? L::PeerMajor : L::PieceMajor, out,
+                        toExperts ? L::PieceMajor : L::PeerMajor,
+                        static_cast<size_t>(expertCount_ / participants_), T() * h() * sizeof(E), s);
+    freeOn(rows, s);
+    return out;
+  }
 
   void runForwardPart(int mb, SubOp part, const void *input, void *output, const Launch &at) override {
     const cudaStream_t s = at.stream;
@@ -148,8 +186,9 @@ private:
       st.slotRow = allocOn<int>(slots(), s);
       st.rowSlot = allocOn<int>(expertRows(), s);
       planExpertRows(st.chosen, tokens(), k_, expertCount_, tokens(), st.slotRow, st.rowSlot, s);
-      st.xe = allocOn<AT>(expertRows() * h(), s);
-      gatherExpertInputs(st.a, st.rowSlot, k_, st.xe, expertRows(), h(), s);
+      AT *xe = allocOn<AT>(expertRows() * h(), s);
+      gatherExpertInputs(st.a, st.rowSlot, k_, xe, expertRows(), h(), s);
+      st.xe = toExperts(xe, s);
       break;
     }
     case SubOp::Mlp: {
@@ -163,6 +202,7 @@ private:
     }
     case SubOp::Combine: {
       Saved &st = saved_.at(mb);
+      st.f = toSources(st.f, s);
       combineExpertOutputs(st.a, st.f, st.slotRow, st.gates, static_cast<AT *>(output), tokens(), k_, h(), s);
       break; // f stays for the gate gradient
     }
@@ -180,8 +220,9 @@ private:
       convert(dy, st.da, T() * h(), s);
       st.dGates = allocOn<float>(slots(), s); // dg_tj = dy_t . f_tj
       gateGradients(dy, st.f, st.slotRow, st.dGates, tokens(), k_, h(), s);
-      st.dm = allocOn<AT>(expertRows() * h(), s); // g_tj dy_t into the slot's expert row
-      scatterExpertGradients(dy, st.gates, st.rowSlot, k_, st.dm, expertRows(), h(), s);
+      AT *dm = allocOn<AT>(expertRows() * h(), s); // g_tj dy_t into the slot's expert row
+      scatterExpertGradients(dy, st.gates, st.rowSlot, k_, dm, expertRows(), h(), s);
+      st.dm = toExperts(dm, s);
       freeOn(st.f, s);
       freeOn(st.rowSlot, s);
       break;
@@ -195,6 +236,7 @@ private:
         experts_.backwardWeight(st.xe, st.v, st.dm, st.du, at);
       break;
     case SubOp::Dispatch: // each token's k expert-input gradients return, ascending j
+      st.dxe = toSources(st.dxe, s);
       addExpertInputGradients(st.dxe, st.slotRow, st.da, tokens(), k_, h(), s);
       freeOn(st.dxe, s);
       freeOn(st.slotRow, s);
@@ -230,6 +272,8 @@ private:
   void releaseMicroBatch(int mb, cudaStream_t stream) override { releaseSaved(saved_, mb, stream); }
 
   int expertCount_, k_, ffn_;
+  int participants_; // of the expert group; 1 without expert parallelism
+  std::shared_ptr<ExpertExchange> exchange_;
   std::string routerName_;
   DeviceWeight<AT> router_;
   GpuMlp<AT> experts_;
@@ -238,7 +282,8 @@ private:
 
 } // namespace
 
-std::unique_ptr<GpuStage> makeGpuMoeStage(Stage<double> &cpu, const MoeConfig &config, int tokens, DType dtype) {
+std::unique_ptr<GpuStage> makeGpuMoeStage(Stage<double> &cpu, const MoeConfig &config, int tokens, DType dtype,
+                                          std::shared_ptr<ExpertExchange> experts) {
   const std::string where = "GPU moe stage " + std::to_string(cpu.stageIndex()) + ": ";
   if (config.attention)
     throw std::invalid_argument(where + "attention is not supported on the GPU; use MoeConfig{attention=false}");
@@ -251,16 +296,24 @@ std::unique_ptr<GpuStage> makeGpuMoeStage(Stage<double> &cpu, const MoeConfig &c
                                 std::to_string(config.experts) + ", top-" + std::to_string(config.topK) +
                                 ", expert ffn=" + std::to_string(config.expertHidden) +
                                 " do not fit the CPU stage " + cpu.describe());
-  if (moe->localExperts() != config.experts || moe->firstLocalExpert() != 0)
-    throw std::invalid_argument(where + "expert parallelism is not supported on the GPU: the CPU stage " +
-                                cpu.describe() + " holds " + std::to_string(moe->localExperts()) + " of " +
-                                std::to_string(config.experts) + " experts");
+  const int participants = experts ? experts->size() : 1, participant = experts ? experts->rank() : 0;
+  if (participants <= 0 || config.experts % participants != 0 || participant < 0 || participant >= participants)
+    throw std::invalid_argument(where + std::to_string(config.experts) + " experts cannot be sharded as participant " +
+                                std::to_string(participant) + " of " + std::to_string(participants));
+  const int local = config.experts / participants;
+  if (moe->localExperts() != local || moe->firstLocalExpert() != participant * local)
+    throw std::invalid_argument(where + "the CPU stage " + cpu.describe() + " holds experts " +
+                                std::to_string(moe->firstLocalExpert()) + ".." +
+                                std::to_string(moe->firstLocalExpert() + moe->localExperts() - 1) +
+                                ", but participant " + std::to_string(participant) + " of " +
+                                std::to_string(participants) + " holds " + std::to_string(participant * local) +
+                                ".." + std::to_string(participant * local + local - 1));
   if (tokens > 0 && static_cast<long long>(config.experts) * tokens > INT_MAX)
     throw std::invalid_argument(where + std::to_string(config.experts) + " experts x " + std::to_string(tokens) +
                                 " tokens of expert capacity exceed the int row index");
   if (dtype == DType::F32)
-    return std::make_unique<GpuMoeStage<float>>(cpu, config, tokens, dtype);
-  return std::make_unique<GpuMoeStage<__nv_bfloat16>>(cpu, config, tokens, dtype);
+    return std::make_unique<GpuMoeStage<float>>(cpu, config, tokens, dtype, experts);
+  return std::make_unique<GpuMoeStage<__nv_bfloat16>>(cpu, config, tokens, dtype, experts);
 }
 
 } // namespace pipert::cuda

@@ -16,13 +16,14 @@ const char *dtypeName(DType dtype) { return dtype == DType::F32 ? "fp32" : "bf16
 
 size_t dtypeBytes(DType dtype) { return dtype == DType::F32 ? sizeof(float) : sizeof(__nv_bfloat16); }
 
-std::unique_ptr<GpuStage> makeGpuStage(Stage<double> &cpu, const StageSpec &spec, int tokens, DType dtype) {
+std::unique_ptr<GpuStage> makeGpuStage(Stage<double> &cpu, const StageSpec &spec, int tokens, DType dtype,
+                                       std::shared_ptr<ExpertExchange> experts) {
   if (tokens <= 0)
     throw std::invalid_argument("GPU stage " + std::to_string(cpu.stageIndex()) +
                                 ": tokens per micro-batch must be positive, got " + std::to_string(tokens));
   if (spec.kind == StageKind::Dense)
     return makeGpuDenseStage(cpu, spec.dense, tokens, dtype);
-  return makeGpuMoeStage(cpu, spec.moe, tokens, dtype);
+  return makeGpuMoeStage(cpu, spec.moe, tokens, dtype, std::move(experts));
 }
 
 void mseLossAndGrad(const void *output, const void *target, void *gradOutput, double *loss, size_t tokens,

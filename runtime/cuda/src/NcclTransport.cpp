@@ -1,6 +1,7 @@
 #include "NcclTransport.h"
 
 #include "GradientSync.h"
+#include "NcclExpertExchange.h"
 #include "NcclWait.h"
 
 #include "pipert/cuda/CudaCheck.h"
@@ -45,18 +46,27 @@ const char *const kStartHint = "is every rank started, with the same program?";
 } // namespace
 
 NcclTransport::NcclTransport(const Program &program, const ProcessGroup &group,
-                             double timeoutSeconds)
-    : rank_(group.rank), worldSize_(group.worldSize), timeoutSeconds_(timeoutSeconds) {
-  if (group.worldSize != program.numRanks)
+                             double timeoutSeconds, int replicas)
+    : rank_(group.rank), worldSize_(group.worldSize), pipelineRank_(group.rank % program.numRanks),
+      replica_(group.rank / program.numRanks), replicas_(replicas), timeoutSeconds_(timeoutSeconds) {
+  if (replicas == 1 && group.worldSize != program.numRanks)
     throw std::runtime_error("WORLD_SIZE is " + std::to_string(group.worldSize) + " but " +
                              program.name + " has " + std::to_string(program.numRanks) +
                              " ranks: run one process per rank");
+  if (group.worldSize != program.numRanks * replicas)
+    throw std::runtime_error("WORLD_SIZE is " + std::to_string(group.worldSize) + " but " +
+                             program.name + " has " + std::to_string(program.numRanks) +
+                             " ranks and --ep " + std::to_string(replicas) + " runs " +
+                             std::to_string(replicas) + " replicas of it: run " +
+                             std::to_string(program.numRanks * replicas) +
+                             " processes, one per rank of each replica");
   ncclUniqueId id = exchangeUniqueId(group, timeoutSeconds);
   try {
     initWorld(id);
     forgetUniqueId(group); // every rank has joined, so every rank has read it
     splitChannels(program);
     splitSyncGroups(program);
+    splitExpertGroups(program);
     connectChannels();
   } catch (...) {
     abort(); // nothing may stay blocked on a peer that is not coming
@@ -115,15 +125,15 @@ void NcclTransport::splitChannels(const Program &program) {
   for (size_t r = 0; r < rounds.size(); ++r) {
     int color = NCCL_SPLIT_NOCOLOR, key = 0;
     for (size_t item : rounds[r])
-      if (members[item][0] == rank_ || members[item][1] == rank_) {
-        color = int(item);
-        key = members[item][0] == rank_ ? 0 : 1; // the sender is rank 0 of the channel
+      if (members[item][0] == pipelineRank_ || members[item][1] == pipelineRank_) {
+        color = int(item + size_t(replica_) * members.size()); // each replica its own
+        key = members[item][0] == pipelineRank_ ? 0 : 1; // the sender is rank 0 of the channel
       }
     ncclComm_t comm = split(color, key, config,
                             "NCCL channel communicator split (round " + std::to_string(r + 1) +
                                 " of " + std::to_string(rounds.size()) + ")");
     if (comm)
-      channels_[keys[size_t(color)]] = {comm, 1 - key};
+      channels_[keys[size_t(color) % members.size()]] = {comm, 1 - key};
   }
 }
 
@@ -139,15 +149,50 @@ void NcclTransport::splitSyncGroups(const Program &program) {
   for (size_t r = 0; r < rounds.size(); ++r) {
     int color = NCCL_SPLIT_NOCOLOR;
     for (size_t item : rounds[r])
-      if (std::count(members[item].begin(), members[item].end(), rank_))
-        color = int(item);
+      if (std::count(members[item].begin(), members[item].end(), pipelineRank_))
+        color = int(item + size_t(replica_) * members.size()); // each replica its own
     ncclComm_t comm = split(color, rank_, config,
                             "NCCL gradient-sync communicator split (round " +
                                 std::to_string(r + 1) + " of " + std::to_string(rounds.size()) +
                                 ")");
     if (comm)
-      syncGroups_[uint32_t(color)] = comm;
+      syncGroups_[uint32_t(size_t(color) % members.size())] = comm;
   }
+}
+
+// One round per chunk: the members of (pipeline rank r, chunk c) are world
+// ranks e * P + r, ranked by replica e, which is the expert shard they hold.
+void NcclTransport::splitExpertGroups(const Program &program) {
+  if (replicas_ == 1)
+    return;
+  int chunks = 0;
+  for (int r = 0; r < program.numRanks; ++r)
+    for (uint32_t i = 0; i < program.ranks[r].numOps; ++i)
+      chunks = std::max(chunks, program.ranks[r].ops[i].chunk + 1);
+  std::set<int> mine;
+  for (uint32_t i = 0; i < program.ranks[pipelineRank_].numOps; ++i)
+    mine.insert(program.ranks[pipelineRank_].ops[i].chunk);
+  ncclConfig_t config = nonBlockingConfig();
+  for (int c = 0; c < chunks; ++c) {
+    int color = mine.count(c) ? pipelineRank_ * chunks + c : NCCL_SPLIT_NOCOLOR;
+    ncclComm_t comm = split(color, replica_, config,
+                            "NCCL expert-group communicator split (chunk " + std::to_string(c) +
+                                ")");
+    if (comm)
+      expertGroups_[c] = comm;
+  }
+}
+
+std::shared_ptr<ExpertExchange> NcclTransport::expertExchange(int chunk) {
+  auto it = expertGroups_.find(chunk);
+  if (it == expertGroups_.end())
+    throw CudaError(whoAmI() + " has no expert group for chunk " + std::to_string(chunk));
+  return std::make_shared<NcclExpertExchange>(
+      it->second, replica_, replicas_, timeoutSeconds_,
+      "pipeline rank " + std::to_string(pipelineRank_) + " chunk " + std::to_string(chunk) +
+          " on " + whoAmI() + " (expert-parallel replica " + std::to_string(replica_) + " of " +
+          std::to_string(replicas_) + ")",
+      [this] { abort(); });
 }
 
 // One byte each way on every channel, in a single group: the connections are
@@ -161,7 +206,7 @@ void NcclTransport::connectChannels() {
   size_t slot = 0;
   for (auto &[key, end] : channels_) {
     char *byte = static_cast<char *>(bytes.get()) + slot++;
-    bool sender = int(key >> 33) == rank_;
+    bool sender = int(key >> 33) == pipelineRank_;
     if (sender)
       PIPERT_NCCL(ncclSend(byte, 1, ncclUint8, end.peer, end.comm, stream), end.comm);
     else
@@ -243,6 +288,30 @@ void NcclTransport::syncGradients(const std::vector<LocalSyncGroup> &groups, dou
   copyFirstToOthers(groups, stream);
 }
 
+// A second group: the first's sums must be complete before they are summed
+// over the replicas (one stream orders the two).
+void NcclTransport::syncReplicas(const std::map<int, std::vector<DeviceGradient>> &byChunk,
+                                 cudaStream_t stream) {
+  if (replicas_ == 1)
+    return;
+  std::vector<ncclComm_t> comms;
+  PIPERT_NCCL(ncclGroupStart(), nullptr);
+  for (const auto &[chunk, gradients] : byChunk) {
+    auto it = expertGroups_.find(chunk);
+    if (it == expertGroups_.end())
+      throw CudaError(whoAmI() + " has no expert group for chunk " + std::to_string(chunk));
+    for (const DeviceGradient &grad : gradients)
+      if (!grad.expertSharded)
+        PIPERT_NCCL(ncclAllReduce(grad.data, grad.data, grad.rows * grad.cols, ncclFloat, ncclSum,
+                                  it->second, stream),
+                    it->second);
+    comms.push_back(it->second);
+  }
+  ncclResult_t ended = ncclGroupEnd();
+  PIPERT_NCCL(ended, nullptr);
+  settle(ended, comms, "the all-reduces of gradients over the expert-parallel replicas");
+}
+
 void NcclTransport::poll() {
   std::vector<ncclComm_t> comms{world_};
   for (const UniqueComm &comm : owned_)
@@ -256,6 +325,7 @@ void NcclTransport::abort() {
   abortComm(world_);
   channels_.clear(); // their communicators are gone
   syncGroups_.clear();
+  expertGroups_.clear();
 }
 
 } // namespace pipert::cuda

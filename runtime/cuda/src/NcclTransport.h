@@ -3,7 +3,12 @@
 //   - one two-rank communicator per channel (sender, receiver, kind), as the
 //     deadlock check's model has it: a channel's sends and receives are
 //     matched in order, and never queue behind another channel's;
-//   - one per gradient-sync group of a replicated stage, for ncclAllReduce.
+//   - one per gradient-sync group of a replicated stage, for ncclAllReduce;
+//   - with expert parallelism (N pipeline replicas), one per expert group: the
+//     (rank, chunk) slot in every replica, for the MoE all-to-alls and for
+//     summing the replicated weights' gradients over the replicas.
+// World rank g runs pipeline rank g % P of replica g / P (world = P x N):
+// replica e's channels and sync groups are its own, split apart by color.
 // Every first connection is made at start-up in one group call, so no rank's
 // host ever blocks connecting while its peer connects a different channel.
 //
@@ -21,6 +26,7 @@
 #include "pipert/Program.h"
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,8 +34,12 @@ namespace pipert::cuda {
 
 class NcclTransport final : public Transport {
 public:
-  NcclTransport(const Program &program, const ProcessGroup &group, double timeoutSeconds);
+  // `replicas`: the pipeline replicas of expert parallelism (--ep), 1 without.
+  NcclTransport(const Program &program, const ProcessGroup &group, double timeoutSeconds,
+                int replicas = 1);
   const char *name() const override { return "nccl"; }
+  // The expert group of this rank's chunk `chunk` (needs replicas > 1).
+  std::shared_ptr<ExpertExchange> expertExchange(int chunk);
 
   void send(uint32_t id, void *data, size_t bytes, cudaStream_t stream) override;
   bool canReceive(uint32_t) const override { return true; }
@@ -38,6 +48,8 @@ public:
   // ranks, and the loss over the world, in one NCCL group.
   void syncGradients(const std::vector<LocalSyncGroup> &groups, double *loss,
                      cudaStream_t stream) override;
+  void syncReplicas(const std::map<int, std::vector<DeviceGradient>> &byChunk,
+                    cudaStream_t stream) override;
   void poll() override;
   void abort() override;
 
@@ -49,6 +61,7 @@ private:
   void initWorld(const ncclUniqueId &id);
   void splitChannels(const Program &program);
   void splitSyncGroups(const Program &program);
+  void splitExpertGroups(const Program &program);
   // One round of ncclCommSplit; returns this rank's new communicator or null.
   ncclComm_t split(int color, int key, ncclConfig_t &config, const std::string &what);
   void connectChannels();
@@ -60,12 +73,14 @@ private:
   std::string whoAmI() const; // "rank 3 (world 8)"
 
   int rank_, worldSize_;
+  int pipelineRank_, replica_, replicas_;
   double timeoutSeconds_;
   UniqueComm world_;
   std::vector<UniqueComm> owned_;         // split communicators, for poll and abort
   std::map<uint64_t, Endpoint> channels_; // channel key -> this rank's end
   std::vector<uint64_t> messageChannel_;  // message id -> channel key
   std::map<uint32_t, ncclComm_t> syncGroups_;
+  std::map<int, ncclComm_t> expertGroups_; // by chunk
 };
 
 } // namespace pipert::cuda

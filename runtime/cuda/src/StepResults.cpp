@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <set>
 
 namespace pipert::cuda {
 
@@ -47,6 +48,29 @@ GradientSet<double> StepRunner::gradients() {
   return set;
 }
 
+// Per stage this process holds (its first copy), the sum of squares of the
+// replicated parameters' gradients and of its experts' shard: with every
+// replica's lines, the global gradient norm the CPU runtime prints (each
+// replicated parameter counted once, each replica's experts once).
+void StepRunner::printGradientSquares() {
+  std::set<int> seen;
+  for (auto &rank : ranks_)
+    for (auto &[chunk, stage] : rank->stages()) {
+      if (!seen.insert(stage->stageIndex()).second)
+        continue;
+      double squares[2] = {0, 0}; // replicated, experts
+      for (const DeviceGradient &g : stage->gradients()) {
+        std::vector<float> host(g.rows * g.cols);
+        PIPERT_CUDA(cudaMemcpy(host.data(), g.data, host.size() * sizeof(float),
+                               cudaMemcpyDeviceToHost));
+        for (float x : host)
+          squares[g.expertSharded] += double(x) * double(x);
+      }
+      std::printf("gradient squares of stage %d: replicated %.17g, experts %.17g\n",
+                  stage->stageIndex(), squares[0], squares[1]);
+    }
+}
+
 // The ops' CUDA-event times of the last eager step with --trace, in the trace's form.
 std::vector<OpTiming> StepRunner::timings() {
   std::vector<OpTiming> out;
@@ -63,13 +87,20 @@ std::vector<OpTiming> StepRunner::timings() {
 int StepRunner::check(double loss, const GradientSet<double> &got) {
   ModelSpec model = modelSpec();
   auto stages = makeAllStages<double>(model);
-  BatchSpec batch{program_.numMicrobatches, options_.seq, options_.hidden, options_.seed + 1};
+  // Every replica's micro-batches: the gradients are summed over the replicas.
+  BatchSpec batch{program_.numMicrobatches * options_.ep, options_.seq, options_.hidden,
+                  options_.seed + 1};
   ReferenceResult<double> reference = Reference<double>(stagePointers(stages)).run(batch);
-  // With NCCL a process holds some stages: compare those.
-  GradientSet<double> want = reference.gradients;
-  for (size_t s = 0; s < want.size(); ++s)
-    if (got[s].empty())
-      want[s].clear();
+  // With NCCL a process holds some stages, and with expert parallelism only
+  // its replica's share of their experts: compare those.
+  GradientSet<double> want;
+  for (size_t s = 0; s < reference.gradients.size(); ++s) {
+    want.emplace_back();
+    for (NamedTensor<double> &g : reference.gradients[s])
+      if (std::any_of(got[s].begin(), got[s].end(),
+                      [&](const NamedTensor<double> &h) { return h.name == g.name; }))
+        want.back().push_back(std::move(g));
+  }
   double tolerance = options_.tolerance > 0 ? options_.tolerance
                                             : options_.dtype == DType::F32 ? 1e-4 : 5e-2;
   double lossError = std::abs(loss - reference.loss) / std::max(std::abs(reference.loss), 1e-300);

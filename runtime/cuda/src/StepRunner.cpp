@@ -26,6 +26,21 @@ const char *modelName(ModelKind kind) {
   return kind == ModelKind::Mlp ? "mlp" : kind == ModelKind::Moe ? "moe" : "empty";
 }
 
+// Where a CPU MoE stage sits in its expert group, to build it with that
+// participant's shard; it is only copied to the device, never run.
+class ShardOnly final : public AllToAll<double> {
+public:
+  ShardOnly(int rank, int size) : rank_(rank), size_(size) {}
+  int size() const override { return size_; }
+  int rank() const override { return rank_; }
+  std::vector<TokenBlock<double>> exchange(std::vector<TokenBlock<double>>) override {
+    throw std::logic_error("the CPU copy of a GPU stage exchanged tokens");
+  }
+
+private:
+  int rank_, size_;
+};
+
 } // namespace
 
 StepRunner::StepRunner(const Program &program, const StreamProgram &streams,
@@ -41,6 +56,8 @@ StepRunner::StepRunner(const Program &program, const StreamProgram &streams,
       throw std::runtime_error("local rank " + std::to_string(group_.localRank) + " (from " +
                                group_.launcher + ") but only " + std::to_string(devices) +
                                " CUDA devices");
+    pipelineRank_ = group_.rank % program.numRanks;
+    replica_ = group_.rank / program.numRanks;
   }
   PIPERT_CUDA(cudaSetDevice(device_));
   // Keep freed memory in the pool: steps reuse it instead of returning it to
@@ -67,7 +84,9 @@ StepRunner::StepRunner(const Program &program, const StreamProgram &streams,
   done_ = makeEvent();
   stepStart_ = makeEvent(cudaEventDefault); // timed
   if (nccl_) {
-    transport_ = std::make_unique<NcclTransport>(program, group_, options.timeoutSeconds);
+    auto nccl = std::make_unique<NcclTransport>(program, group_, options.timeoutSeconds, options.ep);
+    ncclTransport_ = nccl.get();
+    transport_ = std::move(nccl);
   } else {
     transport_ = std::make_unique<InProcessTransport>(program.numMessages);
   }
@@ -84,13 +103,17 @@ ModelSpec StepRunner::modelSpec() const {
 void StepRunner::uploadData() {
   if (options_.model == ModelKind::Empty)
     return;
-  BatchSpec batch{program_.numMicrobatches, options_.seq, options_.hidden, options_.seed + 1};
+  // Expert-parallel replica e runs micro-batches e*M .. e*M+M-1 of the global
+  // batch, as the CPU runtime's replicas do.
+  BatchSpec batch{program_.numMicrobatches * options_.ep, options_.seq, options_.hidden,
+                  options_.seed + 1};
   validateBatch(batch);
   size_t bytes = shared_.activationBytes;
   for (int mb = 0; mb < program_.numMicrobatches; ++mb)
     for (auto *list : {&shared_.inputs, &shared_.targets}) {
-      Tensor<double> host = list == &shared_.inputs ? microBatchInput<double>(batch, mb)
-                                                    : microBatchTarget<double>(batch, mb);
+      int global = replica_ * program_.numMicrobatches + mb;
+      Tensor<double> host = list == &shared_.inputs ? microBatchInput<double>(batch, global)
+                                                    : microBatchTarget<double>(batch, global);
       data_.push_back(allocateDevice(bytes));
       uploadActivation(std::vector<double>(host.data(), host.data() + host.size()),
                        data_.back(), options_.dtype, origin_);
@@ -102,7 +125,7 @@ void StepRunner::uploadData() {
 void StepRunner::buildRanks() {
   ModelSpec model = modelSpec();
   for (int r = 0; r < program_.numRanks; ++r) {
-    if (nccl_ && r != group_.rank)
+    if (nccl_ && r != pipelineRank_)
       continue;
     std::map<int, std::unique_ptr<GpuStage>> stages;
     const RankTable &table = program_.ranks[r];
@@ -111,10 +134,17 @@ void StepRunner::buildRanks() {
         const ProgramOp &op = table.ops[i];
         if (stages.count(op.chunk))
           continue;
-        // Same seed and stage index: every copy starts identical to the reference's.
-        std::unique_ptr<Stage<double>> cpu = makeStage<double>(model, op.stage);
-        stages[op.chunk] =
-            makeGpuStage(*cpu, model.stages[size_t(op.stage)], shared_.tokens, options_.dtype);
+        // Same seed and stage index: every copy starts identical to the
+        // reference's (an MoE stage: this replica's shard of its experts).
+        std::shared_ptr<ExpertExchange> experts;
+        std::shared_ptr<AllToAll<double>> shard;
+        if (options_.ep > 1 && model.stages[size_t(op.stage)].kind == StageKind::Moe) {
+          experts = ncclTransport_->expertExchange(op.chunk);
+          shard = std::make_shared<ShardOnly>(experts->rank(), experts->size());
+        }
+        std::unique_ptr<Stage<double>> cpu = makeStage<double>(model, op.stage, shard);
+        stages[op.chunk] = makeGpuStage(*cpu, model.stages[size_t(op.stage)], shared_.tokens,
+                                        options_.dtype, experts);
       }
     ranks_.push_back(std::make_unique<RankExecutor>(r, shared_, *transport_, std::move(stages)));
   }
@@ -190,6 +220,13 @@ void StepRunner::syncGradients() {
       groups.push_back(std::move(local));
   }
   transport_->syncGradients(groups, ranks_[0]->deviceLoss(), origin_);
+  if (options_.ep > 1 && options_.model != ModelKind::Empty) {
+    std::map<int, std::vector<DeviceGradient>> byChunk;
+    for (auto &rank : ranks_)
+      for (auto &[chunk, stage] : rank->stages())
+        byChunk[chunk] = stage->gradients();
+    transport_->syncReplicas(byChunk, origin_);
+  }
 }
 
 // Waits for the origin stream, polling for asynchronous errors; after
@@ -262,6 +299,17 @@ StepRunner::StepTimes StepRunner::graphStep() {
   return times;
 }
 
+// " (rank 3)", or with expert parallelism where rank 3 sits; "" in-process.
+std::string StepRunner::whichRank() const {
+  if (!nccl_)
+    return "";
+  std::string text = " (rank " + std::to_string(group_.rank);
+  if (options_.ep > 1)
+    text += ": pipeline rank " + std::to_string(pipelineRank_) + " of expert-parallel replica " +
+            std::to_string(replica_) + " of " + std::to_string(options_.ep);
+  return text + ")";
+}
+
 int StepRunner::run() {
   cudaDeviceProp properties;
   PIPERT_CUDA(cudaGetDeviceProperties(&properties, device_));
@@ -270,7 +318,7 @@ int StepRunner::run() {
               program_.name, program_.parameters, program_.numRanks, program_.numStages,
               program_.numMicrobatches, modelName(options_.model), dtypeName(options_.dtype),
               options_.hidden, options_.seq, transport_->name(),
-              nccl_ ? (" (rank " + std::to_string(group_.rank) + ")").c_str() : "",
+              whichRank().c_str(),
               properties.name, options_.serialPairs ? "; overlap pairs serial" : "");
   int64_t ops = totalOps();
   bool timing = !options_.tracePath.empty();
@@ -290,6 +338,8 @@ int StepRunner::run() {
   if (timing && !writeTrace(tracePath, program_, timings()))
     return 2;
   GradientSet<double> eagerGradients = gradients();
+  if (options_.ep > 1)
+    printGradientSquares();
   std::printf("eager: %.3f ms per step, %.2f us per op\n", last.totalMicros / 1000,
               last.totalMicros / double(std::max<int64_t>(ops, 1)));
 

@@ -46,6 +46,8 @@ private:
   int check(double loss, const GradientSet<double> &gradients);
   std::vector<OpTiming> timings();
   int64_t totalOps() const;
+  std::string whichRank() const;
+  void printGradientSquares();
 
   // Declared in the order they are made, so they go in reverse: the ranks
   // before the transport and the streams their work runs on.
@@ -54,6 +56,9 @@ private:
   const CudaOptions &options_;
   ProcessGroup group_;
   bool nccl_;
+  // This process's pipeline rank and expert-parallel replica (NCCL: world
+  // rank g is pipeline rank g % P of replica g / P).
+  int pipelineRank_ = 0, replica_ = 0;
   int device_ = 0; // this process's CUDA device
   cudaMemPool_t pool_ = nullptr; // the device's default pool
   UniqueStream origin_;
@@ -61,6 +66,7 @@ private:
   std::vector<DeviceMemory> data_; // inputs and targets, referenced by shared_
   StepInputs shared_;
   std::unique_ptr<Transport> transport_;
+  NcclTransport *ncclTransport_ = nullptr; // transport_, when it is NCCL
   std::vector<std::unique_ptr<RankExecutor>> ranks_;
   UniqueGraphExec graph_;
 };

@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,10 @@ public:
   // (this process's share, on the device) with the whole step's loss.
   virtual void syncGradients(const std::vector<LocalSyncGroup> &groups, double *loss,
                              cudaStream_t stream) = 0;
+  // With expert parallelism, enqueued after syncGradients: each local stage's
+  // gradients (by chunk), experts' excepted, summed over that (rank, chunk)
+  // slot in every pipeline replica. One replica: nothing to do.
+  virtual void syncReplicas(const std::map<int, std::vector<DeviceGradient>> &, cudaStream_t) {}
   // Throws CudaError when the transport saw an asynchronous failure.
   virtual void poll() {}
   // Makes any blocked transfer fail instead of hanging (ncclCommAbort).

@@ -40,6 +40,9 @@ static const OptionParser &parser() {
        "after the last step, write parameters and optimizer state to DIR"},
       {"load", K::Text, "DIR", nullptr, 0, 0,
        "resume from the checkpoint in DIR: --steps more steps"},
+      // Comparison with the CUDA program.
+      {"no-attention", K::Flag, "", nullptr, 0, 0,
+       "stages without attention, the model the CUDA program runs"},
   }),
       "exit status: 0 ok; 1 check failed (loss, gradients or peak activations differ from\n"
       "the reference or the prediction); 2 bad usage, invalid program table or I/O error;\n"
@@ -122,6 +125,7 @@ bool parseRunOptions(int argc, char **argv, RunOptions &o, int &status) {
   o.timeoutSeconds = v.number("timeout");
   o.dropMessage = v.given("drop-message") ? v.integer("drop-message") : -1;
   o.tolerance = v.given("tolerance") ? v.number("tolerance") : -1;
+  o.attention = !v.flag("no-attention");
   if (!parseTrainingOptions(v, o, status))
     return false;
   if (static_cast<long long>(o.seq) * o.microBatchSize > (1 << 24))

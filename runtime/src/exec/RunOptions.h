@@ -31,6 +31,8 @@ struct RunOptions {
   std::string dataPath;       // --data: token ids; empty: synthetic data
   int dataBytes = 2;          // --data-dtype uint16|uint32
   std::string savePath, loadPath; // --save DIR, --load DIR
+  // --no-attention: stages without attention, as the CUDA program builds them.
+  bool attention = true;
 };
 
 // Parses argv; on error or --help prints to stderr and returns false with `status` set.

@@ -18,6 +18,7 @@
 
 #include "pipert/Model.h"
 #include "pipert/SubOp.h"
+#include "pipert/cuda/ExpertExchange.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -44,6 +45,7 @@ struct DeviceGradient {
   std::string name;
   float *data;
   size_t rows, cols;
+  bool expertSharded = false; // an expert's: each expert-parallel replica holds its own
 };
 
 class GpuStage {
@@ -78,12 +80,14 @@ private:
 };
 
 // The device twin of `cpu` (a DenseStage without attention, or an MoeStage
-// without attention and a single-participant all-to-all): same parameters,
-// copied from it. `tokens` is the rows of every activation. Throws
-// std::invalid_argument for a stage kind or option the GPU does not support
-// (attention).
+// without attention): same parameters, copied from it. `tokens` is the rows of
+// every activation. An MoE stage's dispatch and combine go through `experts`
+// (null: all experts local), and `cpu` must hold that participant's shard.
+// Throws std::invalid_argument for a stage kind or option the GPU does not
+// support (attention) or a shard that does not match `experts`.
 std::unique_ptr<GpuStage> makeGpuStage(Stage<double> &cpu, const StageSpec &spec, int tokens,
-                                       DType dtype);
+                                       DType dtype,
+                                       std::shared_ptr<ExpertExchange> experts = nullptr);
 
 // The loss of the last stage: loss += sum((y - t)^2) / (tokens * hidden) in
 // fp64 on the device, and dy = 2 (y - t) / (tokens * hidden), as pipert's
