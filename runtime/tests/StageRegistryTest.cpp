@@ -136,7 +136,7 @@ TEST_CASE("the registry refuses empty, built-in, malformed and duplicate names",
   CHECK(stageRegistrationErrors().empty()); // refusals by the throwing call are not recorded
 }
 
-TEST_CASE("--model names a provider; an unknown one lists what the program has", "[runtime][stages]") {
+TEST_CASE("the model option selects a provider by name and an unknown name lists the registered ones", "[runtime][stages]") {
   registerTestProviders();
   CHECK(parseStatus({"--model", "test_square"}) == 0);
   int status = 0;
