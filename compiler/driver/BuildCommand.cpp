@@ -8,11 +8,14 @@
 // (exit 1) and its output is printed. The generated source is named from a
 // sanitised stem of the schedule's file name: the name reaches the compiler's
 // line markers, where a newline would start a preprocessor directive.
+// --stage-source files (driver/StageSources) are compiled alongside and linked
+// in as objects.
 #include "driver/Commands.h"
 #include "driver/Reporting.h"
 
 #include "driver/BuildTools.h"
 #include "driver/EmitProgram.h"
+#include "driver/StageSources.h"
 #include "support/SafeText.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -80,6 +83,8 @@ bool canWriteExecutable(const std::string &output) {
 int runBuild(const std::string &file, const BuildArgs &build, const CommonArgs &args) {
   if (!canWriteExecutable(build.output))
     return kExitUsage;
+  if (!stageSourcesReadable(build.stageSources)) // --stage-source
+    return kExitUsage;
 
   // A program runs only what the checks proved.
   Compilation compilation(file);
@@ -115,9 +120,15 @@ int runBuild(const std::string &file, const BuildArgs &build, const CommonArgs &
       }))
     return kExitUsage;
 
+  // The user's stages (--stage-source), compiled first so their errors come alone.
+  std::vector<std::string> stageObjects;
+  if (int status = userStageObjects(toolchain, build.stageSources, std::string(scratch.path), stageObjects))
+    return status;
+
   std::vector<std::string> command = toolchain.compiler;
   command.insert(command.end(), toolchain.flags.begin(), toolchain.flags.end());
   command.push_back(std::string(source));
+  command.insert(command.end(), stageObjects.begin(), stageObjects.end());
   command.insert(command.end(), toolchain.libraries.begin(), toolchain.libraries.end());
   command.push_back("-o");
   command.push_back(build.output);

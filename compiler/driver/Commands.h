@@ -96,6 +96,7 @@ struct BuildArgs {
   BuildTarget target = BuildTarget::Cpu;
   std::string output;     // -o EXE
   std::string keepSource; // --keep-source DIR: write the generated C++ there and keep it
+  std::vector<std::string> stageSources; // --stage-source FILE: the user's stages, linked in (CPU)
 };
 
 int runBuild(const std::string &file, const BuildArgs &build, const CommonArgs &args);

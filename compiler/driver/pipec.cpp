@@ -224,6 +224,11 @@ cl::opt<std::string> BuildOutput("o", cl::desc("The executable to write"), cl::R
 cl::opt<std::string> KeepSource("keep-source",
                                 cl::desc("Write the generated C++ into DIR and keep it"),
                                 cl::value_desc("dir"), cl::sub(BuildCmd), cl::cat(Category));
+cl::list<std::string> StageSources(
+    "stage-source",
+    cl::desc("Compile and link the user's stages (C++ registering them with PIPERT_REGISTER_STAGES); "
+             "the program selects them with --model NAME (CPU only; repeatable)"),
+    cl::value_desc("file.cpp"), cl::sub(BuildCmd), cl::cat(Category));
 
 // --- import --------------------------------------------------------------------
 enum class ImportSource { TorchCsv };
@@ -444,6 +449,11 @@ bool validateBuild() {
   if (!costOption().empty() && BuildBackend != pipec::BuildTarget::Cuda)
     return conflict(costOption(), "--target cpu",
                     "only --target cuda uses costs (for its overlap plans)");
+  if (given(StageSources) && BuildBackend == pipec::BuildTarget::Cuda)
+    return conflict("--stage-source", "--target cuda", "user stages run on the CPU runtime");
+  for (const std::string &source : StageSources)
+    if (source.empty() || pipec::commentSafe(source) != source)
+      return usage("--stage-source expects a file name without control characters");
   return true;
 }
 
@@ -659,7 +669,9 @@ int dispatch(int argc, char **argv) {
   }
   if (!validateBuild())
     return pipec::kExitUsage;
-  return pipec::runBuild(BuildFile, {BuildBackend, BuildOutput, KeepSource}, args);
+  pipec::BuildArgs build{BuildBackend, BuildOutput, KeepSource};
+  build.stageSources = StageSources;
+  return pipec::runBuild(BuildFile, build, args);
 }
 
 // A report, document or table that could not be written in full (a closed pipe,

@@ -30,24 +30,45 @@ ModelSpec providedModel(const StageProvider &provider, int stages, StageRequest 
   return model;
 }
 
+// What the runtime relies on in a stage's parameters: the reference check,
+// gradient sync and checkpoints pair copies by name and step them in place.
+template <typename T> static void checkParameters(const std::string &who, Stage<T> &stage) {
+  std::vector<Parameter<T>> params = stage.parameters();
+  for (size_t p = 0; p < params.size(); ++p) {
+    const Parameter<T> &param = params[p];
+    std::string what = who + ": parameter " + std::to_string(p) + " ('" + param.name + "')";
+    if (param.name.empty())
+      throw std::invalid_argument(what + " has no name");
+    if (!param.value || !param.grad)
+      throw std::invalid_argument(what + " has no value or no gradient tensor");
+    if (!param.grad->sameShape(*param.value))
+      throw std::invalid_argument(what + " is " + param.value->shapeString() + " but its gradient is " +
+                                  param.grad->shapeString());
+    if (param.expertSharded)
+      throw std::invalid_argument(what + " is marked expert-sharded; only the built-in MoE stages shard");
+    for (size_t q = 0; q < p; ++q)
+      if (params[q].name == param.name)
+        throw std::invalid_argument(what + " has the name of parameter " + std::to_string(q));
+  }
+}
+
 // A user stage, checked for what the executors rely on.
 template <typename T>
 static std::unique_ptr<Stage<T>> makeProvidedStage(const ModelSpec &model, int stageIndex) {
   const StageProvider &provider = *model.provider;
+  const std::string who = "stage provider '" + provider.name + "'";
   const StageMaker<T> &make = stageMaker<T>(provider);
   if (!make)
-    throw std::invalid_argument("stage provider '" + provider.name + "' has no " +
-                                (sizeof(T) == 4 ? "fp32" : "fp64") + " stages");
+    throw std::invalid_argument(who + " has no " + (sizeof(T) == 4 ? "fp32" : "fp64") + " stages");
   StageRequest request = model.request;
   request.stageIndex = stageIndex;
   std::unique_ptr<Stage<T>> stage = make(request);
   if (!stage)
-    throw std::invalid_argument("stage provider '" + provider.name + "' built no stage " +
-                                std::to_string(stageIndex));
+    throw std::invalid_argument(who + " built no stage " + std::to_string(stageIndex) + " (null)");
   if (stage->stageIndex() != stageIndex)
-    throw std::invalid_argument("stage provider '" + provider.name + "' built stage " +
-                                std::to_string(stage->stageIndex()) + " when asked for stage " +
-                                std::to_string(stageIndex));
+    throw std::invalid_argument(who + " built stage " + std::to_string(stage->stageIndex()) +
+                                " when asked for stage " + std::to_string(stageIndex));
+  checkParameters(who + ", stage " + std::to_string(stageIndex), *stage);
   return stage;
 }
 

@@ -56,7 +56,8 @@ std::string runIdentity(const Program &program, const RunOptions &options, int t
                 "schedule %s (%s), %d ranks, %d stages, %d micro-batches; model %s, hidden %d, "
                 "%d tokens per micro-batch, %d expert-parallel replicas; optimizer %s",
                 program.name, program.parameters, program.numRanks, program.numStages,
-                program.numMicrobatches, options.moe ? "moe" : "mlp", options.hidden, tokens,
+                program.numMicrobatches,
+                options.provider.empty() ? (options.moe ? "moe" : "mlp") : options.provider.c_str(), options.hidden, tokens,
                 options.ep, options.optimizer.kind == OptimizerKind::AdamW ? "adamw" : "sgd");
   return text;
 }

@@ -26,6 +26,17 @@ void Stage<T>::forwardPart(int mb, SubOp part, const Tensor<T> &input, Tensor<T>
                                 " with at least one token");
   tracker_.forwardPart(mb, part, input.rows());
   runForwardPart(mb, part, input, output);
+  if (part == kForwardParts.back())
+    checkGiven(mb, "forward gave an output", output, outputWidth_);
+}
+
+template <typename T>
+void Stage<T>::checkGiven(int mb, const char *what, const Tensor<T> &given, int width) const {
+  const size_t tokens = tracker_.tokens(mb);
+  if (given.rows() != tokens || given.cols() != static_cast<size_t>(width))
+    throw std::logic_error(tracker_.owner() + ", micro-batch " + std::to_string(mb) + ": " + what + " of " +
+                           given.shapeString() + ", expected " + std::to_string(tokens) + "x" +
+                           std::to_string(width) + " (tokens x width)");
 }
 
 template <typename T>
@@ -38,6 +49,8 @@ void Stage<T>::backwardPart(int mb, SubOp part, const Tensor<T> &gradOutput, Ten
                                 std::to_string(tracker_.tokens(mb)) + "x" + std::to_string(outputWidth_));
   const bool last = tracker_.backwardPart(mb, part, when);
   runBackwardPart(mb, part, gradOutput, gradInput, when);
+  if (last)
+    checkGiven(mb, "backward gave an input gradient", gradInput, inputWidth_);
   if (last && when == WeightGrad::Now) {
     releaseMicroBatch(mb);
     tracker_.finish(mb);

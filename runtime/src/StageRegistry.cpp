@@ -1,8 +1,9 @@
-// The stage provider registry (see StageRegistry.h). A function-local map, so
-// registration from other translation units' static initialisers is safe.
+// The stage provider registry (see StageRegistry.h). Function-local statics,
+// so registration from other translation units' static initialisers is safe
+// whatever their order.
 #include "pipert/StageRegistry.h"
 
-#include <algorithm>
+#include <cctype>
 #include <map>
 #include <stdexcept>
 
@@ -13,16 +14,49 @@ static std::map<std::string, StageProvider> &providers() {
   return registry;
 }
 
+static std::vector<std::string> &registrationErrors() {
+  static std::vector<std::string> errors;
+  return errors;
+}
+
+// A name that reads as one word on a command line and in messages.
+static bool wellFormedName(const std::string &name) {
+  for (char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.')
+      return false;
+  return !name.empty();
+}
+
 bool registerStageProvider(StageProvider provider) {
   const std::string &name = provider.name;
-  if (name.empty() || name == "mlp" || name == "moe" || name == "empty")
-    throw std::invalid_argument("stage provider name '" + name + "' is empty or a built-in model");
+  if (name.empty())
+    throw std::invalid_argument("a stage provider has an empty name");
+  if (name == "mlp" || name == "moe" || name == "empty")
+    throw std::invalid_argument("stage provider name '" + name + "' is a built-in model's");
+  if (!wellFormedName(name))
+    throw std::invalid_argument("stage provider name '" + name +
+                                "' may hold only letters, digits, '_', '-' and '.'");
   if (!provider.makeFloat && !provider.makeDouble)
-    throw std::invalid_argument("stage provider '" + name + "' builds no stages");
-  if (!providers().emplace(name, std::move(provider)).second)
+    throw std::invalid_argument("stage provider '" + name + "' builds no stages (no fp32 or fp64 maker)");
+  if (providers().count(name))
     throw std::invalid_argument("stage provider '" + name + "' is registered twice");
+  providers().emplace(name, std::move(provider));
   return true;
 }
+
+bool registerStageProviderAtStartup(StageProvider provider) noexcept {
+  try {
+    return registerStageProvider(std::move(provider));
+  } catch (const std::exception &e) {
+    try {
+      registrationErrors().push_back(e.what());
+    } catch (...) { // out of memory before main: nothing better to do
+    }
+    return false;
+  }
+}
+
+std::vector<std::string> stageRegistrationErrors() { return registrationErrors(); }
 
 const StageProvider *findStageProvider(const std::string &name) {
   auto it = providers().find(name);
@@ -31,16 +65,9 @@ const StageProvider *findStageProvider(const std::string &name) {
 
 std::vector<std::string> stageProviderNames() {
   std::vector<std::string> names;
-  for (const auto &[name, provider] : providers())
-    names.push_back(name);
+  for (const auto &entry : providers())
+    names.push_back(entry.first);
   return names; // std::map keeps them sorted
-}
-
-template <> const StageMaker<float> &stageMaker<float>(const StageProvider &provider) {
-  return provider.makeFloat;
-}
-template <> const StageMaker<double> &stageMaker<double>(const StageProvider &provider) {
-  return provider.makeDouble;
 }
 
 } // namespace pipert

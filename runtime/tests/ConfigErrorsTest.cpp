@@ -103,5 +103,5 @@ TEST_CASE("bad batches and stage lists throw invalid_argument", "[runtime]") {
   DenseConfig wide = smallDense();
   wide.hidden = 8;
   DenseStage<double> other(wide, {1, 1});
-  requireInvalid([&] { (void)Reference<double>({stages[0].get(), &other}); }, "stage 1 has hidden size 8, stage 0 has 6");
+  requireInvalid([&] { (void)Reference<double>({stages[0].get(), &other}); }, "stage 1 takes 8 columns, stage 0 gives 6");
 }

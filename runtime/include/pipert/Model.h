@@ -42,7 +42,9 @@ ModelSpec builtinModel(int stages, uint64_t seed, int hidden, bool moe, bool att
 ModelSpec providedModel(const StageProvider &provider, int stages, StageRequest request);
 
 // Stage `stageIndex` of `model`; comm is used by MoE stages (null: local).
-// Throws std::invalid_argument for an index outside the model or a bad config.
+// Throws std::invalid_argument for an index outside the model or a bad config,
+// and for a provider's stage that is missing, has another index, or lists
+// parameters without a unique name or with a gradient shaped unlike its value.
 template <typename T>
 std::unique_ptr<Stage<T>> makeStage(const ModelSpec &model, int stageIndex,
                                     std::shared_ptr<AllToAll<T>> comm = nullptr);

@@ -85,6 +85,9 @@ static bool parseTrainingOptions(const OptionValues &v, RunOptions &o, int &stat
 
 // --model: a built-in model or a stage provider linked into this program.
 static bool parseModel(const OptionValues &v, RunOptions &o, int &status) {
+  std::vector<std::string> broken = stageRegistrationErrors();
+  if (!broken.empty())
+    return parser().fail("this program's stage providers did not register: " + broken.front(), status);
   const std::string &model = v.text("model");
   o.moe = model == "moe";
   o.empty = model == "empty";
