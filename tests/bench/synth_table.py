@@ -98,7 +98,7 @@ def cost_flags(costs, per_rank):
     flags = []
     for name, value in costs.items():
         scaled = value if name == "p2p" else value / per_rank
-        flags += ["--cost", f"{name}={scaled:.9g}"]
+        flags += ["--cost", f"{name}={float(scaled)!r}"]  # exact: sums stay consistent
     return flags
 
 
