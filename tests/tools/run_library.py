@@ -17,6 +17,7 @@ SIZES = {
     "1f1b": lambda p: [p, p + 2],
     "interleaved_1f1b": lambda p: [p, 2 * p],
     "zb_h1": lambda p: [p, p + 2],
+    "zb_h2": lambda p: [p, 2 * p + 1],
     "zbv": lambda p: [p, 2 * p + 1],
     "chimera": lambda p: [p, 2 * p],
     "dualpipe": lambda p: [2 * p, 2 * p + 2],

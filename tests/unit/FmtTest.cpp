@@ -138,7 +138,7 @@ TEST_CASE("fmt: files with syntax errors are not formatted", "[fmt]") {
 
 TEST_CASE("fmt: the library is formatted", "[fmt]") {
   for (const char *name : {"1f1b", "chimera", "dualpipe", "dualpipev", "gpipe",
-                           "interleaved_1f1b", "zb_h1", "zbv"}) {
+                           "interleaved_1f1b", "zb_h1", "zb_h2", "zbv"}) {
     INFO(name);
     std::string source = readExample(name);
     CHECK(format(source) == source);

@@ -70,7 +70,8 @@ TEST_CASE("encoded tables of every library schedule decode to the same tables", 
   };
   for (Case c : {Case{"gpipe", 4, 6}, Case{"1f1b", 4, 8}, Case{"1f1b", 1, 3},
                  Case{"interleaved_1f1b", 4, 8}, Case{"zb_h1", 4, 8}, Case{"zbv", 4, 9},
-                 Case{"chimera", 4, 8}, Case{"dualpipe", 4, 10}, Case{"dualpipev", 8, 32}})
+                 Case{"chimera", 4, 8}, Case{"dualpipe", 4, 10}, Case{"dualpipev", 8, 32},
+                 Case{"zb_h2", 4, 10}})
     for (bool streams : {false, true}) {
       INFO(c.name << " P=" << c.P << " M=" << c.M << (streams ? " with streams" : ""));
       pipert::ProgramData original = libraryTables(c.name, c.P, c.M, streams);

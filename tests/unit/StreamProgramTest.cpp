@@ -305,7 +305,8 @@ TEST_CASE("stream programs of every library schedule respect every dependency", 
   const Case cases[] = {{"gpipe", 4, 6},    {"1f1b", 4, 6},   {"interleaved_1f1b", 4, 8},
                         {"zb_h1", 4, 6},    {"zbv", 4, 9},    {"chimera", 4, 8},
                         {"dualpipe", 4, 10}, {"dualpipe", 8, 20}, {"dualpipev", 4, 9},
-                        {"dualpipev", 8, 17}, {"1f1b", 2, 2},  {"dualpipe", 2, 4}};
+                        {"dualpipev", 8, 17}, {"1f1b", 2, 2},  {"dualpipe", 2, 4},
+                        {"zb_h2", 4, 10}};
   std::mt19937 random(20261130);
   enum Costs { DefaultSplit, Measured, Zero };
   for (const Case &c : cases)
