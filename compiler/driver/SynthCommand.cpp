@@ -7,6 +7,7 @@
 
 #include "cost/CostInput.h"
 #include "interop/PipeWriter.h"
+#include "synth/ExactSynth.h"
 #include "synth/Synthesize.h"
 
 #include "llvm/ADT/StringRef.h"
@@ -70,6 +71,12 @@ int runSynth(const SynthArgs &args) {
   if (!parseFamily(args.placement, request.family))
     return usage("--placement expects one, interleaved, v or bidirectional, got '" +
                  args.placement + "'");
+  // --exact: its model has one copy of each stage and runs single ops.
+  if (args.exact && request.family == synth::PlacementFamily::Bidirectional)
+    return usage("--exact does not support --placement bidirectional (two copies of each "
+                 "stage); use one, interleaved or v, or drop --exact");
+  if (args.exact && args.overlap)
+    return usage("--exact does not support --overlap (F&B pairs); drop one of them");
   if (request.family == synth::PlacementFamily::Bidirectional)
     return usage("--placement bidirectional (two copies, DualPipe's placement) is not "
                  "supported yet; use one, interleaved or v");
@@ -119,9 +126,9 @@ int runSynth(const SynthArgs &args) {
   request.iterations = args.iterations;
   request.commandLine = escapeForComment(args.commandLine);
 
-  synth::SynthOutcome outcome = synthesize(request, [](const std::string &line) {
-    llvm::errs() << "pipec synth: " << line << "\n";
-  });
+  auto progress = [](const std::string &line) { llvm::errs() << "pipec synth: " << line << "\n"; };
+  synth::SynthOutcome outcome =
+      args.exact ? synth::synthesizeExact(request, progress).synth : synthesize(request, progress);
   if (!outcome.ok) {
     llvm::errs() << outcome.error;
     if (!outcome.error.empty() && outcome.error.back() != '\n')
