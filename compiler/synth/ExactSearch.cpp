@@ -32,6 +32,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
 
 namespace pipec::synth {
 
@@ -125,6 +126,20 @@ public:
     orders_.assign(l.ranks, {});
     nextF_.assign(l.stages, 0);
     toPlace_ = int(order_.size());
+    // held: the least time one micro-batch's activations of a stage stay on
+    // its rank, from the start of its F to the end of its W (or B).
+    std::vector<double> headF(l.stages), headI(l.stages);
+    for (int s = 0; s < l.stages; ++s)
+      headF[s] = s == 0 ? 0 : headF[s - 1] + dur_[p.opId(kF, s - 1, 0)] + transfer_[p.opId(kF, s - 1, 0)];
+    for (int s = l.stages - 1; s >= 0; --s)
+      headI[s] = s + 1 == l.stages ? headF[s] + dur_[p.opId(kF, s, 0)]
+                                   : headI[s + 1] + dur_[p.opId(kI, s + 1, 0)] + transfer_[p.opId(kI, s + 1, 0)];
+    shortestHeld_.assign(l.ranks, kNone);
+    for (int s = 0; s < l.stages; ++s) {
+      int id = p.opId(kI, s, 0);
+      double held = headI[s] - headF[s] + dur_[id] + (merged_ ? 0 : dur_[p.weightOf(id)]);
+      shortestHeld_[l.stageRank[s]] = std::min(shortestHeld_[l.stageRank[s]], held);
+    }
   }
 
   ExactResult run(const RankOrders *start, double startSpan, double knownBound) {
@@ -258,7 +273,8 @@ private:
 
   // A lower bound on every completion of the current prefix: each unplaced op
   // starts no earlier than the last one placed, its rank's free time and its
-  // inputs' earliest arrival (a message also queues behind its channel's last);
+  // inputs' earliest arrival (a message also queues behind its channel's last)
+  // and, for a forward, the end of the stage's forward before it;
   // then it and its tail must run (the critical path); and each rank must run
   // its unplaced ops one at a time between those earliest starts and tails,
   // which takes at least the best schedule that may interrupt ops (Jackson's
@@ -285,9 +301,12 @@ private:
           h = std::max(h, at);
         }
       }
+      // A stage's forwards run in micro-batch order (the symmetry cut).
+      if (p_.kindOf(id) == kF && p_.mbOf(id) > 0 && !placed_[id - 1])
+        h = std::max(h, head_[id - 1] + dur_[id - 1]);
       head_[id] = h;
       bound = std::max(bound, h + dur_[id] + tail_[id]);
-      rankOps_.push_back({r, h, dur_[id], tail_[id]});
+      rankOps_.push_back({r, h, dur_[id], tail_[id], p_.kindOf(id) == kF});
     }
     std::sort(rankOps_.begin(), rankOps_.end(), [](const RankOp &a, const RankOp &b) {
       return a.rank != b.rank ? a.rank < b.rank : a.head < b.head;
@@ -295,9 +314,67 @@ private:
     for (size_t first = 0, last; first < rankOps_.size(); first = last) {
       for (last = first; last < rankOps_.size() && rankOps_[last].rank == rankOps_[first].rank;)
         ++last;
+      bound = std::max(bound, forwardWindowBound(first, last));
       bound = std::max(bound, preemptiveBound(first, last));
     }
+    for (int r = 0; r < p_.layout.ranks; ++r)
+      bound = std::max(bound, budgetBound(r));
     return bound;
+  }
+
+  // The budget as B slots on rank r: an activation held now frees its slot no
+  // earlier than its W can end; each forward still to come takes a slot from
+  // its earliest start for at least the shortest held time. With equal
+  // lengths, giving each (by earliest start) the slot that frees first is
+  // optimal, so the last slot it frees bounds the makespan.
+  double budgetBound(int r) {
+    slots_.clear();
+    starts_.clear();
+    for (int s : p_.layout.rankStages[r])
+      for (int m = nextF_[s]; m < p_.microbatches; ++m)
+        starts_.push_back(head_[p_.opId(kF, s, m)]);
+    if (starts_.empty() || int64_t(starts_.size()) <= p_.budget - live_[r])
+      return 0; // every one gets a slot of its own: the path bound covers it
+    for (int s : p_.layout.rankStages[r])
+      for (int m = 0; m < nextF_[s]; ++m) {
+        int w = merged_ ? p_.opId(kI, s, m) : p_.opId(kW, s, m);
+        if (!placed_[w])
+          slots_.push_back(head_[w] + dur_[w]);
+      }
+    for (int64_t k = live_[r]; k < p_.budget && slots_.size() < starts_.size() + live_[r]; ++k)
+      slots_.push_back(0);
+    std::sort(starts_.begin(), starts_.end());
+    auto later = std::greater<double>();
+    std::make_heap(slots_.begin(), slots_.end(), later);
+    double end = 0;
+    for (double start : starts_) {
+      std::pop_heap(slots_.begin(), slots_.end(), later);
+      slots_.back() = std::max(slots_.back(), start) + shortestHeld_[r];
+      end = std::max(end, slots_.back());
+      std::push_heap(slots_.begin(), slots_.end(), later);
+    }
+    return end;
+  }
+
+  // Before the earliest I or W of a rank can start, it runs only forwards, and
+  // at most as many as its budget has room for (each stays until its W, after
+  // that moment); whatever else it has to do runs after that moment.
+  double forwardWindowBound(size_t first, size_t last) const {
+    int r = rankOps_[first].rank;
+    double firstBackward = kNone, work = 0, longestForward = 0;
+    for (size_t i = first; i < last; ++i) {
+      const RankOp &op = rankOps_[i];
+      work += op.dur;
+      if (op.forward)
+        longestForward = std::max(longestForward, op.dur);
+      else
+        firstBackward = std::min(firstBackward, op.head);
+    }
+    double from = std::max(lastStart_, free_[r]);
+    if (firstBackward == kNone || firstBackward <= from)
+      return 0;
+    double room = double(p_.budget - live_[r]) * longestForward;
+    return firstBackward + work - std::min(firstBackward - from, room);
   }
 
   // Jackson's preemptive schedule of rankOps_[first, last) (sorted by head):
@@ -380,6 +457,7 @@ private:
   struct RankOp {
     int rank;
     double head, dur, tail;
+    bool forward;
   };
 
   const SynthProblem &p_;
@@ -401,6 +479,7 @@ private:
   std::vector<int> nextF_; // per stage: the micro-batch whose F comes next
   std::vector<RankOp> rankOps_;
   std::vector<size_t> ready_; // a heap of rankOps_ indices, longest tail first
+  std::vector<double> shortestHeld_, slots_, starts_;
   // The result so far.
   double ub_ = kNone;
   RankOrders best_;

@@ -13,6 +13,10 @@
 //     classes with head >= h and tail >= q, over every h and q of the rank's
 //     classes, covers the best warm-up (a rank holding a late stage waits for
 //     it) and cool-down (an early I still has its chain back to stage 0).
+//   window: before the rank's earliest I can start (min headI), it runs only
+//     forwards, and at most B of them (each stays until its W, after that
+//     moment), so at most min(that wait, the B longest forwards) of its work
+//     is done by then; the rest of its work follows.
 //   budget: the activations of stage s for micro-batch m stay on the rank from
 //     the start of F(s, m) to the end of W(s, m), at least held(s) = the round
 //     trip from F(s) down to the last stage and back to I(s), plus W(s). The
@@ -86,6 +90,18 @@ double lowerBound(const SynthProblem &p) {
         if (any)
           bound = std::max(bound, h.head + M * work + q.tail);
       }
+    double firstBackward = headI[stages.front()], allWork = 0;
+    std::vector<double> forwards;
+    for (int s : stages) {
+      firstBackward = std::min(firstBackward, headI[s]);
+      allWork += M * (c.F[s] + c.I[s] + c.W[s]);
+      forwards.push_back(c.F[s]);
+    }
+    std::sort(forwards.rbegin(), forwards.rend());
+    double room = 0;
+    for (int64_t k = 0; k < std::min<int64_t>(p.budget, int64_t(M) * int64_t(stages.size())); ++k)
+      room += forwards[size_t(k / p.microbatches)];
+    bound = std::max(bound, firstBackward + allWork - std::min(firstBackward - firstHead, room));
     double budget = double(p.budget), units = M * double(stages.size());
     bound = std::max(bound, firstHead + M * held / budget);
     bound = std::max(bound, firstHead + std::ceil(units / budget) * shortestHeld);
