@@ -2,6 +2,8 @@
 // searches for a schedule of the family within the budget and writes it as an
 // explicit .pipe file. Bad flags are usage errors (exit 2); a budget nothing
 // fits, or a result that pipec check would reject, is exit 1 with the reason.
+// With --exact, the heuristic's result is then improved until proven optimal
+// (or --time runs out), on the placements and ops its model has.
 #include "driver/Commands.h"
 #include "driver/Reporting.h"
 
