@@ -105,6 +105,11 @@ int runSynth(const SynthArgs &args) {
   if (3 * chunks * request.ranks * request.microbatches > kMaxSynthOps)
     return usage("P * M * chunks is too large for a search (at most " +
                  std::to_string(kMaxSynthOps / 3) + " stage micro-batches)");
+  // The exact search descends one level per op: keep it to sizes it can prove.
+  constexpr int64_t kMaxExactStageMicrobatches = 1000;
+  if (args.exact && chunks * request.ranks * request.microbatches > kMaxExactStageMicrobatches)
+    return usage("--exact is for small problems: P * M * chunks must be at most " +
+                 std::to_string(kMaxExactStageMicrobatches) + " stage micro-batches");
   if (args.output.empty())
     return usage("-o expects a file name, got ''");
 
