@@ -121,6 +121,7 @@ struct SynthArgs {
   uint64_t seed = 1, iterations = 50000;
   double seconds = 60;
   std::string commandLine;        // recorded in the output's header
+  bool exact = false;             // --exact: prove the schedule optimal
 };
 
 int runSynth(const SynthArgs &args);

@@ -2,11 +2,14 @@
 // searches for a schedule of the family within the budget and writes it as an
 // explicit .pipe file. Bad flags are usage errors (exit 2); a budget nothing
 // fits, or a result that pipec check would reject, is exit 1 with the reason.
+// With --exact, the heuristic's result is then improved until proven optimal
+// (or --time runs out), on the placements and ops its model has.
 #include "driver/Commands.h"
 #include "driver/Reporting.h"
 
 #include "cost/CostInput.h"
 #include "interop/PipeWriter.h"
+#include "synth/ExactSynth.h"
 #include "synth/Synthesize.h"
 
 #include "llvm/ADT/StringRef.h"
@@ -70,6 +73,12 @@ int runSynth(const SynthArgs &args) {
   if (!parseFamily(args.placement, request.family))
     return usage("--placement expects one, interleaved, v or bidirectional, got '" +
                  args.placement + "'");
+  // --exact: its model has one copy of each stage and runs single ops.
+  if (args.exact && request.family == synth::PlacementFamily::Bidirectional)
+    return usage("--exact does not support --placement bidirectional (two copies of each "
+                 "stage); use one, interleaved or v, or drop --exact");
+  if (args.exact && args.overlap)
+    return usage("--exact does not support --overlap (F&B pairs); drop one of them");
   if (request.family == synth::PlacementFamily::Bidirectional)
     return usage("--placement bidirectional (two copies, DualPipe's placement) is not "
                  "supported yet; use one, interleaved or v");
@@ -96,6 +105,11 @@ int runSynth(const SynthArgs &args) {
   if (3 * chunks * request.ranks * request.microbatches > kMaxSynthOps)
     return usage("P * M * chunks is too large for a search (at most " +
                  std::to_string(kMaxSynthOps / 3) + " stage micro-batches)");
+  // The exact search descends one level per op: keep it to sizes it can prove.
+  constexpr int64_t kMaxExactStageMicrobatches = 1000;
+  if (args.exact && chunks * request.ranks * request.microbatches > kMaxExactStageMicrobatches)
+    return usage("--exact is for small problems: P * M * chunks must be at most " +
+                 std::to_string(kMaxExactStageMicrobatches) + " stage micro-batches");
   if (args.output.empty())
     return usage("-o expects a file name, got ''");
 
@@ -119,9 +133,9 @@ int runSynth(const SynthArgs &args) {
   request.iterations = args.iterations;
   request.commandLine = escapeForComment(args.commandLine);
 
-  synth::SynthOutcome outcome = synthesize(request, [](const std::string &line) {
-    llvm::errs() << "pipec synth: " << line << "\n";
-  });
+  auto progress = [](const std::string &line) { llvm::errs() << "pipec synth: " << line << "\n"; };
+  synth::SynthOutcome outcome =
+      args.exact ? synth::synthesizeExact(request, progress).synth : synthesize(request, progress);
   if (!outcome.ok) {
     llvm::errs() << outcome.error;
     if (!outcome.error.empty() && outcome.error.back() != '\n')

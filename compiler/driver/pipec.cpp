@@ -279,6 +279,8 @@ cl::opt<double> SynthTime("time", cl::desc("Stop the search after this many seco
                           cl::cat(Category));
 cl::opt<uint64_t> SynthIterations("iterations", cl::desc("Local-search moves to try (the deterministic budget)"),
                                   cl::init(50000), cl::sub(SynthCmd), cl::cat(Category));
+cl::opt<bool> SynthExact("exact", cl::desc("Search for a proven optimal schedule (small sizes; --time bounds it)"),
+                         cl::sub(SynthCmd), cl::cat(Category));
 cl::opt<std::string> SynthOutput("o", cl::desc("Output file (default: standard output)"),
                                  cl::value_desc("file.pipe"), cl::init("-"), cl::sub(SynthCmd),
                                  cl::cat(Category));
@@ -592,6 +594,7 @@ int runSynthCommand(int argc, char **argv) {
   synth.overlap = SynthOverlap;
   synth.split = !SynthNoSplit;
   synth.seed = SynthSeed;
+  synth.exact = SynthExact;
   synth.seconds = SynthTime;
   synth.iterations = SynthIterations;
   synth.commandLine = "pipec";
