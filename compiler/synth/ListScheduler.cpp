@@ -26,10 +26,17 @@ struct State {
   State(const SynthProblem &problem, int slack) : p(problem) {
     const Layout &l = p.layout;
     for (int r = 0; r < l.ranks; ++r) {
-      int64_t chunks = int64_t(l.rankStages[r].size());
+      int64_t chunks = 0;
+      for (int m = 0; m < p.microbatches; ++m)
+        chunks = std::max<int64_t>(chunks, l.stagesOn(r, m));
+      // A rank's distance from the pipeline's entry: its rank, or for a second
+      // flow entering at the other end, the smaller of the two.
+      int depth = r;
+      for (const FlowLayout &flow : l.flows)
+        depth = std::min(depth, flow.stageRank[0] == 0 ? r : l.ranks - 1 - r);
       limit.push_back(slack < 0 ? p.budget
                                 : std::min<int64_t>(p.budget, std::max<int64_t>(
-                                      chunks, chunks * (l.ranks - r) + slack)));
+                                      chunks, chunks * (l.ranks - depth) + slack)));
     }
     end.assign(p.numOps(), -1);
     free.assign(l.ranks, 0);
@@ -41,7 +48,7 @@ struct State {
     available.assign(l.ranks, {});
     orders.assign(l.ranks, {});
     for (int m = 0; m < p.microbatches; ++m)
-      available[l.stageRank[0]].push_back(p.opId(kF, 0, m));
+      available[l.rankOf(0, m)].push_back(p.opId(kF, 0, m));
   }
 
   int channelOf(int from, int to, int gradient) const {
@@ -50,20 +57,20 @@ struct State {
   // The input message of `id` and its channel, or -1 when its inputs are local.
   int inputChannel(int id, int &producer) const {
     const Layout &l = p.layout;
-    int kind = p.kindOf(id), s = p.stageOf(id), m = p.mbOf(id), r = l.stageRank[s];
-    if (kind == kF && s > 0 && l.stageRank[s - 1] != r) {
+    int kind = p.kindOf(id), s = p.stageOf(id), m = p.mbOf(id), r = l.rankOf(s, m);
+    if (kind == kF && s > 0 && l.rankOf(s - 1, m) != r) {
       producer = p.opId(kF, s - 1, m);
-      return channelOf(l.stageRank[s - 1], r, 0);
+      return channelOf(l.rankOf(s - 1, m), r, 0);
     }
-    if (kind == kI && s + 1 < l.stages && l.stageRank[s + 1] != r) {
+    if (kind == kI && s + 1 < l.stages && l.rankOf(s + 1, m) != r) {
       producer = p.opId(kI, s + 1, m);
-      return channelOf(l.stageRank[s + 1], r, 1);
+      return channelOf(l.rankOf(s + 1, m), r, 1);
     }
     return -1;
   }
   double earliestStart(int id) const {
     const Layout &l = p.layout;
-    int kind = p.kindOf(id), s = p.stageOf(id), m = p.mbOf(id), r = l.stageRank[s];
+    int kind = p.kindOf(id), s = p.stageOf(id), m = p.mbOf(id), r = l.rankOf(s, m);
     double at = free[r];
     auto input = [&](int dep) {
       double t = end[dep];
@@ -82,7 +89,7 @@ struct State {
   bool allowed(int id) const {
     int r = p.rankOf(id), m = p.mbOf(id);
     if (p.kindOf(id) == kF && !admitted[r][m] &&
-        live[r] + reserved[r] + int64_t(p.layout.rankStages[r].size()) > limit[r])
+        live[r] + reserved[r] + p.layout.stagesOn(r, m) > limit[r])
       return false;
     int producer;
     int c = inputChannel(id, producer);
@@ -101,25 +108,27 @@ struct State {
       if (s > 0 && end[p.opId(kF, s - 1, m)] >= 0) add(p.opId(kI, s - 1, m));
     }
   }
-  void commit(int id, double start) {
+  // Runs `id` from `start` to `finish`; `entry` is what the rank's order records.
+  void commit(int id, double start) { commit(id, start + p.duration(id), id); }
+  void commit(int id, double finish, int entry) {
     const Layout &l = p.layout;
-    int kind = p.kindOf(id), s = p.stageOf(id), m = p.mbOf(id), r = l.stageRank[s];
-    end[id] = free[r] = start + p.duration(id);
-    orders[r].push_back(id);
+    int kind = p.kindOf(id), s = p.stageOf(id), m = p.mbOf(id), r = l.rankOf(s, m);
+    end[id] = free[r] = finish;
+    orders[r].push_back(entry);
     auto &avail = available[r];
     avail.erase(std::find(avail.begin(), avail.end(), id));
     if (kind == kF) {
       if (!admitted[r][m]) {
         admitted[r][m] = 1;
-        reserved[r] += int64_t(l.rankStages[r].size());
+        reserved[r] += l.stagesOn(r, m);
       }
       --reserved[r];
       ++live[r];
-      if (s + 1 < l.stages && l.stageRank[s + 1] != r)
-        channel[channelOf(r, l.stageRank[s + 1], 0)].push_back(id);
+      if (s + 1 < l.stages && l.rankOf(s + 1, m) != r)
+        channel[channelOf(r, l.rankOf(s + 1, m), 0)].push_back(id);
     } else if (kind == kI) {
-      if (s > 0 && l.stageRank[s - 1] != r)
-        channel[channelOf(r, l.stageRank[s - 1], 1)].push_back(id);
+      if (s > 0 && l.rankOf(s - 1, m) != r)
+        channel[channelOf(r, l.rankOf(s - 1, m), 1)].push_back(id);
     } else {
       --live[r];
     }
@@ -130,6 +139,35 @@ struct State {
     release(id);
   }
 };
+
+// With --overlap: runs `op` (an F or an I that could start at `start`) as a
+// pair with an op of the other kind on its rank when that finishes both sooner
+// than running them one after the other; returns the ops committed (0: none).
+int pairUp(State &state, int op, double start) {
+  const SynthProblem &p = state.p;
+  int r = p.rankOf(op), want = p.kindOf(op) == kF ? kI : kF;
+  int best = -1;
+  double bestFinish = 0;
+  bool bestWhole = false;
+  for (int other : state.available[r]) {
+    if (p.kindOf(other) != want || p.mbOf(other) == p.mbOf(op) || !state.allowed(other))
+      continue;
+    int f = want == kF ? other : op, i = want == kF ? op : other;
+    bool whole = p.pairTakesW(f, i);
+    double alone = p.duration(f) + p.duration(i) + (whole ? p.duration(p.weightOf(i)) : 0);
+    double finish = std::max(start, state.earliestStart(other)) + p.pairDuration(f, i, whole);
+    if (finish < start + alone - 1e-9 && (best < 0 || finish < bestFinish - 1e-12))
+      best = other, bestFinish = finish, bestWhole = whole;
+  }
+  if (best < 0)
+    return 0;
+  int f = want == kF ? best : op, i = want == kF ? op : best;
+  state.commit(f, bestFinish, f | SynthProblem::kPaired);
+  state.commit(i, bestFinish, i);
+  if (bestWhole)
+    state.commit(p.weightOf(i), bestFinish, p.weightOf(i));
+  return bestWhole ? 3 : 2;
+}
 
 } // namespace
 
@@ -185,6 +223,13 @@ std::optional<RankOrders> listSchedule(const SynthProblem &p, const ListVariant 
     }
     if (bestOp < 0)
       return std::nullopt; // stuck: nothing can run within the budget
+    if (p.overlap && p.kindOf(bestOp) != kW) {
+      int partners = pairUp(state, bestOp, bestStart);
+      if (partners) {
+        committed += partners;
+        continue;
+      }
+    }
     state.commit(bestOp, bestStart);
     ++committed;
     if (!p.split && p.kindOf(bestOp) == kI) { // a B: its W at once

@@ -5,8 +5,9 @@
 #include "driver/Compilation.h"
 #include "sim/Simulator.h"
 #include "synth/Evaluator.h"
+#include "synth/FilePlacement.h"
 #include "synth/ListScheduler.h"
-#include "synth/LowerBound.h"
+#include "synth/SearchBound.h"
 #include "synth/SynthWriter.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -33,10 +34,10 @@ std::string fixed(double value, int decimals) {
   return text;
 }
 
-std::string scheduleName(const SynthRequest &r) {
-  static const char *family[] = {"one", "interleaved", "v", "bidirectional"};
-  return std::string("synth_") + family[int(r.family)] + "_P" + std::to_string(r.ranks) +
-         "_M" + std::to_string(r.microbatches);
+std::string scheduleName(const SynthRequest &r, const std::string &fileSchedule) {
+  static const char *family[] = {"one", "interleaved", "v", "bidirectional", ""};
+  std::string base = r.family == PlacementFamily::File ? fileSchedule : family[int(r.family)];
+  return "synth_" + base + "_P" + std::to_string(r.ranks) + "_M" + std::to_string(r.microbatches);
 }
 
 // Every op in an order that respects all dependencies (forwards down the
@@ -45,11 +46,11 @@ RankOrders topologicalOrders(const SynthProblem &p) {
   RankOrders orders(p.layout.ranks);
   for (int s = 0; s < p.layout.stages; ++s)
     for (int m = 0; m < p.microbatches; ++m)
-      orders[p.layout.stageRank[s]].push_back(p.opId(kF, s, m));
+      orders[p.layout.rankOf(s, m)].push_back(p.opId(kF, s, m));
   for (int s = p.layout.stages - 1; s >= 0; --s)
     for (int m = 0; m < p.microbatches; ++m) {
-      orders[p.layout.stageRank[s]].push_back(p.opId(kI, s, m));
-      orders[p.layout.stageRank[s]].push_back(p.opId(kW, s, m));
+      orders[p.layout.rankOf(s, m)].push_back(p.opId(kI, s, m));
+      orders[p.layout.rankOf(s, m)].push_back(p.opId(kW, s, m));
     }
   return orders;
 }
@@ -97,21 +98,41 @@ SynthOutcome synthesize(const SynthRequest &request,
                                 std::chrono::duration<double>(request.seconds));
   SynthOutcome outcome;
   SynthProblem p;
-  p.layout = makeLayout(request.family, request.ranks, request.chunks, outcome.error);
-  if (!outcome.error.empty())
-    return outcome;
-  p.microbatches = request.microbatches;
+  SynthRequest shape = request; // ranks and micro-batches as the placement has them
+  std::string fileSchedule;
+  if (request.family == PlacementFamily::File) {
+    FileLayout file = layoutFromFile(request.placementFile, request.defines, kMaxRanks,
+                                     kMaxMicrobatches, outcome.error);
+    if (!outcome.error.empty())
+      return outcome;
+    p.layout = std::move(file.layout);
+    shape.ranks = p.layout.ranks;
+    shape.microbatches = file.microbatches;
+    fileSchedule = file.name;
+    if (3 * int64_t(p.layout.stages) * shape.microbatches > kMaxOps) {
+      outcome.error = "--placement " + request.placementFile + ": stages * M is too large for a "
+                      "search (at most " + std::to_string(kMaxOps / 3) + " stage micro-batches)";
+      return outcome;
+    }
+  } else {
+    p.layout = makeLayout(request.family, request.ranks, request.chunks, request.microbatches,
+                          outcome.error);
+    if (!outcome.error.empty())
+      return outcome;
+  }
+  p.microbatches = shape.microbatches;
   p.budget = request.budget;
   p.split = request.split;
+  p.overlap = request.overlap;
   p.seed = request.seed;
   p.seconds = request.seconds;
   p.iterations = request.iterations;
-  std::string name = scheduleName(request);
+  std::string name = scheduleName(shape, fileSchedule);
 
   // The costs, as the front end resolves them for this layout.
   const int S = p.layout.stages;
   p.costs = {std::vector<double>(S, 1), std::vector<double>(S, 1), std::vector<double>(S, 0),
-             std::vector<double>(S, 0)};
+             std::vector<double>(S, 0), {}, {}};
   std::vector<double> backward(S, 1);
   CheckOptions unbudgeted;
   unbudgeted.costs = request.costs;
@@ -127,7 +148,17 @@ SynthOutcome synthesize(const SynthRequest &request,
     p.costs.W[s] = p.split ? model.op(OpKind::W, s) : 0;
     p.costs.transfer[s] = model.transfer(s);
   }
-  outcome.bound = lowerBound(p);
+  if (p.overlap) {
+    p.costs.pairI.assign(size_t(S) * S, 0);
+    p.costs.pairB.assign(size_t(S) * S, 0);
+    for (int f = 0; f < S; ++f)
+      for (int b = 0; b < S; ++b) {
+        size_t at = size_t(f) * S + b;
+        p.costs.pairB[at] = model.pair(f, OpKind::B, b);
+        p.costs.pairI[at] = p.split ? model.pair(f, OpKind::I, b) : p.costs.pairB[at];
+      }
+  }
+  outcome.bound = searchBound(p);
 
   // Construct, keep the few best distinct starts, improve each (local search
   // stalls on plateaus, so other starts get a shorter walk too).
