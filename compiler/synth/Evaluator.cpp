@@ -64,7 +64,7 @@ bool Evaluator::channelsInOrder(const RankOrders &orders) {
     }
   for (size_t c = 0; c < channels; ++c)
     if (sent_[c] != received_[c]) {
-      why_ = "messages received out of their channel's order";
+      why_ = kChannelOrder;
       return false;
     }
   return true;

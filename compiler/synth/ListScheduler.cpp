@@ -22,6 +22,9 @@ struct State {
   RankOrders orders;
 
   std::vector<int64_t> limit;                 // rank -> activations it may admit up to
+  // Admission: a micro-batch enters a rank only with room for all its stages
+  // there (no budget deadlock); else only the budget itself is kept.
+  bool reserve = true;
 
   State(const SynthProblem &problem, int slack) : p(problem) {
     const Layout &l = p.layout;
@@ -88,8 +91,9 @@ struct State {
   }
   bool allowed(int id) const {
     int r = p.rankOf(id), m = p.mbOf(id);
-    if (p.kindOf(id) == kF && !admitted[r][m] &&
-        live[r] + reserved[r] + p.layout.stagesOn(r, m) > limit[r])
+    if (p.kindOf(id) == kF && (reserve ? !admitted[r][m] && live[r] + reserved[r] +
+                                              p.layout.stagesOn(r, m) > limit[r]
+                                        : live[r] >= limit[r]))
       return false;
     int producer;
     int c = inputChannel(id, producer);
@@ -235,6 +239,232 @@ std::optional<RankOrders> listSchedule(const SynthProblem &p, const ListVariant 
     if (!p.split && p.kindOf(bestOp) == kI) { // a B: its W at once
       int w = p.weightOf(bestOp);
       state.commit(w, state.earliestStart(w));
+      ++committed;
+    }
+  }
+  return std::move(state.orders);
+}
+
+} // namespace pipec::synth
+
+namespace pipec::synth {
+
+namespace {
+
+// The lanes of rank r, a stage of a flow each, in pipeline order (its first
+// stage first): the micro-batches of each as op ids of `kind`, ascending.
+std::vector<std::vector<int>> lanes(const SynthProblem &p, int r, int kind) {
+  const Layout &l = p.layout;
+  std::vector<std::pair<int, int>> keys; // (stage, first micro-batch)
+  std::vector<std::vector<int>> out;
+  for (int s = 0; s < l.stages; ++s)
+    for (int m = 0; m < p.microbatches; ++m) {
+      if (l.rankOf(s, m) != r)
+        continue;
+      int flow = l.flowOf(m);
+      size_t at = 0;
+      while (at < keys.size() && !(keys[at].first == s && l.flowOf(keys[at].second) == flow))
+        ++at;
+      if (at == keys.size()) {
+        keys.emplace_back(s, m);
+        out.emplace_back();
+      }
+      out[at].push_back(p.opId(kind, s, m));
+    }
+  return out; // stages ascending: the pipeline order on this rank
+}
+
+// One rank's forwards (or backwards, given the lanes reversed) in the order a
+// sequence rule takes them.
+std::vector<int> sequenceOf(const std::vector<std::vector<int>> &lanes,
+                            PhasedVariant::Sequence rule, int lead, int group,
+                            std::array<int, 3> phases = {}, bool ownFirst = false) {
+  if (rule == PhasedVariant::Sequence::Phases && lanes.size() != 2)
+    rule = PhasedVariant::Sequence::Lead;
+  std::vector<int> out;
+  std::vector<size_t> next(lanes.size(), 0);
+  auto take = [&](size_t lane, int count) {
+    for (int i = 0; i < count && next[lane] < lanes[lane].size(); ++i)
+      out.push_back(lanes[lane][next[lane]++]);
+  };
+  size_t total = 0;
+  for (const auto &lane : lanes)
+    total += lane.size();
+  if (rule == PhasedVariant::Sequence::Lead && !lanes.empty())
+    take(0, lead);
+  if (rule == PhasedVariant::Sequence::Phases && lanes.size() == 2) {
+    take(0, phases[0]);
+    for (int i = 0; i < phases[1]; ++i) {
+      take(ownFirst ? 0 : 1, 1);
+      take(ownFirst ? 1 : 0, 1);
+    }
+    take(1, phases[2]);
+    // In turn; a stage with no forwards left still has its turn (-1), in
+    // which the rank runs only the backward, as ZB-V's steady state does.
+    size_t skipped = 0;
+    while (out.size() - skipped < total)
+      for (size_t lane : {0, 1}) {
+        size_t before = out.size();
+        take(lane, 1);
+        if (out.size() == before && out.size() - skipped < total)
+          out.push_back(-1), ++skipped;
+      }
+  }
+  while (out.size() < total) {
+    if (rule == PhasedVariant::Sequence::Lead)
+      for (size_t j = lanes.size(); j-- > 0;)
+        take(j, 1);
+    else
+      for (size_t j = 0; j < lanes.size(); ++j)
+        take(j, group);
+  }
+  return out;
+}
+
+} // namespace
+
+std::optional<RankOrders> phasedSchedule(const SynthProblem &p, const PhasedVariant &variant) {
+  State state(p, -1);
+  state.reserve = false; // the warm-ups decide; a stuck variant is dropped
+  const Layout &l = p.layout;
+  const int ranks = l.ranks;
+  std::vector<int> total(ranks, 0), forwards(ranks, 0), inputs(ranks, 0), pendingW(ranks, 0);
+  std::vector<char> lastWasForward(ranks, 0);
+  for (int s = 0; s < l.stages; ++s)
+    for (int m = 0; m < p.microbatches; ++m)
+      ++total[l.rankOf(s, m)];
+  // A smaller key is preferred among ops that could start at the same time.
+  auto key = [&](int id) {
+    int kind = p.kindOf(id), s = p.stageOf(id), m = p.mbOf(id);
+    if (kind == kF)
+      return variant.depthFirst ? int64_t(l.stages - s) * p.microbatches + m
+                                : int64_t(m) * l.stages + (l.stages - s);
+    return int64_t(m) * l.stages + (kind == kI ? l.stages - s : s);
+  };
+  // Static sequences of forwards and backwards per rank, with a cursor each.
+  bool ordered = variant.sequence != PhasedVariant::Sequence::Arrival;
+  std::vector<std::vector<int>> sequence[2];
+  std::vector<size_t> cursor[2] = {std::vector<size_t>(ranks, 0), std::vector<size_t>(ranks, 0)};
+  if (ordered)
+    for (int r = 0; r < ranks; ++r)
+      for (int kind : {kF, kI}) {
+        auto laneOps = lanes(p, r, kind);
+        if (kind == kI)
+          std::reverse(laneOps.begin(), laneOps.end());
+        int lead = kind == kF ? variant.leadF[r] : variant.leadI[r];
+        auto rule = variant.sequence;
+        if (rule == PhasedVariant::Sequence::Phases && kind == kI)
+          rule = PhasedVariant::Sequence::Lead;
+        sequence[kind].push_back(sequenceOf(laneOps, rule, lead, ranks,
+                                            kind == kF ? variant.phaseF[r] : std::array<int, 3>{},
+                                            variant.ownFirst));
+      }
+  // The kind rank r takes next: warm-up forwards, then forwards and backwards
+  // in turn, a W whenever more than `defer` are held back; the rest at the end.
+  auto wanted = [&](int r) {
+    bool draining = variant.drainInputs && forwards[r] == total[r] && inputs[r] < total[r];
+    if ((pendingW[r] > variant.defer[r] && !draining) ||
+        (forwards[r] == total[r] && inputs[r] == total[r]))
+      return pendingW[r] ? int(kW) : -1;
+    if (forwards[r] < std::min(variant.warmup[r], total[r]))
+      return int(kF);
+    if (forwards[r] == total[r])
+      return int(kI);
+    if (inputs[r] == total[r])
+      return int(kF);
+    if (!lastWasForward[r] && ordered) { // a skipped turn counts as the forward
+      std::vector<int> &seq = sequence[kF][r];
+      size_t &at = cursor[kF][r];
+      while (at < seq.size() && seq[at] >= 0 && state.end[seq[at]] >= 0)
+        ++at;
+      if (at < seq.size() && seq[at] < 0) {
+        ++at;
+        lastWasForward[r] = 1;
+      }
+    }
+    return lastWasForward[r] ? int(kI) : int(kF);
+  };
+  auto best = [&](int r, int kind, double &start, bool anyOrder = false) {
+    if (ordered && kind != kW && !anyOrder) {
+      const std::vector<int> &seq = sequence[kind][r];
+      size_t &at = cursor[kind][r];
+      while (at < seq.size() && seq[at] >= 0 && state.end[seq[at]] >= 0)
+        ++at;
+      if (at == seq.size())
+        return -1;
+      int id = seq[at];
+      auto &avail = state.available[r];
+      if (std::find(avail.begin(), avail.end(), id) == avail.end() || !state.allowed(id))
+        return -1;
+      start = state.earliestStart(id);
+      return id;
+    }
+    int choice = -1;
+    for (int id : state.available[r]) {
+      if (p.kindOf(id) != kind || !state.allowed(id))
+        continue;
+      double at = state.earliestStart(id);
+      if (choice < 0 || at < start - 1e-12 || (at < start + 1e-12 && key(id) < key(choice)))
+        choice = id, start = at;
+    }
+    return choice;
+  };
+  auto record = [&](int id) {
+    int r = p.rankOf(id), kind = p.kindOf(id);
+    if (kind == kF) // the turns start with a forward after the warm-up
+      ++forwards[r], lastWasForward[r] = forwards[r] > variant.warmup[r];
+    else if (kind == kI)
+      ++inputs[r], ++pendingW[r], lastWasForward[r] = 0;
+    else
+      --pendingW[r];
+  };
+  for (int committed = 0, totalOps = p.numOps(); committed < totalOps;) {
+    int bestOp = -1;
+    double bestStart = 0;
+    for (int r = 0; r < ranks; ++r) {
+      int kind = wanted(r);
+      if (kind < 0)
+        continue;
+      double start = 0;
+      int choice = best(r, kind, start);
+      // A W fills the wait for the op the rank wants, when it fits.
+      double wStart = 0;
+      int w = kind != kW && pendingW[r] ? best(r, kW, wStart) : -1;
+      if (w >= 0 && (choice < 0 || wStart + p.duration(w) <= start + 1e-12))
+        choice = w, start = wStart;
+      if (choice >= 0 && (bestOp < 0 || start < bestStart - 1e-12))
+        bestOp = choice, bestStart = start;
+    }
+    if (bestOp < 0) {
+      // The wanted kinds cannot run (memory or order): take any op that can.
+      for (int r = 0; r < ranks; ++r)
+        for (int kind : {kI, kW, kF}) {
+          double start = 0;
+          int choice = best(r, kind, start, true);
+          if (choice >= 0 && (bestOp < 0 || start < bestStart - 1e-12))
+            bestOp = choice, bestStart = start;
+        }
+      if (bestOp < 0)
+        return std::nullopt;
+    }
+    int r = p.rankOf(bestOp);
+    if (p.overlap && p.kindOf(bestOp) != kW) {
+      size_t before = state.orders[r].size();
+      int partners = pairUp(state, bestOp, bestStart);
+      if (partners) {
+        for (size_t i = before; i < state.orders[r].size(); ++i)
+          record(SynthProblem::idOf(state.orders[r][i]));
+        committed += partners;
+        continue;
+      }
+    }
+    state.commit(bestOp, bestStart);
+    record(bestOp);
+    ++committed;
+    if (!p.split && p.kindOf(bestOp) == kI) { // a B: its W at once
+      int w = p.weightOf(bestOp);
+      state.commit(w, state.earliestStart(w));
+      record(w);
       ++committed;
     }
   }

@@ -89,6 +89,89 @@ std::vector<ListVariant> variants(uint64_t seed) {
   return all;
 }
 
+// Warm-up lengths and W hold-backs of the library's schedules, for any
+// layout: with c stages on a rank at distance d from the pipeline's entry,
+// 1F1B's c(P-d)-1, interleaved 1F1B's 2(P-d-1)+(c-1)P, ZB-V's cP-1, DualPipe's
+// P and the budget's own limit, each a little shorter or longer; W held back
+// 0 times (ZB-V), d times (ZB-H1) or as often as the budget allows.
+std::vector<PhasedVariant> phasedVariants(const SynthProblem &p) {
+  const Layout &l = p.layout;
+  const int P = l.ranks;
+  std::vector<PhasedVariant> all;
+  auto seen = [&](const PhasedVariant &v) {
+    return std::any_of(all.begin(), all.end(), [&](const PhasedVariant &o) {
+      return o.warmup == v.warmup && o.defer == v.defer && o.depthFirst == v.depthFirst &&
+             o.sequence == v.sequence && o.leadF == v.leadF && o.phaseF == v.phaseF &&
+             o.drainInputs == v.drainInputs;
+    });
+  };
+  using Sequence = PhasedVariant::Sequence;
+  // The family's own library shape first: the search stops at the bound.
+  std::vector<Sequence> sequences = {Sequence::Arrival, Sequence::Lead, Sequence::Groups,
+                                     Sequence::Phases};
+  std::vector<int> bases = {0, 1, 2, 3, 4};
+  switch (l.family) {
+  case PlacementFamily::Interleaved:
+    sequences = {Sequence::Groups, Sequence::Arrival, Sequence::Lead, Sequence::Phases};
+    bases = {1, 0, 2, 3, 4};
+    break;
+  case PlacementFamily::V:
+    sequences = {Sequence::Phases, Sequence::Arrival, Sequence::Lead, Sequence::Groups};
+    bases = {2, 0, 1, 3, 4};
+    break;
+  case PlacementFamily::Bidirectional:
+    sequences = {Sequence::Phases, Sequence::Lead, Sequence::Arrival, Sequence::Groups};
+    bases = {3, 4, 0, 1, 2};
+    break;
+  default:
+    break;
+  }
+  for (Sequence sequence : sequences)
+  for (int base : bases)
+    for (int offset : {0, -1, 1, 2})
+      for (int hold = 0; hold < (p.split ? 3 : 1); ++hold)
+        for (int flavour = 0; flavour < 3; ++flavour) {
+          bool depthFirst = flavour != 1, drain = flavour == 2;
+          if ((!depthFirst && sequence != Sequence::Arrival) || (drain && !p.split))
+            continue;
+          PhasedVariant v;
+          v.depthFirst = depthFirst;
+          v.drainInputs = drain;
+          v.sequence = sequence;
+          bool twoWays = l.flows.size() == 2;
+          for (int r = 0; r < P; ++r) {
+            int c = 0, d = r;
+            for (int m = 0; m < p.microbatches; ++m)
+              c = std::max(c, l.stagesOn(r, m));
+            if (twoWays)
+              d = std::min(r, P - 1 - r);
+            // ZB-V's first stage leads by 2(P-d)-1 forwards, DualPipe's own
+            // flow by P-2d-1; their backwards by P-d and P/2-d.
+            v.leadF.push_back(std::max(1, twoWays ? P - 2 * d - 1 : c * (P - d) - 1));
+            v.leadI.push_back(std::max(1, twoWays ? P / 2 - d : P - d));
+            // ZB-V: 2(P-d)-1 down, d in turn, P-d up; DualPipe: P-2d-2 own,
+            // d+1 in turn (own first), P/2-d-1 other.
+            v.phaseF.push_back(twoWays ? std::array<int, 3>{std::max(0, P - 2 * d - 2), d + 1,
+                                                            std::max(0, P / 2 - d - 1)}
+                                       : std::array<int, 3>{2 * (P - d) - 1, d, P - d});
+            v.ownFirst = twoWays;
+            int64_t w = base == 0   ? c * (P - d) - 1
+                        : base == 1 ? 2 * (P - d - 1) + (c - 1) * P
+                        : base == 2 ? c * P - 1
+                        : base == 3 ? P
+                                    : p.budget - 1;
+            w = std::clamp<int64_t>(w + offset, 0, std::max<int64_t>(0, p.budget - 1));
+            int64_t room = std::max<int64_t>(0, p.budget - 1 - w);
+            int64_t defer = hold == 0 ? 0 : hold == 1 ? std::min<int64_t>(d, room) : room;
+            v.warmup.push_back(int(w));
+            v.defer.push_back(int(defer));
+          }
+          if (!seen(v))
+            all.push_back(std::move(v));
+        }
+  return all;
+}
+
 } // namespace
 
 SynthOutcome synthesize(const SynthRequest &request,
@@ -165,12 +248,19 @@ SynthOutcome synthesize(const SynthRequest &request,
   constexpr size_t kStarts = 4;
   Evaluator evaluator(p);
   std::vector<std::pair<double, RankOrders>> starts;
-  for (const ListVariant &variant : variants(p.seed)) {
-    if (!starts.empty() && std::chrono::steady_clock::now() > deadline) {
-      outcome.stats.timedOut = true;
+  // Phased variants first (they are the library's shapes), then the greedy
+  // ones; a start at the bound ends the construction.
+  std::vector<PhasedVariant> phased = phasedVariants(p);
+  std::vector<ListVariant> greedy = variants(p.seed);
+  for (size_t k = 0; k < phased.size() + greedy.size(); ++k) {
+    if (!starts.empty() && (std::chrono::steady_clock::now() > deadline ||
+                            starts.front().first <= outcome.bound + 1e-9 * outcome.bound)) {
+      outcome.stats.timedOut = std::chrono::steady_clock::now() > deadline;
       break;
     }
-    std::optional<RankOrders> orders = listSchedule(p, variant);
+    std::optional<RankOrders> orders = k < phased.size()
+                                           ? phasedSchedule(p, phased[k])
+                                           : listSchedule(p, greedy[k - phased.size()]);
     if (!orders)
       continue;
     double next = evaluator.makespan(*orders);
