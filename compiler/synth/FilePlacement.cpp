@@ -21,6 +21,22 @@ std::string stageExpression(const std::vector<int> &value) {
     return std::to_string(value[0]);
   if (identity)
     return "s";
+  // The closed forms the library's placements use: C - s, s / k, s % k.
+  int n = int(value.size());
+  auto matches = [&](auto f) {
+    for (int s = 0; s < n; ++s)
+      if (value[s] != f(s))
+        return false;
+    return true;
+  };
+  if (matches([&](int s) { return value[0] - s; }))
+    return std::to_string(value[0]) + " - s";
+  for (int k = 2; k <= n; ++k) {
+    if (matches([&](int s) { return s / k; }))
+      return "s / " + std::to_string(k);
+    if (matches([&](int s) { return s % k; }))
+      return "s % " + std::to_string(k);
+  }
   std::string out;
   for (size_t s = 0; s + 1 < value.size(); ++s)
     out += "s == " + std::to_string(s) + " ? " + std::to_string(value[s]) + " : ";

@@ -25,6 +25,9 @@ struct State {
   // Admission: a micro-batch enters a rank only with room for all its stages
   // there (no budget deadlock); else only the budget itself is kept.
   bool reserve = true;
+  // A micro-batch enters the pipeline only with room on every rank it will
+  // visit: no budget deadlock even when flows cross (bidirectional).
+  bool wholePath = false;
 
   State(const SynthProblem &problem, int slack) : p(problem) {
     const Layout &l = p.layout;
@@ -91,6 +94,12 @@ struct State {
   }
   bool allowed(int id) const {
     int r = p.rankOf(id), m = p.mbOf(id);
+    if (p.kindOf(id) == kF && wholePath && p.stageOf(id) == 0 && !admitted[r][m]) {
+      for (int q = 0; q < p.layout.ranks; ++q)
+        if (live[q] + reserved[q] + p.layout.stagesOn(q, m) > limit[q])
+          return false;
+      return true;
+    }
     if (p.kindOf(id) == kF && (reserve ? !admitted[r][m] && live[r] + reserved[r] +
                                               p.layout.stagesOn(r, m) > limit[r]
                                         : live[r] >= limit[r]))
@@ -122,10 +131,11 @@ struct State {
     auto &avail = available[r];
     avail.erase(std::find(avail.begin(), avail.end(), id));
     if (kind == kF) {
-      if (!admitted[r][m]) {
-        admitted[r][m] = 1;
-        reserved[r] += l.stagesOn(r, m);
-      }
+      for (int q = wholePath ? 0 : r; q < (wholePath ? l.ranks : r + 1); ++q)
+        if (!admitted[q][m]) {
+          admitted[q][m] = 1;
+          reserved[q] += l.stagesOn(q, m);
+        }
       --reserved[r];
       ++live[r];
       if (s + 1 < l.stages && l.rankOf(s + 1, m) != r)
@@ -177,6 +187,7 @@ int pairUp(State &state, int op, double start) {
 
 std::optional<RankOrders> listSchedule(const SynthProblem &p, const ListVariant &variant) {
   State state(p, variant.slack);
+  state.wholePath = variant.wholePath;
   const Layout &l = p.layout;
   int rankOfKind[3];
   for (int i = 0; i < 3; ++i)

@@ -26,6 +26,8 @@ struct ListVariant {
   // Warm-up cap: rank r admits at most chunks * (P - r) + slack activations (as
   // 1F1B and ZB-H1 do with slack 0), never more than the budget; -1: the budget only.
   int slack = -1;
+  // Admit a micro-batch only with room for it on every rank of its path.
+  bool wholePath = false;
 };
 
 // The orders the heuristic builds, or nothing when it gets stuck (budget too small).

@@ -81,6 +81,11 @@ std::vector<ListVariant> variants(uint64_t seed) {
           all.push_back(v);
         }
   size_t fixed = all.size();
+  for (size_t k = 0; k < fixed; k += 5) { // crossing flows can deadlock the budget otherwise
+    ListVariant v = all[k];
+    v.wholePath = true;
+    all.push_back(v);
+  }
   for (uint64_t k = 0; k < 16; ++k) {
     ListVariant v = all[(k * 7) % fixed];
     v.noise = seed * 1000003 + k + 1;
@@ -250,17 +255,24 @@ SynthOutcome synthesize(const SynthRequest &request,
   std::vector<std::pair<double, RankOrders>> starts;
   // Phased variants first (they are the library's shapes), then the greedy
   // ones; a start at the bound ends the construction.
+  // With --overlap every construction runs twice, pairing and not: greedy
+  // pairing can lose to the best schedule without pairs.
   std::vector<PhasedVariant> phased = phasedVariants(p);
   std::vector<ListVariant> greedy = variants(p.seed);
-  for (size_t k = 0; k < phased.size() + greedy.size(); ++k) {
+  SynthProblem unpaired = p;
+  unpaired.overlap = false;
+  size_t perPass = phased.size() + greedy.size();
+  for (size_t k = 0; k < (p.overlap ? 2 : 1) * perPass; ++k) {
+    const SynthProblem &q = k < perPass ? p : unpaired;
     if (!starts.empty() && (std::chrono::steady_clock::now() > deadline ||
                             starts.front().first <= outcome.bound + 1e-9 * outcome.bound)) {
       outcome.stats.timedOut = std::chrono::steady_clock::now() > deadline;
       break;
     }
-    std::optional<RankOrders> orders = k < phased.size()
-                                           ? phasedSchedule(p, phased[k])
-                                           : listSchedule(p, greedy[k - phased.size()]);
+    size_t v = k % perPass;
+    std::optional<RankOrders> orders = v < phased.size()
+                                           ? phasedSchedule(q, phased[v])
+                                           : listSchedule(q, greedy[v - phased.size()]);
     if (!orders)
       continue;
     double next = evaluator.makespan(*orders);
