@@ -97,9 +97,10 @@ int runSynth(const SynthArgs &args) {
                        : "--placement interleaved needs -D v=N (chunks per rank)");
   if (haveV && request.chunks < 2)
     return usage("-D v must be at least 2 for --placement interleaved");
-  if (request.family == synth::PlacementFamily::Bidirectional && request.microbatches < 2)
-    return usage("--placement bidirectional needs -D M=N with N >= 2 (one micro-batch per "
-                 "direction at least)");
+  if (request.family == synth::PlacementFamily::Bidirectional &&
+      (request.microbatches < 2 || request.ranks < 2))
+    return usage("--placement bidirectional needs -D P=N and -D M=N with N >= 2 (two ends, "
+                 "one micro-batch per direction at least)");
   if (fromFile) {
     request.placementFile = args.placement;
     if (!llvm::sys::fs::exists(args.placement))

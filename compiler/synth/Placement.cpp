@@ -38,8 +38,9 @@ Layout makeLayout(PlacementFamily family, int ranks, int chunks, int microbatche
     // DualPipe's: P stages, two copies; the first half of the micro-batches
     // flows down (stage s on rank s, chunk 0), the second half up (stage s on
     // rank P-1-s, chunk 1).
-    if (microbatches < 2) {
-      error = "--placement bidirectional needs at least 2 micro-batches (one per direction)";
+    if (microbatches < 2 || ranks < 2) {
+      error = "--placement bidirectional needs at least 2 ranks and 2 micro-batches (one per "
+              "direction)";
       return layout;
     }
     layout.chunks = 2;
