@@ -18,7 +18,11 @@ std::vector<std::string> writeRankSteps(const SynthProblem &problem, const std::
 std::string writePlacement(const Layout &layout);
 
 // `header`: comment lines (without "// ") that open the file.
+// `loops`: runs of steps that repeat one micro-batch later are written as
+// `for` loops (each rank's warm-up, steady state and cool-down), else every
+// step on its own line.
 std::string writeSynthPipe(const SynthProblem &problem, const RankOrders &orders,
-                           const std::string &name, const std::vector<std::string> &header);
+                           const std::string &name, const std::vector<std::string> &header,
+                           bool loops = true);
 
 } // namespace pipec::synth
