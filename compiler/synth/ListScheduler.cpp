@@ -157,14 +157,16 @@ struct State {
 // With --overlap: runs `op` (an F or an I that could start at `start`) as a
 // pair with an op of the other kind on its rank when that finishes both sooner
 // than running them one after the other; returns the ops committed (0: none).
-int pairUp(State &state, int op, double start) {
+// `only`: the one partner allowed (a static sequence's next), or -1 for any.
+int pairUp(State &state, int op, double start, int only = -1) {
   const SynthProblem &p = state.p;
   int r = p.rankOf(op), want = p.kindOf(op) == kF ? kI : kF;
   int best = -1;
   double bestFinish = 0;
   bool bestWhole = false;
   for (int other : state.available[r]) {
-    if (p.kindOf(other) != want || p.mbOf(other) == p.mbOf(op) || !state.allowed(other))
+    if (p.kindOf(other) != want || p.mbOf(other) == p.mbOf(op) || !state.allowed(other) ||
+        (only >= 0 && other != only))
       continue;
     int f = want == kF ? other : op, i = want == kF ? op : other;
     bool whole = p.pairTakesW(f, i);
@@ -461,7 +463,17 @@ std::optional<RankOrders> phasedSchedule(const SynthProblem &p, const PhasedVari
     int r = p.rankOf(bestOp);
     if (p.overlap && p.kindOf(bestOp) != kW) {
       size_t before = state.orders[r].size();
-      int partners = pairUp(state, bestOp, bestStart);
+      // In a static sequence the partner is the other kind's next one.
+      int only = -1;
+      if (ordered) {
+        int other = p.kindOf(bestOp) == kF ? kI : kF;
+        const std::vector<int> &seq = sequence[other][r];
+        size_t at = cursor[other][r];
+        while (at < seq.size() && (seq[at] < 0 || state.end[seq[at]] >= 0))
+          ++at;
+        only = at < seq.size() ? seq[at] : -2;
+      }
+      int partners = only == -2 ? 0 : pairUp(state, bestOp, bestStart, only);
       if (partners) {
         for (size_t i = before; i < state.orders[r].size(); ++i)
           record(SynthProblem::idOf(state.orders[r][i]));
