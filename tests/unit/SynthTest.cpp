@@ -110,18 +110,18 @@ TEST_CASE("synth finds the library's schedules where the bound proves them optim
 
 TEST_CASE("synth on DualPipe's placement is no slower than DualPipe", "[synth]") {
   // DualPipe at P=4, M=8, F=1 B=2 W=1: 26 at its budget P+1, 23 with pairs at
-  // FB = 2.25 (pipec sim of examples/dualpipe.pipe).
+  // FB = 2.25 (pipec sim of examples/dualpipe.pipe); synth does better on both.
   SynthRequest r = request(PlacementFamily::Bidirectional, 4, 8, 5);
   SynthOutcome plain = synthesize(r, quiet);
   REQUIRE(plain.ok);
   requireChecksClean(plain, r);
-  CHECK(plain.makespan <= 26);
+  CHECK(plain.makespan < 26);
   r.overlap = true;
   r.costs = {{"FB", -1, 2.25}};
   SynthOutcome paired = synthesize(r, quiet);
   REQUIRE(paired.ok);
   requireChecksClean(paired, r);
-  CHECK(paired.makespan <= 23);
+  CHECK(paired.makespan < 23);
   CHECK(paired.text.find(" & ") != std::string::npos);
 }
 
