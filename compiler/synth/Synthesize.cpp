@@ -296,6 +296,8 @@ SynthOutcome synthesize(const SynthRequest &request,
   progress("constructed: makespan " + number(span) + ", lower bound " + number(outcome.bound));
   SynthProblem each = p;
   for (size_t i = 0; i < starts.size(); ++i) {
+    if (span <= outcome.bound * (1 + 1e-12)) // at the bound: nothing can beat it
+      break;
     each.seed = p.seed + i;
     each.iterations = i == 0 ? p.iterations : p.iterations / 4; // the best start gets the most
     auto &[startSpan, orders] = starts[i];
