@@ -5,6 +5,8 @@
 // 1F1B's makespan, the optimum at that budget, and it finds the library's
 // other optimal schedules at P=4.
 #include "driver/Compilation.h"
+#include "synth/ChannelRepair.h"
+#include "synth/Evaluator.h"
 #include "synth/Synthesize.h"
 
 #include <catch2/catch.hpp>
@@ -168,4 +170,29 @@ TEST_CASE("synth's bound counts the budget: one activation per rank is one round
   requireChecksClean(outcome, r);
   CHECK(outcome.bound == Approx(4 * 9.0)); // M * (3 F + 3 B)
   CHECK(outcome.makespan == Approx(4 * 9.0));
+}
+
+TEST_CASE("synth's channel repair makes a receiver follow its sender's new order", "[synth]") {
+  std::string error;
+  SynthProblem p;
+  p.layout = makeLayout(PlacementFamily::One, 2, 1, 2, error);
+  REQUIRE(error.empty());
+  p.microbatches = 2;
+  p.budget = 2;
+  p.costs = {{1, 1}, {1, 1}, {1, 1}, {0, 0}, {}, {}};
+  auto F = [&](int s, int m) { return p.opId(kF, s, m); };
+  auto I = [&](int s, int m) { return p.opId(kI, s, m); };
+  auto W = [&](int s, int m) { return p.opId(kW, s, m); };
+  // Rank 0 now sends micro-batch 1 first; rank 1 still receives 0 first.
+  RankOrders orders = {{F(0, 1), F(0, 0), I(0, 0), W(0, 0), I(0, 1), W(0, 1)},
+                       {F(1, 0), F(1, 1), I(1, 0), W(1, 0), I(1, 1), W(1, 1)}};
+  Evaluator evaluator(p);
+  CHECK(evaluator.makespan(orders) == kInfeasible);
+  CHECK(std::string(evaluator.why()) == kChannelOrder);
+  REQUIRE(repairChannels(p, orders, 4));
+  // Rank 1's receiving forwards keep their places and take rank 0's order;
+  // nothing else moves.
+  CHECK(orders[1] == std::vector<int>{F(1, 1), F(1, 0), I(1, 0), W(1, 0), I(1, 1), W(1, 1)});
+  CHECK(orders[0] == std::vector<int>{F(0, 1), F(0, 0), I(0, 0), W(0, 0), I(0, 1), W(0, 1)});
+  CHECK(evaluator.makespan(orders) != kInfeasible);
 }
