@@ -1,6 +1,6 @@
-// `pipec synth --placement FAMILY -D P=.. -D M=.. --max-activations N [-o OUT.pipe]`:
-// searches for a schedule of the family within the budget and writes it as an
-// explicit .pipe file. Bad flags are usage errors (exit 2); a budget nothing
+// `pipec synth --placement FAMILY|FILE.pipe -D P=.. -D M=.. --max-activations N
+// [--overlap] [-o OUT.pipe]`: searches for a schedule of the family (or of a
+// file's placement) within the budget and writes it as a .pipe file. Bad flags are usage errors (exit 2); a budget nothing
 // fits, or a result that pipec check would reject, is exit 1 with the reason.
 // With --exact, the heuristic's result is then improved until proven optimal
 // (or --time runs out), on the placements and ops its model has.
@@ -13,6 +13,7 @@
 #include "synth/Synthesize.h"
 
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
@@ -36,8 +37,21 @@ bool parseFamily(llvm::StringRef name, synth::PlacementFamily &family) {
   else if (name == "interleaved") family = synth::PlacementFamily::Interleaved;
   else if (name == "v") family = synth::PlacementFamily::V;
   else if (name == "bidirectional") family = synth::PlacementFamily::Bidirectional;
+  else if (name.endswith(".pipe")) family = synth::PlacementFamily::File;
   else return false;
   return true;
+}
+
+// --placement FILE.pipe: every -D is the file's (NAME=INTEGER, any name).
+std::string readFileDefines(const SynthArgs &args, synth::SynthRequest &request) {
+  for (const std::string &define : args.defines) {
+    auto [name, value] = llvm::StringRef(define).split('=');
+    long long number;
+    if (name.empty() || value.empty() || value.getAsInteger(10, number))
+      return "-D expects NAME=INTEGER, got '" + define + "'";
+    request.defines.emplace_back(name.str(), int64_t(number));
+  }
+  return "";
 }
 
 // -D P=, M= and v=, each an integer in [1, limit].
@@ -71,35 +85,46 @@ std::string readDefines(const SynthArgs &args, synth::SynthRequest &request, boo
 int runSynth(const SynthArgs &args) {
   synth::SynthRequest request;
   if (!parseFamily(args.placement, request.family))
-    return usage("--placement expects one, interleaved, v or bidirectional, got '" +
+    return usage("--placement expects one, interleaved, v, bidirectional or a FILE.pipe, got '" +
                  args.placement + "'");
-  // --exact: its model has one copy of each stage and runs single ops.
+  // --exact: its model has one copy of each stage, one flow, and runs single ops.
   if (args.exact && request.family == synth::PlacementFamily::Bidirectional)
     return usage("--exact does not support --placement bidirectional (two copies of each "
                  "stage); use one, interleaved or v, or drop --exact");
+  if (args.exact && request.family == synth::PlacementFamily::File)
+    return usage("--exact does not support a FILE.pipe placement; use one, interleaved or v, "
+                 "or drop --exact");
   if (args.exact && args.overlap)
     return usage("--exact does not support --overlap (F&B pairs); drop one of them");
-  if (request.family == synth::PlacementFamily::Bidirectional)
-    return usage("--placement bidirectional (two copies, DualPipe's placement) is not "
-                 "supported yet; use one, interleaved or v");
-  if (args.overlap)
-    return usage("--overlap (F&B pairs) is not supported yet");
+  bool fromFile = request.family == synth::PlacementFamily::File;
   bool haveP = false, haveM = false, haveV = false;
-  std::string error = readDefines(args, request, haveP, haveM, haveV);
+  std::string error = fromFile ? readFileDefines(args, request)
+                               : readDefines(args, request, haveP, haveM, haveV);
   if (!error.empty())
     return usage(error);
-  if (!haveP || !haveM)
+  if (!fromFile && (!haveP || !haveM))
     return usage("-D P=N and -D M=N are required");
-  if (haveV != (request.family == synth::PlacementFamily::Interleaved))
+  if (!fromFile && haveV != (request.family == synth::PlacementFamily::Interleaved))
     return usage(haveV ? "-D v is only for --placement interleaved"
                        : "--placement interleaved needs -D v=N (chunks per rank)");
   if (haveV && request.chunks < 2)
     return usage("-D v must be at least 2 for --placement interleaved");
+  if (request.family == synth::PlacementFamily::Bidirectional &&
+      (request.microbatches < 2 || request.ranks < 2))
+    return usage("--placement bidirectional needs -D P=N and -D M=N with N >= 2 (two ends, "
+                 "one micro-batch per direction at least)");
+  if (fromFile) {
+    request.placementFile = args.placement;
+    if (!llvm::sys::fs::exists(args.placement))
+      return usage("--placement: cannot read '" + args.placement + "'");
+  }
+  request.overlap = args.overlap;
   if (!args.budgetGiven || args.budget < 1)
     return usage("--max-activations N (N >= 1) is required: the budget the schedule must fit");
   if (!(args.seconds > 0) || !std::isfinite(args.seconds) || args.seconds > 86400)
     return usage("--time expects seconds in (0, 86400]");
-  int64_t chunks = request.family == synth::PlacementFamily::One ? 1
+  int64_t chunks = request.family == synth::PlacementFamily::One ||
+                           request.family == synth::PlacementFamily::Bidirectional ? 1
                    : request.family == synth::PlacementFamily::V ? 2
                                                                  : request.chunks;
   if (3 * chunks * request.ranks * request.microbatches > kMaxSynthOps)

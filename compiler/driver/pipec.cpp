@@ -253,10 +253,11 @@ cl::opt<pipec::DiagFormat> ImportFormat(
 // --- synth -----------------------------------------------------------------------
 cl::SubCommand SynthCmd("synth", "Search for a schedule and write it as a .pipe file");
 cl::opt<std::string> SynthPlacement("placement",
-                                    cl::desc("Placement family: one, interleaved, v, bidirectional"),
+                                    cl::desc("Placement family: one, interleaved, v, bidirectional, or "
+                                             "a FILE.pipe whose placement to take"),
                                     cl::value_desc("family"), cl::init("one"), cl::sub(SynthCmd),
                                     cl::cat(Category));
-cl::list<std::string> SynthDefines("D", cl::Prefix, cl::desc("P, M (and v for interleaved)"),
+cl::list<std::string> SynthDefines("D", cl::Prefix, cl::desc("P, M (and v for interleaved); any of a FILE.pipe placement's parameters"),
                                    cl::value_desc("NAME=VALUE"), cl::sub(SynthCmd),
                                    cl::cat(Category));
 cl::list<std::string> SynthCostFlags("cost", cl::desc("Override a cost (repeatable)"),
@@ -268,7 +269,7 @@ cl::opt<std::string> SynthCostsFile("costs", cl::desc("Read costs from a JSON ob
 cl::opt<uint64_t> SynthBudget("max-activations",
                               cl::desc("Activations each rank may hold (as for check)"),
                               cl::value_desc("N"), cl::sub(SynthCmd), cl::cat(Category));
-cl::opt<bool> SynthOverlap("overlap", cl::desc("Allow F&B overlap pairs"), cl::sub(SynthCmd),
+cl::opt<bool> SynthOverlap("overlap", cl::desc("Allow F&B overlap pairs, costed as the cost model's pair (FB, sub-ops)"), cl::sub(SynthCmd),
                            cl::cat(Category));
 cl::opt<bool> SynthNoSplit("no-split", cl::desc("Keep every backward whole (no I/W split)"),
                            cl::sub(SynthCmd), cl::cat(Category));

@@ -15,6 +15,8 @@
 namespace pipec::synth {
 
 constexpr double kInfeasible = std::numeric_limits<double>::infinity();
+// why() when only a channel's message order fails (a repair may fix it).
+inline constexpr char kChannelOrder[] = "messages received out of their channel's order";
 
 class Evaluator {
 public:

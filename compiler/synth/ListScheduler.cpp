@@ -22,14 +22,27 @@ struct State {
   RankOrders orders;
 
   std::vector<int64_t> limit;                 // rank -> activations it may admit up to
+  // Admission: a micro-batch enters a rank only with room for all its stages
+  // there (no budget deadlock); else only the budget itself is kept.
+  bool reserve = true;
+  // A micro-batch enters the pipeline only with room on every rank it will
+  // visit: no budget deadlock even when flows cross (bidirectional).
+  bool wholePath = false;
 
   State(const SynthProblem &problem, int slack) : p(problem) {
     const Layout &l = p.layout;
     for (int r = 0; r < l.ranks; ++r) {
-      int64_t chunks = int64_t(l.rankStages[r].size());
+      int64_t chunks = 0;
+      for (int m = 0; m < p.microbatches; ++m)
+        chunks = std::max<int64_t>(chunks, l.stagesOn(r, m));
+      // A rank's distance from the pipeline's entry: its rank, or for a second
+      // flow entering at the other end, the smaller of the two.
+      int depth = r;
+      for (const FlowLayout &flow : l.flows)
+        depth = std::min(depth, flow.stageRank[0] == 0 ? r : l.ranks - 1 - r);
       limit.push_back(slack < 0 ? p.budget
                                 : std::min<int64_t>(p.budget, std::max<int64_t>(
-                                      chunks, chunks * (l.ranks - r) + slack)));
+                                      chunks, chunks * (l.ranks - depth) + slack)));
     }
     end.assign(p.numOps(), -1);
     free.assign(l.ranks, 0);
@@ -41,7 +54,7 @@ struct State {
     available.assign(l.ranks, {});
     orders.assign(l.ranks, {});
     for (int m = 0; m < p.microbatches; ++m)
-      available[l.stageRank[0]].push_back(p.opId(kF, 0, m));
+      available[l.rankOf(0, m)].push_back(p.opId(kF, 0, m));
   }
 
   int channelOf(int from, int to, int gradient) const {
@@ -50,20 +63,20 @@ struct State {
   // The input message of `id` and its channel, or -1 when its inputs are local.
   int inputChannel(int id, int &producer) const {
     const Layout &l = p.layout;
-    int kind = p.kindOf(id), s = p.stageOf(id), m = p.mbOf(id), r = l.stageRank[s];
-    if (kind == kF && s > 0 && l.stageRank[s - 1] != r) {
+    int kind = p.kindOf(id), s = p.stageOf(id), m = p.mbOf(id), r = l.rankOf(s, m);
+    if (kind == kF && s > 0 && l.rankOf(s - 1, m) != r) {
       producer = p.opId(kF, s - 1, m);
-      return channelOf(l.stageRank[s - 1], r, 0);
+      return channelOf(l.rankOf(s - 1, m), r, 0);
     }
-    if (kind == kI && s + 1 < l.stages && l.stageRank[s + 1] != r) {
+    if (kind == kI && s + 1 < l.stages && l.rankOf(s + 1, m) != r) {
       producer = p.opId(kI, s + 1, m);
-      return channelOf(l.stageRank[s + 1], r, 1);
+      return channelOf(l.rankOf(s + 1, m), r, 1);
     }
     return -1;
   }
   double earliestStart(int id) const {
     const Layout &l = p.layout;
-    int kind = p.kindOf(id), s = p.stageOf(id), m = p.mbOf(id), r = l.stageRank[s];
+    int kind = p.kindOf(id), s = p.stageOf(id), m = p.mbOf(id), r = l.rankOf(s, m);
     double at = free[r];
     auto input = [&](int dep) {
       double t = end[dep];
@@ -81,8 +94,15 @@ struct State {
   }
   bool allowed(int id) const {
     int r = p.rankOf(id), m = p.mbOf(id);
-    if (p.kindOf(id) == kF && !admitted[r][m] &&
-        live[r] + reserved[r] + int64_t(p.layout.rankStages[r].size()) > limit[r])
+    if (p.kindOf(id) == kF && wholePath && p.stageOf(id) == 0 && !admitted[r][m]) {
+      for (int q = 0; q < p.layout.ranks; ++q)
+        if (live[q] + reserved[q] + p.layout.stagesOn(q, m) > limit[q])
+          return false;
+      return true;
+    }
+    if (p.kindOf(id) == kF && (reserve ? !admitted[r][m] && live[r] + reserved[r] +
+                                              p.layout.stagesOn(r, m) > limit[r]
+                                        : live[r] >= limit[r]))
       return false;
     int producer;
     int c = inputChannel(id, producer);
@@ -101,25 +121,28 @@ struct State {
       if (s > 0 && end[p.opId(kF, s - 1, m)] >= 0) add(p.opId(kI, s - 1, m));
     }
   }
-  void commit(int id, double start) {
+  // Runs `id` from `start` to `finish`; `entry` is what the rank's order records.
+  void commit(int id, double start) { commit(id, start + p.duration(id), id); }
+  void commit(int id, double finish, int entry) {
     const Layout &l = p.layout;
-    int kind = p.kindOf(id), s = p.stageOf(id), m = p.mbOf(id), r = l.stageRank[s];
-    end[id] = free[r] = start + p.duration(id);
-    orders[r].push_back(id);
+    int kind = p.kindOf(id), s = p.stageOf(id), m = p.mbOf(id), r = l.rankOf(s, m);
+    end[id] = free[r] = finish;
+    orders[r].push_back(entry);
     auto &avail = available[r];
     avail.erase(std::find(avail.begin(), avail.end(), id));
     if (kind == kF) {
-      if (!admitted[r][m]) {
-        admitted[r][m] = 1;
-        reserved[r] += int64_t(l.rankStages[r].size());
-      }
+      for (int q = wholePath ? 0 : r; q < (wholePath ? l.ranks : r + 1); ++q)
+        if (!admitted[q][m]) {
+          admitted[q][m] = 1;
+          reserved[q] += l.stagesOn(q, m);
+        }
       --reserved[r];
       ++live[r];
-      if (s + 1 < l.stages && l.stageRank[s + 1] != r)
-        channel[channelOf(r, l.stageRank[s + 1], 0)].push_back(id);
+      if (s + 1 < l.stages && l.rankOf(s + 1, m) != r)
+        channel[channelOf(r, l.rankOf(s + 1, m), 0)].push_back(id);
     } else if (kind == kI) {
-      if (s > 0 && l.stageRank[s - 1] != r)
-        channel[channelOf(r, l.stageRank[s - 1], 1)].push_back(id);
+      if (s > 0 && l.rankOf(s - 1, m) != r)
+        channel[channelOf(r, l.rankOf(s - 1, m), 1)].push_back(id);
     } else {
       --live[r];
     }
@@ -131,10 +154,42 @@ struct State {
   }
 };
 
+// With --overlap: runs `op` (an F or an I that could start at `start`) as a
+// pair with an op of the other kind on its rank when that finishes both sooner
+// than running them one after the other; returns the ops committed (0: none).
+// `only`: the one partner allowed (a static sequence's next), or -1 for any.
+int pairUp(State &state, int op, double start, int only = -1) {
+  const SynthProblem &p = state.p;
+  int r = p.rankOf(op), want = p.kindOf(op) == kF ? kI : kF;
+  int best = -1;
+  double bestFinish = 0;
+  bool bestWhole = false;
+  for (int other : state.available[r]) {
+    if (p.kindOf(other) != want || p.mbOf(other) == p.mbOf(op) || !state.allowed(other) ||
+        (only >= 0 && other != only))
+      continue;
+    int f = want == kF ? other : op, i = want == kF ? op : other;
+    bool whole = p.pairTakesW(f, i);
+    double alone = p.duration(f) + p.duration(i) + (whole ? p.duration(p.weightOf(i)) : 0);
+    double finish = std::max(start, state.earliestStart(other)) + p.pairDuration(f, i, whole);
+    if (finish < start + alone - 1e-9 && (best < 0 || finish < bestFinish - 1e-12))
+      best = other, bestFinish = finish, bestWhole = whole;
+  }
+  if (best < 0)
+    return 0;
+  int f = want == kF ? best : op, i = want == kF ? op : best;
+  state.commit(f, bestFinish, f | SynthProblem::kPaired);
+  state.commit(i, bestFinish, i);
+  if (bestWhole)
+    state.commit(p.weightOf(i), bestFinish, p.weightOf(i));
+  return bestWhole ? 3 : 2;
+}
+
 } // namespace
 
 std::optional<RankOrders> listSchedule(const SynthProblem &p, const ListVariant &variant) {
   State state(p, variant.slack);
+  state.wholePath = variant.wholePath;
   const Layout &l = p.layout;
   int rankOfKind[3];
   for (int i = 0; i < 3; ++i)
@@ -185,11 +240,254 @@ std::optional<RankOrders> listSchedule(const SynthProblem &p, const ListVariant 
     }
     if (bestOp < 0)
       return std::nullopt; // stuck: nothing can run within the budget
+    if (p.overlap && p.kindOf(bestOp) != kW) {
+      int partners = pairUp(state, bestOp, bestStart);
+      if (partners) {
+        committed += partners;
+        continue;
+      }
+    }
     state.commit(bestOp, bestStart);
     ++committed;
     if (!p.split && p.kindOf(bestOp) == kI) { // a B: its W at once
       int w = p.weightOf(bestOp);
       state.commit(w, state.earliestStart(w));
+      ++committed;
+    }
+  }
+  return std::move(state.orders);
+}
+
+} // namespace pipec::synth
+
+namespace pipec::synth {
+
+namespace {
+
+// The lanes of rank r, a stage of a flow each, in pipeline order (its first
+// stage first): the micro-batches of each as op ids of `kind`, ascending.
+std::vector<std::vector<int>> lanes(const SynthProblem &p, int r, int kind) {
+  const Layout &l = p.layout;
+  std::vector<std::pair<int, int>> keys; // (stage, first micro-batch)
+  std::vector<std::vector<int>> out;
+  for (int s = 0; s < l.stages; ++s)
+    for (int m = 0; m < p.microbatches; ++m) {
+      if (l.rankOf(s, m) != r)
+        continue;
+      int flow = l.flowOf(m);
+      size_t at = 0;
+      while (at < keys.size() && !(keys[at].first == s && l.flowOf(keys[at].second) == flow))
+        ++at;
+      if (at == keys.size()) {
+        keys.emplace_back(s, m);
+        out.emplace_back();
+      }
+      out[at].push_back(p.opId(kind, s, m));
+    }
+  return out; // stages ascending: the pipeline order on this rank
+}
+
+// One rank's forwards (or backwards, given the lanes reversed) in the order a
+// sequence rule takes them.
+std::vector<int> sequenceOf(const std::vector<std::vector<int>> &lanes,
+                            PhasedVariant::Sequence rule, int lead, int group,
+                            std::array<int, 3> phases = {}, bool ownFirst = false) {
+  if (rule == PhasedVariant::Sequence::Phases && lanes.size() != 2)
+    rule = PhasedVariant::Sequence::Lead;
+  std::vector<int> out;
+  std::vector<size_t> next(lanes.size(), 0);
+  auto take = [&](size_t lane, int count) {
+    for (int i = 0; i < count && next[lane] < lanes[lane].size(); ++i)
+      out.push_back(lanes[lane][next[lane]++]);
+  };
+  size_t total = 0;
+  for (const auto &lane : lanes)
+    total += lane.size();
+  if (rule == PhasedVariant::Sequence::Lead && !lanes.empty())
+    take(0, lead);
+  if (rule == PhasedVariant::Sequence::Phases && lanes.size() == 2) {
+    take(0, phases[0]);
+    for (int i = 0; i < phases[1]; ++i) {
+      take(ownFirst ? 0 : 1, 1);
+      take(ownFirst ? 1 : 0, 1);
+    }
+    take(1, phases[2]);
+    // In turn; a stage with no forwards left still has its turn (-1), in
+    // which the rank runs only the backward, as ZB-V's steady state does.
+    size_t skipped = 0;
+    while (out.size() - skipped < total)
+      for (size_t lane : {0, 1}) {
+        size_t before = out.size();
+        take(lane, 1);
+        if (out.size() == before && out.size() - skipped < total)
+          out.push_back(-1), ++skipped;
+      }
+  }
+  while (out.size() < total) {
+    if (rule == PhasedVariant::Sequence::Lead)
+      for (size_t j = lanes.size(); j-- > 0;)
+        take(j, 1);
+    else
+      for (size_t j = 0; j < lanes.size(); ++j)
+        take(j, group);
+  }
+  return out;
+}
+
+} // namespace
+
+std::optional<RankOrders> phasedSchedule(const SynthProblem &p, const PhasedVariant &variant) {
+  State state(p, -1);
+  state.reserve = false; // the warm-ups decide; a stuck variant is dropped
+  const Layout &l = p.layout;
+  const int ranks = l.ranks;
+  std::vector<int> total(ranks, 0), forwards(ranks, 0), inputs(ranks, 0), pendingW(ranks, 0);
+  std::vector<char> lastWasForward(ranks, 0);
+  for (int s = 0; s < l.stages; ++s)
+    for (int m = 0; m < p.microbatches; ++m)
+      ++total[l.rankOf(s, m)];
+  // A smaller key is preferred among ops that could start at the same time.
+  auto key = [&](int id) {
+    int kind = p.kindOf(id), s = p.stageOf(id), m = p.mbOf(id);
+    if (kind == kF)
+      return variant.depthFirst ? int64_t(l.stages - s) * p.microbatches + m
+                                : int64_t(m) * l.stages + (l.stages - s);
+    return int64_t(m) * l.stages + (kind == kI ? l.stages - s : s);
+  };
+  // Static sequences of forwards and backwards per rank, with a cursor each.
+  bool ordered = variant.sequence != PhasedVariant::Sequence::Arrival;
+  std::vector<std::vector<int>> sequence[2];
+  std::vector<size_t> cursor[2] = {std::vector<size_t>(ranks, 0), std::vector<size_t>(ranks, 0)};
+  if (ordered)
+    for (int r = 0; r < ranks; ++r)
+      for (int kind : {kF, kI}) {
+        auto laneOps = lanes(p, r, kind);
+        if (kind == kI)
+          std::reverse(laneOps.begin(), laneOps.end());
+        int lead = kind == kF ? variant.leadF[r] : variant.leadI[r];
+        auto rule = variant.sequence;
+        if (rule == PhasedVariant::Sequence::Phases && kind == kI)
+          rule = PhasedVariant::Sequence::Lead;
+        sequence[kind].push_back(sequenceOf(laneOps, rule, lead, ranks,
+                                            kind == kF ? variant.phaseF[r] : std::array<int, 3>{},
+                                            variant.ownFirst));
+      }
+  // The kind rank r takes next: warm-up forwards, then forwards and backwards
+  // in turn, a W whenever more than `defer` are held back; the rest at the end.
+  auto wanted = [&](int r) {
+    bool draining = variant.drainInputs && forwards[r] == total[r] && inputs[r] < total[r];
+    if ((pendingW[r] > variant.defer[r] && !draining) ||
+        (forwards[r] == total[r] && inputs[r] == total[r]))
+      return pendingW[r] ? int(kW) : -1;
+    if (forwards[r] < std::min(variant.warmup[r], total[r]))
+      return int(kF);
+    if (forwards[r] == total[r])
+      return int(kI);
+    if (inputs[r] == total[r])
+      return int(kF);
+    if (!lastWasForward[r] && ordered) { // a skipped turn counts as the forward
+      std::vector<int> &seq = sequence[kF][r];
+      size_t &at = cursor[kF][r];
+      while (at < seq.size() && seq[at] >= 0 && state.end[seq[at]] >= 0)
+        ++at;
+      if (at < seq.size() && seq[at] < 0) {
+        ++at;
+        lastWasForward[r] = 1;
+      }
+    }
+    return lastWasForward[r] ? int(kI) : int(kF);
+  };
+  auto best = [&](int r, int kind, double &start, bool anyOrder = false) {
+    if (ordered && kind != kW && !anyOrder) {
+      const std::vector<int> &seq = sequence[kind][r];
+      size_t &at = cursor[kind][r];
+      while (at < seq.size() && seq[at] >= 0 && state.end[seq[at]] >= 0)
+        ++at;
+      if (at == seq.size())
+        return -1;
+      int id = seq[at];
+      auto &avail = state.available[r];
+      if (std::find(avail.begin(), avail.end(), id) == avail.end() || !state.allowed(id))
+        return -1;
+      start = state.earliestStart(id);
+      return id;
+    }
+    int choice = -1;
+    for (int id : state.available[r]) {
+      if (p.kindOf(id) != kind || !state.allowed(id))
+        continue;
+      double at = state.earliestStart(id);
+      if (choice < 0 || at < start - 1e-12 || (at < start + 1e-12 && key(id) < key(choice)))
+        choice = id, start = at;
+    }
+    return choice;
+  };
+  auto record = [&](int id) {
+    int r = p.rankOf(id), kind = p.kindOf(id);
+    if (kind == kF) // the turns start with a forward after the warm-up
+      ++forwards[r], lastWasForward[r] = forwards[r] > variant.warmup[r];
+    else if (kind == kI)
+      ++inputs[r], ++pendingW[r], lastWasForward[r] = 0;
+    else
+      --pendingW[r];
+  };
+  for (int committed = 0, totalOps = p.numOps(); committed < totalOps;) {
+    int bestOp = -1;
+    double bestStart = 0;
+    for (int r = 0; r < ranks; ++r) {
+      int kind = wanted(r);
+      if (kind < 0)
+        continue;
+      double start = 0;
+      int choice = best(r, kind, start);
+      // A W fills the wait for the op the rank wants, when it fits.
+      double wStart = 0;
+      int w = kind != kW && pendingW[r] ? best(r, kW, wStart) : -1;
+      if (w >= 0 && (choice < 0 || wStart + p.duration(w) <= start + 1e-12))
+        choice = w, start = wStart;
+      if (choice >= 0 && (bestOp < 0 || start < bestStart - 1e-12))
+        bestOp = choice, bestStart = start;
+    }
+    if (bestOp < 0) {
+      // The wanted kinds cannot run (memory or order): take any op that can.
+      for (int r = 0; r < ranks; ++r)
+        for (int kind : {kI, kW, kF}) {
+          double start = 0;
+          int choice = best(r, kind, start, true);
+          if (choice >= 0 && (bestOp < 0 || start < bestStart - 1e-12))
+            bestOp = choice, bestStart = start;
+        }
+      if (bestOp < 0)
+        return std::nullopt;
+    }
+    int r = p.rankOf(bestOp);
+    if (p.overlap && p.kindOf(bestOp) != kW) {
+      size_t before = state.orders[r].size();
+      // In a static sequence the partner is the other kind's next one.
+      int only = -1;
+      if (ordered) {
+        int other = p.kindOf(bestOp) == kF ? kI : kF;
+        const std::vector<int> &seq = sequence[other][r];
+        size_t at = cursor[other][r];
+        while (at < seq.size() && (seq[at] < 0 || state.end[seq[at]] >= 0))
+          ++at;
+        only = at < seq.size() ? seq[at] : -2;
+      }
+      int partners = only == -2 ? 0 : pairUp(state, bestOp, bestStart, only);
+      if (partners) {
+        for (size_t i = before; i < state.orders[r].size(); ++i)
+          record(SynthProblem::idOf(state.orders[r][i]));
+        committed += partners;
+        continue;
+      }
+    }
+    state.commit(bestOp, bestStart);
+    record(bestOp);
+    ++committed;
+    if (!p.split && p.kindOf(bestOp) == kI) { // a B: its W at once
+      int w = p.weightOf(bestOp);
+      state.commit(w, state.earliestStart(w));
+      record(w);
       ++committed;
     }
   }

@@ -4,9 +4,15 @@
 namespace pipec::synth {
 
 Layout makeLayout(PlacementFamily family, int ranks, int chunks, std::string &error) {
+  return makeLayout(family, ranks, chunks, 0, error);
+}
+
+Layout makeLayout(PlacementFamily family, int ranks, int chunks, int microbatches,
+                  std::string &error) {
   Layout layout;
   layout.family = family;
   layout.ranks = ranks;
+  std::string P = std::to_string(ranks);
   switch (family) {
   case PlacementFamily::One:
     layout.chunks = 1;
@@ -19,19 +25,48 @@ Layout makeLayout(PlacementFamily family, int ranks, int chunks, std::string &er
       return layout;
     }
     layout.chunks = chunks;
-    layout.rankExpr = "s % " + std::to_string(ranks);
-    layout.chunkExpr = "s / " + std::to_string(ranks);
+    layout.rankExpr = "s % " + P;
+    layout.chunkExpr = "s / " + P;
     break;
   case PlacementFamily::V:
     // ZB-V's V: chunk 0 of rank r holds stage r, chunk 1 holds stage 2P-1-r.
     layout.chunks = 2;
-    layout.rankExpr = "s < " + std::to_string(ranks) + " ? s : " +
-                      std::to_string(2 * ranks - 1) + " - s";
-    layout.chunkExpr = "s < " + std::to_string(ranks) + " ? 0 : 1";
+    layout.rankExpr = "s < " + P + " ? s : " + std::to_string(2 * ranks - 1) + " - s";
+    layout.chunkExpr = "s < " + P + " ? 0 : 1";
     break;
-  case PlacementFamily::Bidirectional:
-    error = "--placement bidirectional (two copies, DualPipe's placement) is not "
-            "supported yet; use one, interleaved or v";
+  case PlacementFamily::Bidirectional: {
+    // DualPipe's: P stages, two copies; the first half of the micro-batches
+    // flows down (stage s on rank s, chunk 0), the second half up (stage s on
+    // rank P-1-s, chunk 1).
+    if (microbatches < 2 || ranks < 2) {
+      error = "--placement bidirectional needs at least 2 ranks and 2 micro-batches (one per "
+              "direction)";
+      return layout;
+    }
+    layout.chunks = 2;
+    layout.copies = 2;
+    layout.stages = ranks;
+    FlowLayout down{"down", 0, microbatches / 2, {}, {}, "s", "0"};
+    FlowLayout up{"up", microbatches / 2, microbatches, {}, {}, std::to_string(ranks - 1) + " - s",
+                  "1"};
+    for (int s = 0; s < ranks; ++s) {
+      down.stageRank.push_back(s);
+      down.stageChunk.push_back(0);
+      up.stageRank.push_back(ranks - 1 - s);
+      up.stageChunk.push_back(1);
+    }
+    layout.stageRank = down.stageRank;
+    layout.stageChunk = down.stageChunk;
+    layout.rankExpr = down.rankExpr;
+    layout.chunkExpr = down.chunkExpr;
+    layout.rankStages.assign(ranks, {});
+    for (int s = 0; s < ranks; ++s)
+      layout.rankStages[s].push_back(s);
+    layout.flows = {down, up};
+    return layout;
+  }
+  case PlacementFamily::File:
+    error = "a file's placement is read by the front end, not laid out here";
     return layout;
   }
   layout.stages = ranks * layout.chunks;

@@ -6,29 +6,70 @@
 // Ops are numbered densely: id = (kind * stages + stage) * M + microbatch, for
 // the kinds F, I and W. A backward is always searched as I then W; the writer
 // merges an I directly followed by its own W into one B.
+//
+// An entry of a rank's order is an op id, or an F's id with kPaired set: that F
+// runs as an overlap pair with the I that follows it (F & B when the I's own W
+// follows too and the pair takes it, see pairTakesW).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace pipec::synth {
 
-enum class PlacementFamily { One, Interleaved, V, Bidirectional };
+enum class PlacementFamily { One, Interleaved, V, Bidirectional, File };
 
 enum SynthKind : uint8_t { kF = 0, kI = 1, kW = 2 };
+
+// A range of micro-batches with its own placement (DualPipe's two flows).
+struct FlowLayout {
+  std::string name;
+  int begin = 0, end = 0;                 // micro-batches [begin, end)
+  std::vector<int> stageRank, stageChunk; // stage -> rank, chunk on that rank
+  std::string rankExpr, chunkExpr;        // as a `place` declaration's right-hand side
+};
 
 struct Layout {
   PlacementFamily family = PlacementFamily::One;
   int ranks = 1, stages = 1, chunks = 1;
+  int copies = 1; // slots that may hold one stage (bidirectional: 2)
+  // Of the first flow (the only one unless `flows` has several).
   std::vector<int> stageRank, stageChunk; // stage -> rank, chunk on that rank
   std::vector<std::vector<int>> rankStages; // rank -> its stages
   // The placement as a `place` declaration's right-hand side.
   std::string rankExpr, chunkExpr;
+  // Set when micro-batches are placed by flows (bidirectional, a file's flows);
+  // empty: every micro-batch follows stageRank.
+  std::vector<FlowLayout> flows;
+
+  int flowOf(int mb) const {
+    for (size_t f = 0; f < flows.size(); ++f)
+      if (mb < flows[f].end)
+        return int(f);
+    return 0;
+  }
+  int rankOf(int stage, int mb) const {
+    return flows.empty() ? stageRank[stage] : flows[flowOf(mb)].stageRank[stage];
+  }
+  int chunkOf(int stage, int mb) const {
+    return flows.empty() ? stageChunk[stage] : flows[flowOf(mb)].stageChunk[stage];
+  }
+  // How many stages micro-batch `mb` has on `rank` (the activations it may hold there).
+  int stagesOn(int rank, int mb) const {
+    if (flows.empty())
+      return int(rankStages[rank].size());
+    const FlowLayout &flow = flows[flowOf(mb)];
+    return int(std::count(flow.stageRank.begin(), flow.stageRank.end(), rank));
+  }
 };
 
 struct StageCosts {
   std::vector<double> F, I, W, transfer; // per stage; transfer: stage s's message
+  // With --overlap: the duration of a pair of forward stage f and backward
+  // stage b, at f * stages + b, with an I (pairI) or a whole B (pairB).
+  std::vector<double> pairI, pairB;
 };
 
 struct SynthProblem {
@@ -37,6 +78,7 @@ struct SynthProblem {
   StageCosts costs;
   int64_t budget = 1;   // activations per rank
   bool split = true;    // false: every I is directly followed by its W (a B)
+  bool overlap = false; // the search may form F & B (F & I) pairs
   uint64_t seed = 1;
   double seconds = 60;  // wall-clock cap on the search
   uint64_t iterations = 50000; // local-search moves (the deterministic budget)
@@ -50,7 +92,8 @@ struct SynthProblem {
   int kindOf(int id) const { return id / (layout.stages * microbatches); }
   int stageOf(int id) const { return id / microbatches % layout.stages; }
   int mbOf(int id) const { return id % microbatches; }
-  int rankOf(int id) const { return layout.stageRank[stageOf(id)]; }
+  int rankOf(int id) const { return layout.rankOf(stageOf(id), mbOf(id)); }
+  int chunkOf(int id) const { return layout.chunkOf(stageOf(id), mbOf(id)); }
   double duration(int id) const {
     int s = stageOf(id);
     switch (kindOf(id)) {
@@ -59,6 +102,20 @@ struct SynthProblem {
     default: return costs.W[s];
     }
   }
+
+  static constexpr int kPaired = 1 << 30;
+  static int idOf(int entry) { return entry & ~kPaired; }
+  static bool paired(int entry) { return entry & kPaired; }
+  double pairDuration(int forward, int backward, bool whole) const {
+    size_t at = size_t(stageOf(forward)) * layout.stages + stageOf(backward);
+    return whole ? costs.pairB[at] : costs.pairI[at];
+  }
+  // Whether a pair F & I directly followed by that I's W runs as F & B: always
+  // without split, else when the pair with the whole B is shorter.
+  bool pairTakesW(int forward, int backward) const {
+    return !split || pairDuration(forward, backward, true) <
+                         pairDuration(forward, backward, false) + duration(weightOf(backward)) - 1e-12;
+  }
 };
 
 // Per-rank op orders: the candidate the search moves around.
@@ -66,5 +123,8 @@ using RankOrders = std::vector<std::vector<int>>;
 
 // Lays out `family` for P ranks (v chunks for interleaved); empty error on success.
 Layout makeLayout(PlacementFamily family, int ranks, int chunks, std::string &error);
+// The same for M micro-batches: bidirectional splits them into two flows.
+Layout makeLayout(PlacementFamily family, int ranks, int chunks, int microbatches,
+                  std::string &error);
 
 } // namespace pipec::synth

@@ -1,7 +1,8 @@
 // Writes a synthesized schedule as an explicit .pipe file: literal topology,
-// the family's placement in closed form, and a `rank N { }` program per rank
-// in which every op names its chunk and micro-batch. Without split, each I and
-// its W are written as one B.
+// the family's placement in closed form (flows for two directions), and a
+// `rank N { }` program per rank in which every op names its chunk and
+// micro-batch. Without split, each I and its W are written as one B; a pair is
+// written `F(..) & B(..)` or `F(..) & I(..)`.
 #pragma once
 
 #include "synth/SynthProblem.h"
@@ -11,8 +12,17 @@
 
 namespace pipec::synth {
 
+// One rank's steps as the language writes them ("F(0, mb = 3) & B(1, mb = 0)").
+std::vector<std::string> writeRankSteps(const SynthProblem &problem, const std::vector<int> &order);
+// The `copies`, `place` or `flow` lines of the layout.
+std::string writePlacement(const Layout &layout);
+
 // `header`: comment lines (without "// ") that open the file.
+// `loops`: runs of steps that repeat one micro-batch later are written as
+// `for` loops (each rank's warm-up, steady state and cool-down), else every
+// step on its own line.
 std::string writeSynthPipe(const SynthProblem &problem, const RankOrders &orders,
-                           const std::string &name, const std::vector<std::string> &header);
+                           const std::string &name, const std::vector<std::string> &header,
+                           bool loops = true);
 
 } // namespace pipec::synth

@@ -10,13 +10,23 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace pipec::synth {
 
+// What a search can take (it re-simulates the whole schedule per move); the
+// command line refuses larger -D values, synth a file placement beyond them.
+constexpr int kMaxRanks = 64, kMaxMicrobatches = 512, kMaxOps = 60000;
+
 struct SynthRequest {
   PlacementFamily family = PlacementFamily::One;
   int ranks = 1, microbatches = 1, chunks = 2; // chunks: interleaved's v
+  // PlacementFamily::File: the schedule file whose placement is searched over,
+  // elaborated with `defines` (its P and M decide ranks and micro-batches).
+  std::string placementFile;
+  std::vector<std::pair<std::string, int64_t>> defines;
+  bool overlap = false; // --overlap: the search may form F & B pairs
   std::vector<CostOverride> costs;           // --costs then --cost
   int64_t budget = 1;
   bool split = true;

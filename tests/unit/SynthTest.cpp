@@ -1,12 +1,17 @@
 // pipec synth: whatever it returns checks clean under its budget (checked here
 // again, independently of synth's own check) and is never faster than its
-// lower bound; at F=1, B=2 with whole backwards and 1F1B's budget on one stage
-// per rank, it finds 1F1B's makespan, the optimum at that budget.
+// lower bound, on every placement family, with and without pairs; at F=1, B=2
+// with whole backwards and 1F1B's budget on one stage per rank, it finds
+// 1F1B's makespan, the optimum at that budget, and it finds the library's
+// other optimal schedules at P=4.
 #include "driver/Compilation.h"
+#include "synth/ChannelRepair.h"
+#include "synth/Evaluator.h"
 #include "synth/Synthesize.h"
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <random>
 
 using namespace pipec;
@@ -46,27 +51,80 @@ void requireChecksClean(const SynthOutcome &outcome, const SynthRequest &r) {
 TEST_CASE("synth output checks clean within its budget and above its bound", "[synth]") {
   std::mt19937_64 rng(20261201);
   const PlacementFamily families[] = {PlacementFamily::One, PlacementFamily::V,
-                                      PlacementFamily::Interleaved};
+                                      PlacementFamily::Interleaved,
+                                      PlacementFamily::Bidirectional};
   const double costs[] = {0.5, 1, 2, 3};
-  for (int trial = 0; trial < 120; ++trial) {
-    PlacementFamily family = families[rng() % 3];
-    int P = 1 + int(rng() % 4), M = 1 + int(rng() % 8);
-    int chunks = family == PlacementFamily::One ? 1 : 2;
+  for (int trial = 0; trial < 160; ++trial) {
+    PlacementFamily family = families[rng() % 4];
+    bool bidirectional = family == PlacementFamily::Bidirectional;
+    int P = (bidirectional ? 2 : 1) + int(rng() % 4), M = (bidirectional ? 2 : 1) + int(rng() % 8);
+    int chunks = family == PlacementFamily::One || bidirectional ? 1 : 2;
     int64_t budget = chunks + int64_t(rng() % (chunks * M + 1));
     SynthRequest r = request(family, P, M, budget);
     r.seed = rng();
     r.split = rng() % 2;
+    r.overlap = rng() % 2;
     r.costs.emplace_back("F", -1, costs[rng() % 4]);
     r.costs.emplace_back("B", -1, costs[rng() % 4] + 1);
     r.costs.emplace_back("W", -1, costs[rng() % 2]);
-    CAPTURE(trial, int(family), P, M, budget, r.split);
+    if (r.overlap && rng() % 2) // a pair worth between max(F, B) and F + B
+      r.costs.emplace_back("FB", -1, 0);
+    if (r.overlap && r.costs.back().name == "FB") {
+      double F = r.costs[0].value, B = r.costs[1].value;
+      r.costs.back().value = std::max(F, B) + (F + B - std::max(F, B)) * double(rng() % 4) / 4;
+    }
+    CAPTURE(trial, int(family), P, M, budget, r.split, r.overlap);
     SynthOutcome outcome = synthesize(r, quiet);
     INFO(outcome.error);
     REQUIRE(outcome.ok);
     requireChecksClean(outcome, r);
     REQUIRE(outcome.peakActivations <= budget);
     REQUIRE(outcome.makespan >= outcome.bound - 1e-9);
+    if (!r.overlap)
+      REQUIRE(outcome.text.find('&') == std::string::npos);
   }
+}
+
+TEST_CASE("synth finds the library's schedules where the bound proves them optimal", "[synth]") {
+  // F=1, B=2, W=1 (per-chunk costs halved for two chunks, the defaults) at P=4:
+  // 1F1B 57 at M=16, ZB-H1 27, ZB-V 25.5 and interleaved 1F1B 28.5 at M=8.
+  struct Case {
+    PlacementFamily family;
+    int M;
+    int64_t budget;
+    bool split;
+    double makespan;
+  } cases[] = {{PlacementFamily::One, 16, 4, false, 57},
+               {PlacementFamily::One, 8, 4, true, 27},
+               {PlacementFamily::V, 8, 8, true, 25.5},
+               {PlacementFamily::Interleaved, 8, 11, false, 28.5}};
+  for (const Case &c : cases) {
+    SynthRequest r = request(c.family, 4, c.M, c.budget);
+    r.split = c.split;
+    CAPTURE(int(c.family), c.M);
+    SynthOutcome outcome = synthesize(r, quiet);
+    INFO(outcome.error);
+    REQUIRE(outcome.ok);
+    requireChecksClean(outcome, r);
+    CHECK(outcome.makespan == Approx(c.makespan));
+  }
+}
+
+TEST_CASE("synth on DualPipe's placement is no slower than DualPipe", "[synth]") {
+  // DualPipe at P=4, M=8, F=1 B=2 W=1: 26 at its budget P+1, 23 with pairs at
+  // FB = 2.25 (pipec sim of examples/dualpipe.pipe); synth does better on both.
+  SynthRequest r = request(PlacementFamily::Bidirectional, 4, 8, 5);
+  SynthOutcome plain = synthesize(r, quiet);
+  REQUIRE(plain.ok);
+  requireChecksClean(plain, r);
+  CHECK(plain.makespan < 26);
+  r.overlap = true;
+  r.costs = {{"FB", -1, 2.25}};
+  SynthOutcome paired = synthesize(r, quiet);
+  REQUIRE(paired.ok);
+  requireChecksClean(paired, r);
+  CHECK(paired.makespan < 23);
+  CHECK(paired.text.find(" & ") != std::string::npos);
 }
 
 TEST_CASE("synth finds 1F1B's makespan at 1F1B's budget", "[synth]") {
@@ -112,4 +170,29 @@ TEST_CASE("synth's bound counts the budget: one activation per rank is one round
   requireChecksClean(outcome, r);
   CHECK(outcome.bound == Approx(4 * 9.0)); // M * (3 F + 3 B)
   CHECK(outcome.makespan == Approx(4 * 9.0));
+}
+
+TEST_CASE("synth's channel repair makes a receiver follow its sender's new order", "[synth]") {
+  std::string error;
+  SynthProblem p;
+  p.layout = makeLayout(PlacementFamily::One, 2, 1, 2, error);
+  REQUIRE(error.empty());
+  p.microbatches = 2;
+  p.budget = 2;
+  p.costs = {{1, 1}, {1, 1}, {1, 1}, {0, 0}, {}, {}};
+  auto F = [&](int s, int m) { return p.opId(kF, s, m); };
+  auto I = [&](int s, int m) { return p.opId(kI, s, m); };
+  auto W = [&](int s, int m) { return p.opId(kW, s, m); };
+  // Rank 0 now sends micro-batch 1 first; rank 1 still receives 0 first.
+  RankOrders orders = {{F(0, 1), F(0, 0), I(0, 0), W(0, 0), I(0, 1), W(0, 1)},
+                       {F(1, 0), F(1, 1), I(1, 0), W(1, 0), I(1, 1), W(1, 1)}};
+  Evaluator evaluator(p);
+  CHECK(evaluator.makespan(orders) == kInfeasible);
+  CHECK(std::string(evaluator.why()) == kChannelOrder);
+  REQUIRE(repairChannels(p, orders, 4));
+  // Rank 1's receiving forwards keep their places and take rank 0's order;
+  // nothing else moves.
+  CHECK(orders[1] == std::vector<int>{F(1, 1), F(1, 0), I(1, 0), W(1, 0), I(1, 1), W(1, 1)});
+  CHECK(orders[0] == std::vector<int>{F(0, 1), F(0, 0), I(0, 0), W(0, 0), I(0, 1), W(0, 1)});
+  CHECK(evaluator.makespan(orders) != kInfeasible);
 }
