@@ -1,0 +1,72 @@
+// Where a worker of the stream engine parks when none of its streams can move,
+// and how the thread that unblocks one of them gets it going again. A wake is a
+// counter bump; a parked worker is notified only when it really sleeps, so a
+// hand-off to a worker that is still spinning costs no system call.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+namespace pipert {
+
+class Waker {
+public:
+  using Deadline = std::chrono::steady_clock::time_point;
+
+  // Read before looking at the streams; a wake after it moves it on.
+  uint64_t epoch() const { return epoch_.load(); }
+
+  void wake() {
+    epoch_.fetch_add(1);
+    if (sleeping_.load()) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      changed_.notify_one();
+    }
+  }
+
+  // Waits until a wake after `seen`, or the deadline (false). Spins first:
+  // the producer a pipeline waits on is usually microseconds away.
+  bool waitPast(uint64_t seen, Deadline deadline) {
+    for (int k = 0; k < kSpins; ++k) {
+      if (epoch_.load(std::memory_order_acquire) != seen)
+        return true;
+      relax(k);
+    }
+    std::unique_lock<std::mutex> lock(mutex_);
+    sleeping_.store(true);
+    bool woken = changed_.wait_until(lock, deadline, [&] { return epoch_.load() != seen; });
+    sleeping_.store(false);
+    return woken;
+  }
+
+private:
+  static constexpr int kSpins = 4000;
+  static constexpr int kPauses = 200; // then yield: other workers may share the core
+
+  static void relax(int k) {
+    if (k >= kPauses) {
+      std::this_thread::yield();
+      return;
+    }
+#if defined(__x86_64__) || defined(__i386__)
+    _mm_pause();
+#else
+    std::this_thread::yield();
+#endif
+  }
+
+  std::atomic<uint64_t> epoch_{0};
+  std::atomic<bool> sleeping_{false};
+  std::mutex mutex_;
+  std::condition_variable changed_;
+};
+
+} // namespace pipert
