@@ -32,13 +32,22 @@ public:
     }
   }
 
-  // Waits until a wake after `seen`, or the deadline (false). Spins first:
-  // the producer a pipeline waits on is usually microseconds away.
+  // Waits until a wake after `seen`, or the deadline (false). Spins a few
+  // microseconds first: the producer a pipeline waits on is usually that close,
+  // and a hand-off to a spinning worker needs no system call. Not longer: on a
+  // loaded machine the spinner holds a core the producer may need.
   bool waitPast(uint64_t seen, Deadline deadline) {
-    for (int k = 0; k < kSpins; ++k) {
+    auto spinUntil = std::chrono::steady_clock::now() + kSpin;
+    for (int k = 1;; ++k) {
       if (epoch_.load(std::memory_order_acquire) != seen)
         return true;
-      relax(k);
+      if (k % 64 == 0) {
+        if (std::chrono::steady_clock::now() >= spinUntil)
+          break;
+        std::this_thread::yield();
+      } else {
+        pause();
+      }
     }
     std::unique_lock<std::mutex> lock(mutex_);
     sleeping_.store(true);
@@ -48,18 +57,11 @@ public:
   }
 
 private:
-  static constexpr int kSpins = 4000;
-  static constexpr int kPauses = 200; // then yield: other workers may share the core
+  static constexpr std::chrono::microseconds kSpin{50};
 
-  static void relax(int k) {
-    if (k >= kPauses) {
-      std::this_thread::yield();
-      return;
-    }
+  static void pause() {
 #if defined(__x86_64__) || defined(__i386__)
     _mm_pause();
-#else
-    std::this_thread::yield();
 #endif
   }
 
