@@ -3,7 +3,8 @@
 // checks) and the library's, each lowered to stream programs as `pipec build`
 // lowers them and run against the single-device reference in fp64 (loss,
 // gradients and parameters within 1e-10, the measured peak activations equal to
-// the prediction). Cooperative workers and one thread per stream alike; the
+// the prediction). Cooperative workers and one thread per stream alike, and
+// two expert-parallel replicas; the
 // ThreadSanitizer build of this test (PIPEC_EXECUTOR_TSAN) runs every stream on
 // its own thread. Deterministic cases (fixed seeds); a failure prints the source.
 #include "ExecutorPrograms.h"
@@ -71,5 +72,11 @@ TEST_CASE("library schedules run exactly as the reference on the CPU executor", 
       INFO(c.name << " P=" << c.P << " M=" << c.M << " variant " << variant);
       CHECK(runLowered(data, checkArgs(variant)) == 0);
     }
+    // Expert parallelism: two replicas whose MoE all-to-alls block inside the
+    // stage, each stream on its own thread.
+    std::vector<std::string> ep = checkArgs(1);
+    ep.insert(ep.end(), {"--ep", "2"});
+    INFO(c.name << " P=" << c.P << " M=" << c.M << " --ep 2");
+    CHECK(runLowered(data, ep) == 0);
   }
 }

@@ -76,15 +76,21 @@ void StreamEngine::build(const StreamProgram &programs) {
   for (int r = 0; r < program_.numRanks; ++r) {
     std::vector<std::pair<Stream *, Entry *>> recordOf(programs.ranks[r].numEvents, {nullptr, nullptr});
     for (Stream *s : byRank[r])
-      for (Entry &e : s->entries)
-        if (e.command->cmd == StreamCmd::RecordEvent)
-          recordOf[e.command->arg] = {s, &e};
+      for (size_t k = 0; k < s->entries.size(); ++k) {
+        Entry &e = s->entries[k];
+        if (e.command->cmd != StreamCmd::RecordEvent)
+          continue;
+        recordOf[e.command->arg] = {s, &e};
+        if (k > 0 && s->entries[k - 1].command->cmd == StreamCmd::Receive)
+          e.received = s->entries[k - 1].command->arg;
+      }
     for (Stream *stream : byRank[r])
       for (Entry &e : stream->entries) {
         const StreamCommand &c = *e.command;
         Worker *me = workerOf[r][stream->index];
         if (c.cmd == StreamCmd::WaitEvent) {
           auto [recorder, record] = recordOf[c.arg];
+          e.record = record;
           Waker *waiter = &me->waker;
           if (workerOf[r][recorder->index] != me &&
               std::find(record->wakes.begin(), record->wakes.end(), waiter) == record->wakes.end())
@@ -147,6 +153,7 @@ void StreamEngine::runStep(Worker &worker, uint64_t step) {
     s->ticket = 0;
   }
   bool progressed = true; // since the last time the worker found itself stuck
+  bool deferred = false;   // gave a worker waiting on a message the first word
   Clock::time_point stuckSince;
   for (;;) {
     uint64_t seen = worker.waker.epoch();
@@ -159,6 +166,7 @@ void StreamEngine::runStep(Worker &worker, uint64_t step) {
       return;
     if (moved) {
       progressed = true;
+      deferred = false;
       continue;
     }
     if (progressed) {
@@ -170,9 +178,15 @@ void StreamEngine::runStep(Worker &worker, uint64_t step) {
       bool late = false; // a wake may have raced the deadline
       for (Stream *s : worker.streams)
         late |= advance(*s, step);
-      if (!late)
-        watchdog_.fire(blockedReport(worker));
       progressed = true;
+      if (late)
+        continue;
+      // A stream held by its own rank's event (with stream threads) waits one
+      // more timeout: the worker waiting on the missing message names it.
+      auto [onMessage, report] = blockedReport(worker);
+      if (onMessage || deferred)
+        watchdog_.fire(report);
+      deferred = true;
     }
   }
 }
@@ -224,19 +238,24 @@ bool StreamEngine::advance(Stream &stream, uint64_t step) {
   return moved;
 }
 
-// What the stuck worker waits for: a receive first (the watchdog's usual
-// story: a message that never came), then a send, then an event.
-std::string StreamEngine::blockedReport(const Worker &worker) const {
+// What the stuck worker waits for: a message that never came first (a receive,
+// or an event recorded when one arrives: the watchdog's usual story), then a
+// send, then any other event.
+std::pair<bool, std::string> StreamEngine::blockedReport(const Worker &worker) const {
   std::string send, event;
   for (const Stream *s : worker.streams) {
     if (s->head == s->entries.size())
       continue;
-    const StreamCommand &c = *s->entries[s->head].command;
+    const Entry &e = s->entries[s->head];
+    const StreamCommand &c = *e.command;
     std::string rank = "rank " + std::to_string(s->rank);
-    if (c.cmd == StreamCmd::Receive) {
-      const ProgramMessage &m = program_.messages[c.arg];
-      return rank + " is waiting for " + describeMessage(program_, c.arg) + ", needed by " +
-             describeOp(program_, m.to, m.consumerOp);
+    uint32_t awaited = c.cmd == StreamCmd::Receive ? c.arg
+                       : c.cmd == StreamCmd::WaitEvent ? e.record->received
+                                                       : ~0u;
+    if (awaited != ~0u) {
+      const ProgramMessage &m = program_.messages[awaited];
+      return {true, rank + " is waiting for " + describeMessage(program_, awaited) + ", needed by " +
+                        describeOp(program_, m.to, m.consumerOp)};
     }
     if (c.cmd == StreamCmd::Send && send.empty())
       send = rank + "'s send stream is waiting for rank " +
@@ -246,7 +265,7 @@ std::string StreamEngine::blockedReport(const Worker &worker) const {
       event = rank + "'s stream " + std::to_string(s->index) + " is waiting for event " +
               std::to_string(c.arg);
   }
-  return !send.empty() ? send : event;
+  return {false, !send.empty() ? send : event};
 }
 
 } // namespace pipert

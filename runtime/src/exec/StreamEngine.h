@@ -32,6 +32,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace pipert {
@@ -71,6 +72,8 @@ private:
     const StreamCommand *command;
     Channel *channel = nullptr;              // Send, Receive
     std::vector<Waker *> wakes;              // RecordEvent: other workers waiting on it
+    const Entry *record = nullptr;           // WaitEvent: the RecordEvent it waits for
+    uint32_t received = ~0u;                 // RecordEvent: the message received just before
   };
   struct Stream {
     int rank;
@@ -89,7 +92,7 @@ private:
   void workerMain(Worker &worker);
   void runStep(Worker &worker, uint64_t step);
   bool advance(Stream &stream, uint64_t step);
-  std::string blockedReport(const Worker &worker) const;
+  std::pair<bool, std::string> blockedReport(const Worker &worker) const; // (on a message?, what)
 
   const Program &program_;
   CommandRunner &runner_;
