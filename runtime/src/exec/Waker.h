@@ -4,6 +4,7 @@
 // hand-off to a worker that is still spinning costs no system call.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -32,15 +33,19 @@ public:
     }
   }
 
-  // Waits until a wake after `seen`, or the deadline (false). Spins a few
-  // microseconds first: the producer a pipeline waits on is usually that close,
-  // and a hand-off to a spinning worker needs no system call. Not longer: on a
-  // loaded machine the spinner holds a core the producer may need.
+  // Waits until a wake after `seen`, or the deadline (false). Spins first: the
+  // producer a pipeline waits on is usually microseconds away, and a hand-off
+  // to a spinning worker needs no system call. How long adapts: a spin that
+  // ends in parking anyway halves the next one (on a loaded machine a spinner
+  // holds a core the producer may need), a spin that catches the wake doubles it.
   bool waitPast(uint64_t seen, Deadline deadline) {
-    auto spinUntil = std::chrono::steady_clock::now() + kSpin;
+    auto start = std::chrono::steady_clock::now();
+    auto spinUntil = start + std::chrono::microseconds(spinMicros_);
     for (int k = 1;; ++k) {
-      if (epoch_.load(std::memory_order_acquire) != seen)
+      if (epoch_.load(std::memory_order_acquire) != seen) {
+        spinMicros_ = std::min(spinMicros_ * 2, kMaxSpinMicros);
         return true;
+      }
       if (k % 64 == 0) {
         if (std::chrono::steady_clock::now() >= spinUntil)
           break;
@@ -49,6 +54,7 @@ public:
         pause();
       }
     }
+    spinMicros_ = std::max(spinMicros_ / 2, kMinSpinMicros);
     std::unique_lock<std::mutex> lock(mutex_);
     sleeping_.store(true);
     bool woken = changed_.wait_until(lock, deadline, [&] { return epoch_.load() != seen; });
@@ -57,7 +63,7 @@ public:
   }
 
 private:
-  static constexpr std::chrono::microseconds kSpin{50};
+  static constexpr int kMinSpinMicros = 2, kMaxSpinMicros = 100;
 
   static void pause() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -66,6 +72,7 @@ private:
   }
 
   std::atomic<uint64_t> epoch_{0};
+  int spinMicros_ = 50; // the waiting worker's own
   std::atomic<bool> sleeping_{false};
   std::mutex mutex_;
   std::condition_variable changed_;
