@@ -36,25 +36,17 @@ public:
   // Waits until a wake after `seen`, or the deadline (false). Spins first: the
   // producer a pipeline waits on is usually microseconds away, and a hand-off
   // to a spinning worker needs no system call. How long adapts: a spin that
-  // ends in parking anyway halves the next one (on a loaded machine a spinner
-  // holds a core the producer may need), a spin that catches the wake doubles it.
+  // catches the wake doubles the next, one that ends in parking halves it. A
+  // spin that finds itself descheduled stops spinning for a while: the machine
+  // is oversubscribed, and a parked worker is woken sooner than a spinning one
+  // gets the core back.
   bool waitPast(uint64_t seen, Deadline deadline) {
-    auto start = std::chrono::steady_clock::now();
-    auto spinUntil = start + std::chrono::microseconds(spinMicros_);
-    for (int k = 1;; ++k) {
-      if (epoch_.load(std::memory_order_acquire) != seen) {
-        spinMicros_ = std::min(spinMicros_ * 2, kMaxSpinMicros);
-        return true;
-      }
-      if (k % 64 == 0) {
-        if (std::chrono::steady_clock::now() >= spinUntil)
-          break;
-        std::this_thread::yield();
-      } else {
-        pause();
-      }
+    if (spinMicros_ > 0 && spin(seen))
+      return true;
+    if (spinMicros_ == 0 && ++parkedWithoutSpin_ >= kProbeAfter) {
+      parkedWithoutSpin_ = 0;
+      spinMicros_ = kMinSpinMicros; // try spinning again
     }
-    spinMicros_ = std::max(spinMicros_ / 2, kMinSpinMicros);
     std::unique_lock<std::mutex> lock(mutex_);
     sleeping_.store(true);
     bool woken = changed_.wait_until(lock, deadline, [&] { return epoch_.load() != seen; });
@@ -63,7 +55,34 @@ public:
   }
 
 private:
-  static constexpr int kMinSpinMicros = 2, kMaxSpinMicros = 100;
+  using Clock = std::chrono::steady_clock;
+  static constexpr int kMinSpinMicros = 2, kMaxSpinMicros = 50, kProbeAfter = 256;
+  static constexpr Clock::duration kDescheduled = std::chrono::microseconds(200);
+
+  bool spin(uint64_t seen) {
+    Clock::time_point last = Clock::now(), until = last + std::chrono::microseconds(spinMicros_);
+    for (int k = 1;; ++k) {
+      if (epoch_.load(std::memory_order_acquire) != seen) {
+        spinMicros_ = std::min(spinMicros_ * 2, kMaxSpinMicros);
+        return true;
+      }
+      if (k % 64 != 0) {
+        pause();
+        continue;
+      }
+      Clock::time_point now = Clock::now();
+      if (now - last > kDescheduled) {
+        spinMicros_ = 0;
+        return false;
+      }
+      if (now >= until) {
+        spinMicros_ = std::max(spinMicros_ / 2, kMinSpinMicros);
+        return false;
+      }
+      last = now;
+      std::this_thread::yield(); // another worker may share this core
+    }
+  }
 
   static void pause() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -72,7 +91,8 @@ private:
   }
 
   std::atomic<uint64_t> epoch_{0};
-  int spinMicros_ = 50; // the waiting worker's own
+  int spinMicros_ = kMaxSpinMicros; // the waiting worker's own
+  int parkedWithoutSpin_ = 0;
   std::atomic<bool> sleeping_{false};
   std::mutex mutex_;
   std::condition_variable changed_;
