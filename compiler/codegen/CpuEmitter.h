@@ -11,6 +11,7 @@
 #pragma once
 
 #include "check/Checks.h"
+#include "codegen/StreamLowering.h"
 #include "elab/ScheduleIR.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -20,8 +21,9 @@
 namespace pipec {
 
 // Requires a schedule whose checks passed (report.ok, report.comm set).
-// `sourcePath` is quoted in the header comment as given.
-void emitCpuProgram(const ScheduleIR &ir, const CheckReport &report,
+// `costs` decide the overlap plans. `sourcePath` is quoted in the header
+// comment as given.
+void emitCpuProgram(const ScheduleIR &ir, const CheckReport &report, const StreamPlanCosts &costs,
                     const std::string &sourcePath, llvm::raw_ostream &out);
 
 } // namespace pipec

@@ -211,4 +211,22 @@ void writeProgramData(const pipert::ProgramData &data, const char *header, llvm:
   out << ";\n";
 }
 
+void addStreams(pipert::ProgramData &data, std::vector<RankStreamProgram> streams) {
+  data.hasStreams = true;
+  data.streams.resize(streams.size());
+  for (size_t r = 0; r < streams.size(); ++r) {
+    data.streams[r].commands = std::move(streams[r].commands);
+    data.streams[r].numStreams = streams[r].numStreams;
+    data.streams[r].numEvents = streams[r].numEvents;
+  }
+}
+
+void writeStreamSummary(const std::vector<RankStreamProgram> &streams, llvm::raw_ostream &out) {
+  out << "//\n";
+  for (size_t r = 0; r < streams.size(); ++r)
+    out << "// Rank " << r << " streams: " << streams[r].commands.size() << " commands on "
+        << streams[r].numStreams << " streams, " << streams[r].numEvents << " events, "
+        << streams[r].numPairs << " overlap pairs.\n";
+}
+
 } // namespace pipec

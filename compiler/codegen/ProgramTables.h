@@ -11,6 +11,7 @@
 #pragma once
 
 #include "check/Checks.h"
+#include "codegen/StreamLowering.h"
 #include "elab/ScheduleIR.h"
 #include "pipert/ProgramEncoding.h"
 
@@ -31,6 +32,12 @@ struct ProgramTarget {
 // The tables of a schedule whose checks passed (report.ok, report.comm set),
 // without stream programs.
 pipert::ProgramData programData(const ScheduleIR &ir, const CheckReport &report);
+
+// Adds the stream programs to the tables (`streams` is emptied).
+void addStreams(pipert::ProgramData &data, std::vector<RankStreamProgram> streams);
+
+// One comment line per rank: its commands, streams, events and overlap pairs.
+void writeStreamSummary(const std::vector<RankStreamProgram> &streams, llvm::raw_ostream &out);
 
 // The header comment: schedule, checks, target.paragraphs, a line per rank.
 void writeProgramHeader(const ScheduleIR &ir, const CheckReport &report,

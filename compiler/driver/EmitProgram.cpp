@@ -12,8 +12,8 @@ void emitProgram(const Compilation &compilation, BuildTarget target, const Commo
   const CheckReport &report = *compilation.report();
   if (target == BuildTarget::Cuda)
     emitCudaProgram(ir, report, streamPlanCosts(ir, args.costs), compilation.path(), out);
-  else
-    emitCpuProgram(ir, report, compilation.path(), out);
+  else // the same stream programs as CUDA's (no --cost on the CPU target: the default split)
+    emitCpuProgram(ir, report, streamPlanCosts(ir, args.costs), compilation.path(), out);
 }
 
 } // namespace pipec

@@ -1,6 +1,6 @@
 // runProgram: what an emitted program's main() does. It builds the model the
-// options describe and trains: each step runs the schedule through PipelineRun
-// over the global batch, syncs gradients (replicated copies, then expert-
+// options describe and trains: each step runs the compiler's stream programs
+// through PipelineRun (exec/StreamEngine.h) over the global batch, syncs gradients (replicated copies, then expert-
 // parallel replicas) and takes an optimizer step (Training.h). With --check a
 // single-device, non-pipelined reference with its own parameters and optimizer
 // takes the same steps; the loss, every gradient and every parameter after the
@@ -14,6 +14,7 @@
 #include "pipert/ProgramEncoding.h"
 #include "pipert/Checkpoint.h"
 #include "pipert/ProgramValidation.h"
+#include "pipert/StreamProgram.h"
 #include "pipert/Reference.h"
 #include "pipert/TokenData.h"
 #include "pipert/Trace.h"
@@ -24,7 +25,6 @@
 #include <deque>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace pipert {
@@ -115,7 +115,7 @@ const char *modelName(const RunOptions &options) {
 }
 
 template <typename T>
-int run(const Program &program, const RunOptions &options) {
+int run(const Program &program, const StreamProgram &streams, const RunOptions &options) {
   ModelSpec model = modelOf(program, options);
   std::unique_ptr<TokenData> tokenData;
   if (!options.dataPath.empty())
@@ -138,7 +138,7 @@ int run(const Program &program, const RunOptions &options) {
   std::vector<std::unique_ptr<PipelineRun<T>>> replicas;
   std::vector<std::vector<Stage<T> *>> replicaStages;
   for (int e = 0; e < options.ep; ++e) {
-    replicas.push_back(std::make_unique<PipelineRun<T>>(program, options, model, batch, e,
+    replicas.push_back(std::make_unique<PipelineRun<T>>(program, streams, options, model, batch, e,
                                                         options.ep > 1 ? &experts : nullptr));
     replicaStages.push_back(replicas.back()->stageCopies());
   }
@@ -170,13 +170,12 @@ int run(const Program &program, const RunOptions &options) {
     int64_t step = done + k;
     batch.step = step;
     auto stepStart = std::chrono::steady_clock::now();
-    std::vector<std::thread> threads;
-    for (int e = 0; e < options.ep; ++e) {
+    for (int e = 0; e < options.ep; ++e) { // replicas run at once: their all-to-alls meet
       replicas[e]->setDataStep(step);
-      threads.emplace_back([&, e] { last[e] = replicas[e]->runStep(); });
+      replicas[e]->startStep();
     }
-    for (std::thread &t : threads)
-      t.join();
+    for (int e = 0; e < options.ep; ++e)
+      last[e] = replicas[e]->finishStep();
     double loss = 0, millis = 0;
     for (const StepResult &r : last) {
       loss += r.loss;
@@ -264,14 +263,15 @@ int run(const Program &program, const RunOptions &options) {
 
 } // namespace
 
-int runProgram(const Program &program, int argc, char **argv) {
+int runProgram(const Program &program, const StreamProgram &streams, int argc, char **argv) {
   RunOptions options;
   int status = 0;
   if (!parseRunOptions(argc, argv, options, status))
     return status;
   try {
-    validateProgram(program); // a bad table is an error here, not a crash or hang later
-    return options.fp64 ? run<double>(program, options) : run<float>(program, options);
+    validateProgram(program, streams); // a bad table is an error here, not a crash or hang later
+    return options.fp64 ? run<double>(program, streams, options)
+                        : run<float>(program, streams, options);
   } catch (const std::exception &e) {
     std::fprintf(stderr, "pipert: error: %s\n", e.what());
     return 2;
@@ -283,8 +283,13 @@ int runEncodedProgram(const char *text, size_t size, int argc, char **argv) {
   int status = startEncodedProgram(text, size, argc, argv, data);
   if (status >= 0)
     return status;
+  if (!data.hasStreams) {
+    std::fprintf(stderr, "pipert: error: invalid program data: it holds no stream programs "
+                         "(re-emit it with this pipec)\n");
+    return 2;
+  }
   ProgramView view(data);
-  return runProgram(view.program(), argc, argv);
+  return runProgram(view.program(), view.streams(), argc, argv);
 }
 
 } // namespace pipert

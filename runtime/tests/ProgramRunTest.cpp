@@ -1,7 +1,11 @@
-// The executor on hand-written program tables: a 2-rank 1F1B (messages in both
-// directions) and a one-rank V whose overlap pair runs on two threads. Loss and
+// The executor on hand-written program tables, with stream programs lowered as
+// the compiler lowers them (TestStreams.h): a 2-rank 1F1B (messages in both
+// directions) and a one-rank V whose overlap pair interleaves its parts on the
+// compute and expert streams. Loss and
 // every gradient must match the single-device reference; the measured peak
 // activations must match the prediction written in the table.
+#include "TestStreams.h"
+
 #include "pipert/Program.h"
 
 #include <catch2/catch.hpp>
@@ -26,7 +30,8 @@ int runWith(const Program &program, std::vector<std::string> args) {
   argv.push_back(name.data());
   for (std::string &a : args)
     argv.push_back(a.data());
-  return runProgram(program, static_cast<int>(argv.size()), argv.data());
+  test::OwnedStreams streams = test::lowerForTest(program);
+  return runProgram(program, streams.program, static_cast<int>(argv.size()), argv.data());
 }
 
 // 1F1B, P = 2, M = 2. Rank 0: F0 F1 B0 B1; rank 1: F0 B0 F1 B1.
@@ -58,9 +63,12 @@ TEST_CASE("a two-rank program matches the reference in fp64 and fp32", "[runtime
   CHECK(runWith(kOneFOneB, {"--check", "--dtype", "fp64", "--model", "moe"}) == 0);
 }
 
-TEST_CASE("an overlap pair of two chunks runs concurrently and stays exact", "[runtime][program]") {
+TEST_CASE("an overlap pair of two chunks interleaves its parts and stays exact", "[runtime][program]") {
   CHECK(runWith(kV, {"--check", "--dtype", "fp64"}) == 0);
   CHECK(runWith(kV, {"--check", "--dtype", "fp64", "--model", "moe", "--hidden", "8"}) == 0);
+  // Every stream on its own thread: the pair's halves really run at once.
+  CHECK(runWith(kV, {"--check", "--dtype", "fp64", "--model", "moe", "--stream-threads"}) == 0);
+  CHECK(runWith(kOneFOneB, {"--check", "--dtype", "fp64", "--stream-threads", "--steps", "2"}) == 0);
 }
 
 TEST_CASE("a wrong peak prediction fails the run", "[runtime][program]") {

@@ -250,5 +250,5 @@ TEST_CASE("validation: runProgram refuses a bad table with exit status 2", "[run
   t.link();
   std::string name = "program";
   char *argv[] = {name.data()};
-  CHECK(runProgram(t.program, 1, argv) == 2);
+  CHECK(runProgram(t.program, t.streams, 1, argv) == 2);
 }

@@ -10,6 +10,7 @@
 #include "check/Checks.h"
 #include "codegen/StreamLowering.h"
 
+#include "ScheduleGenerator.h"
 #include "TestSupport.h"
 
 #include <catch2/catch.hpp>
@@ -319,6 +320,35 @@ TEST_CASE("stream programs of every library schedule respect every dependency", 
       for (int trial = 0; trial < 10; ++trial)
         CHECK(StreamModel(l, random).run() == "");
     }
+}
+
+// The same model over random schedules (ScheduleGenerator.h): valid ones and
+// mutated ones the checks still accept. The CPU executor runs the same
+// programs (ExecutorPropertyTest.cpp).
+TEST_CASE("stream programs of random schedules respect every dependency", "[codegen][property]") {
+  ScheduleGenerator gen(0x57e4a001u);
+  std::mt19937 random(20261201);
+  int lowered = 0;
+  for (int c = 0; c < 300; ++c) {
+    GenSchedule g = gen.valid();
+    if (c % 3 == 0)
+      gen.mutate(g);
+    Lowered l;
+    l.compiled = compile(g.source());
+    if (!l.compiled->ir || l.compiled->diags.hasErrors())
+      continue;
+    const ScheduleIR &ir = *l.compiled->ir;
+    l.report = runChecks(ir, CheckOptions{}, l.compiled->diags);
+    if (!l.report.ok)
+      continue;
+    l.programs = lowerToStreams(ir, l.report, streamPlanCosts(ir, {}).model);
+    INFO("case " << c << " (" << g.history << "):\n" << g.source());
+    checkStatic(l);
+    for (int trial = 0; trial < 3; ++trial)
+      CHECK(StreamModel(l, random).run() == "");
+    ++lowered;
+  }
+  CHECK(lowered >= 200);
 }
 
 TEST_CASE("overlap pairs put the all-to-alls on the expert stream, fork and join", "[codegen]") {

@@ -3,7 +3,8 @@
 // message; each rank's send and receive posting order, from the compiler's one
 // communication model; the gradient-sync groups of replicated stages; the peak
 // activations the checker predicts). `pipec emit --target cpu` writes these
-// tables, encoded (pipert/ProgramEncoding.h), and a main() that calls
+// tables and the per-rank stream programs (pipert/StreamProgram.h), encoded
+// (pipert/ProgramEncoding.h), and a main() that calls
 // runEncodedProgram.
 //
 // The one definition of the tables: pipec includes this header to write them
@@ -79,13 +80,16 @@ struct Program {
   const int64_t *predictedPeakActivations; // per rank, from the checker
 };
 
+struct StreamProgram; // pipert/StreamProgram.h: the per-rank commands the executor runs
+
 // Parses the command line (--steps, --hidden, --seq, --model, --dtype, --check,
-// --trace, --seed, --timeout, ...), runs the program and returns the exit status.
-int runProgram(const Program &program, int argc, char **argv);
+// --trace, --seed, --timeout, ...), runs the program's stream programs (the
+// ones the CUDA backend runs) and returns the exit status.
+int runProgram(const Program &program, const StreamProgram &streams, int argc, char **argv);
 
 // What an emitted program's main() calls: decodes `size` characters of encoded
-// tables (pipert/ProgramEncoding.h), validates and runs them as runProgram
-// does. A bad encoding exits 2 naming the byte; `--dump-program` as the only
+// tables and stream programs (pipert/ProgramEncoding.h), validates and runs
+// them as runProgram does. A bad encoding exits 2 naming the byte; `--dump-program` as the only
 // argument prints the decoded tables instead.
 int runEncodedProgram(const char *text, size_t size, int argc, char **argv);
 

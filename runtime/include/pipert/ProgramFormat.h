@@ -10,6 +10,7 @@
 
 namespace pipert {
 
-inline constexpr int kProgramFormatVersion = 3; // 3: tables encoded (ProgramEncoding.h)
+inline constexpr int kProgramFormatVersion = 4; // 3: tables encoded (ProgramEncoding.h);
+                                                // 4: CPU programs carry stream programs too
 
 } // namespace pipert

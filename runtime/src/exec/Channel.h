@@ -1,62 +1,54 @@
 // Point-to-point transport of the CPU backend, with NCCL's semantics: one channel
 // per (sender, receiver, kind) as in the compiler's communication model; the i-th
 // send meets the i-th receive, and a send completes only when its receive takes it
-// (rendezvous, no buffering). Unlike NCCL, a message whose id is not the one the
-// receiver expects is caught. Every wait is bounded by the watchdog's deadline.
+// (rendezvous, no buffering). The channel carries message ids: the payload waits
+// in the program's per-message slot, which the event chain orders. Unlike NCCL, a
+// message whose id is not the one the receiver expects is caught.
+//
+// One stream posts on each end (single producer, single consumer), so the
+// channel is two counters; nothing here blocks. The stream engine parks a worker
+// whose stream cannot move and the channel wakes it.
 #pragma once
 
-#include "pipert/Tensor.h"
+#include "exec/Waker.h"
 
-#include <chrono>
-#include <condition_variable>
-#include <mutex>
-#include <optional>
+#include <atomic>
+#include <cstdint>
 
 namespace pipert {
 
-template <typename T>
 class Channel {
 public:
-  using Deadline = std::chrono::steady_clock::time_point;
-
-  // Called by the sender's send stream: blocks until the receiver takes the
-  // message. False if the deadline passed first.
-  bool send(uint32_t message, Tensor<T> payload, Deadline deadline) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (!changed_.wait_until(lock, deadline, [&] { return !full_; }))
-      return false;
-    full_ = true;
-    message_ = message;
-    payload_ = std::move(payload);
-    ++sent_;
-    uint64_t mine = sent_;
-    changed_.notify_all();
-    return changed_.wait_until(lock, deadline, [&] { return taken_ >= mine; });
+  void connect(Waker *sender, Waker *receiver) {
+    sender_ = sender;
+    receiver_ = receiver;
   }
 
-  // Called by the receiver's receive stream: the next message, if it arrives
-  // before the deadline and is the one expected (`got` says which one came).
-  std::optional<Tensor<T>> receive(uint32_t expected, Deadline deadline, uint32_t &got) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (!changed_.wait_until(lock, deadline, [&] { return full_; }))
-      return std::nullopt;
-    got = message_;
-    if (got != expected)
-      return std::nullopt;
-    Tensor<T> payload = std::move(payload_);
-    full_ = false;
-    ++taken_;
-    changed_.notify_all();
-    return payload;
+  // Sender: offers `message`; returns the ticket taken() is asked about. Only
+  // after the previous offer was taken.
+  uint64_t post(uint32_t message) {
+    message_ = message;
+    uint64_t ticket = posted_.load(std::memory_order_relaxed) + 1;
+    posted_.store(ticket, std::memory_order_release);
+    receiver_->wake();
+    return ticket;
+  }
+  bool taken(uint64_t ticket) const { return taken_.load(std::memory_order_acquire) >= ticket; }
+
+  // Receiver: whether an offer waits, which message it is, and taking it.
+  bool offered() const {
+    return posted_.load(std::memory_order_acquire) > taken_.load(std::memory_order_relaxed);
+  }
+  uint32_t offeredMessage() const { return message_; }
+  void take() {
+    taken_.store(taken_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    sender_->wake();
   }
 
 private:
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  bool full_ = false;
-  uint32_t message_ = 0;
-  Tensor<T> payload_;
-  uint64_t sent_ = 0, taken_ = 0;
+  std::atomic<uint64_t> posted_{0}, taken_{0}; // counts over the whole run
+  uint32_t message_ = 0;                       // the offer: written before posted_ moves
+  Waker *sender_ = nullptr, *receiver_ = nullptr;
 };
 
 } // namespace pipert

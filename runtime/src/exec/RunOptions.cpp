@@ -25,6 +25,8 @@ static const OptionParser &parser() {
        "expert parallelism: as many pipeline replicas (threads), each\nwith its own data; MoE experts sharded over them"},
       {"drop-message", K::Integer, "ID", nullptr, 0, double(1LL << 40),
        "testing only: never send message ID"},
+      {"stream-threads", K::Flag, nullptr, nullptr, 0, 0,
+       "run every stream on its own thread (default: one thread per rank\nruns whichever of its streams can move)"},
       // Training.
       {"optimizer", K::Choice, "sgd|adamw", "sgd", 0, 0, "the step after gradient sync"},
       {"lr", K::Text, "X", "0.01", 0, 0, "learning rate"},
@@ -127,6 +129,7 @@ bool parseRunOptions(int argc, char **argv, RunOptions &o, int &status) {
   o.seed = uint64_t(v.integer("seed"));
   o.timeoutSeconds = v.number("timeout");
   o.dropMessage = v.given("drop-message") ? v.integer("drop-message") : -1;
+  o.streamThreads = v.flag("stream-threads");
   o.tolerance = v.given("tolerance") ? v.number("tolerance") : -1;
   o.attention = !v.flag("no-attention");
   if (!parseTrainingOptions(v, o, status))

@@ -25,6 +25,7 @@ struct RunOptions {
   uint64_t seed = 1;
   double timeoutSeconds = 60; // watchdog: longest wait without progress
   int64_t dropMessage = -1;   // testing: never send this message id
+  bool streamThreads = false; // --stream-threads: every stream its own thread (always with --ep > 1)
   double tolerance = -1;      // --tolerance; default per dtype
   // Training: the optimizer, token data, checkpoints.
   OptimizerConfig optimizer;

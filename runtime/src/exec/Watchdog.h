@@ -28,6 +28,8 @@ public:
     return std::chrono::steady_clock::now() + timeout_;
   }
 
+  std::chrono::steady_clock::duration timeout() const { return timeout_; }
+
   [[noreturn]] void fire(const std::string &what) const {
     std::fprintf(stderr, "pipert: watchdog: %s; no progress for %g s, aborting\n", what.c_str(),
                  seconds_);

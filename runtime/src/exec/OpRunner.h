@@ -1,0 +1,347 @@
+// What a Run command of the CPU stream engine does (exec/StreamEngine.h): op
+// `op` of a rank, whole (forward, backward, backwardInput, backwardWeight) or
+// one part of an overlap pair's half (forwardPart, backwardPart), so the two
+// halves interleave part by part as the compiler's overlap plan orders them.
+// The first part of an op takes its input (the message's slot, a same-rank
+// hand-off, the micro-batch's data, or the loss's gradient at the last stage)
+// and a fresh output buffer; the last part hands the output on. The program's
+// events order every slot's writer before its reader, so the slots need no lock.
+//
+// A stage is not thread-safe: each (rank, chunk) slot has a mutex its parts
+// hold (in stream threads both halves of a pair may share a chunk). The live
+// activations of each rank are counted from the stages' own counts before and
+// after every part, and the peak compared with the compiler's prediction.
+#pragma once
+
+#include "exec/ActivationPool.h"
+#include "exec/Describe.h"
+#include "exec/ExpertGroups.h"
+#include "exec/RunOptions.h"
+#include "exec/StreamEngine.h"
+
+#include "pipert/Batch.h"
+#include "pipert/Loss.h"
+#include "pipert/Model.h"
+#include "pipert/Program.h"
+#include "pipert/Trace.h"
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <tuple>
+#include <vector>
+
+namespace pipert {
+
+template <typename T>
+class OpRunner final : public CommandRunner {
+public:
+  OpRunner(const Program &program, const RunOptions &options, const ModelSpec &model,
+           const BatchSpec &batch, int replica, ExpertGroups<T> *experts)
+      : program_(program), options_(options), batch_(batch),
+        dataOffset_(replica * program.numMicrobatches), payloads_(program.numMessages) {
+    constexpr uint32_t kNone = ~0u;
+    for (int r = 0; r < program.numRanks; ++r) {
+      ranks_.push_back(std::make_unique<RankState>());
+      RankState &rank = *ranks_.back();
+      const RankTable &table = program.ranks[r];
+      rank.incoming.assign(table.numOps, kNone);
+      rank.outgoing.assign(table.numOps, kNone);
+      rank.ops.reset(new OpState[table.numOps]);
+      rank.slotOf.resize(table.numOps);
+      rank.losses.assign(table.numOps, 0.0);
+      rank.lastOutputs.resize(size_t(program.numMicrobatches));
+      for (uint32_t i = 0; i < table.numOps; ++i) {
+        const ProgramOp &op = table.ops[i];
+        auto &slot = rank.slots[op.chunk];
+        if (!slot) { // same seed and stage index: copies start identical
+          slot = std::make_unique<Slot>();
+          slot->stage = makeStage<T>(model, op.stage,
+                                     experts && !model.provider && model.stages[op.stage].kind == StageKind::Moe
+                                         ? experts->endpoint(r, op.chunk, replica)
+                                         : nullptr);
+        }
+        rank.slotOf[i] = slot.get();
+      }
+    }
+    for (uint32_t id = 0; id < program.numMessages; ++id) {
+      const ProgramMessage &m = program.messages[id];
+      ranks_[m.from]->outgoing[m.producerOp] = id;
+      ranks_[m.to]->incoming[m.consumerOp] = id;
+    }
+  }
+
+  // Before a step: gradients zeroed, per-step state reset, the clock started.
+  void beginStep() {
+    for (auto &rank : ranks_) {
+      for (auto &[chunk, slot] : rank->slots)
+        slot->stage->zeroGradients();
+      uint32_t n = uint32_t(rank->losses.size());
+      for (uint32_t i = 0; i < n; ++i) {
+        rank->ops[i].partsDone = 0;
+        rank->ops[i].started.store(false, std::memory_order_relaxed);
+      }
+      std::fill(rank->losses.begin(), rank->losses.end(), 0.0);
+      rank->live.store(0);
+      rank->peak.store(0);
+    }
+    start_ = std::chrono::steady_clock::now();
+  }
+
+  void run(int r, uint32_t i, RunPart part) override {
+    RankState &rank = *ranks_[r];
+    const ProgramOp &op = program_.ranks[r].ops[i];
+    OpState &state = rank.ops[i];
+    Slot &slot = *rank.slotOf[i];
+    std::lock_guard<std::mutex> lock(slot.mutex);
+    int parts = part == RunPart::Whole ? 4 : 1;
+    // Whole, or a pair's half running its sub-operations in its chain's order.
+    bool inOrder = part == RunPart::Whole
+                       ? state.partsDone == 0
+                       : op.kind != OpCode::W &&
+                             (op.kind == OpCode::F ? forwardPosition(subOpOf(part))
+                                                   : backwardPosition(subOpOf(part))) ==
+                                 state.partsDone;
+    if (!inOrder)
+      throw std::logic_error("a command runs a part of " + describeOp(program_, r, i) +
+                             " out of its order");
+    Stage<T> &stage = *slot.stage;
+    int64_t before = int64_t(stage.storedMicroBatches());
+    if (state.partsDone == 0)
+      startOp(r, i);
+    if (!options_.empty)
+      work(op, stage, state, part);
+    int64_t live = rank.live.fetch_add(int64_t(stage.storedMicroBatches()) - before) +
+                   int64_t(stage.storedMicroBatches()) - before;
+    raise(rank.peak, live);
+    state.partsDone += parts;
+    if (state.partsDone >= 4)
+      finishOp(r, i);
+  }
+
+  // After a step: the loss (each rank's in op order, ranks in order), the
+  // measured peaks and the ops' times.
+  double loss() const {
+    double sum = 0;
+    for (auto &rank : ranks_)
+      for (double l : rank->losses)
+        sum += l;
+    return sum;
+  }
+  std::vector<int64_t> peakActivations() const {
+    std::vector<int64_t> peaks;
+    for (auto &rank : ranks_)
+      peaks.push_back(rank->peak.load());
+    return peaks;
+  }
+  std::vector<OpTiming> timings() const {
+    std::vector<OpTiming> out;
+    for (size_t r = 0; r < ranks_.size(); ++r)
+      for (uint32_t i = 0; i < ranks_[r]->losses.size(); ++i)
+        out.push_back({int(r), i, ranks_[r]->ops[i].start, ranks_[r]->ops[i].end});
+    return out;
+  }
+
+  PoolStats poolStats() const { return pool_.stats(); }
+  void setDataStep(int64_t step) { batch_.step = step; }
+
+  // Stage objects by rank, then chunk.
+  std::vector<Stage<T> *> stageCopies() {
+    std::vector<Stage<T> *> copies;
+    for (auto &rank : ranks_)
+      for (auto &[chunk, slot] : rank->slots)
+        copies.push_back(slot->stage.get());
+    return copies;
+  }
+  Stage<T> &stage(int rank, int chunk) { return *ranks_[rank]->slots.at(chunk)->stage; }
+
+private:
+  struct Slot {
+    std::unique_ptr<Stage<T>> stage;
+    std::mutex mutex;
+  };
+  struct OpState {
+    Tensor<T> input, output;        // F: activation in/out; B, I: gradient in/out
+    int partsDone = 0;
+    std::atomic<bool> started{false}; // read by the pair's other half
+    double start = 0, end = 0;        // microseconds from the step's start
+  };
+  struct RankState {
+    std::map<int, std::unique_ptr<Slot>> slots; // by chunk
+    std::vector<Slot *> slotOf;                  // per op
+    std::unique_ptr<OpState[]> ops;
+    std::vector<uint32_t> incoming, outgoing;    // per op: message id or ~0
+    std::mutex localMutex;
+    std::map<std::tuple<int, int, int>, Tensor<T>> local; // (gradient?, stage, mb) same-rank hand-offs
+    std::vector<Tensor<T>> lastOutputs;                  // last stage: output per micro-batch
+    std::vector<double> losses;                          // per op: the loss its backward computed
+    std::atomic<int64_t> live{0}, peak{0};
+  };
+
+  static void raise(std::atomic<int64_t> &peak, int64_t value) {
+    int64_t seen = peak.load(std::memory_order_relaxed);
+    while (value > seen && !peak.compare_exchange_weak(seen, value)) {
+    }
+  }
+
+  double micros() const {
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start_)
+        .count();
+  }
+
+  // The pair this op belongs to, if any: its other half.
+  uint32_t partnerOf(int r, uint32_t i) const {
+    const RankTable &table = program_.ranks[r];
+    if (table.ops[i].pairedWithNext && i + 1 < table.numOps)
+      return i + 1;
+    if (i > 0 && table.ops[i - 1].pairedWithNext)
+      return i - 1;
+    return ~0u;
+  }
+
+  Tensor<T> take(int r, uint32_t i, bool gradient, int producerStage, int mb) {
+    RankState &rank = *ranks_[r];
+    uint32_t id = rank.incoming[i];
+    if (id != ~0u) {
+      if (payloads_[id].empty())
+        throw std::logic_error(describeOp(program_, r, i) + " runs before " +
+                               describeMessage(program_, id) + " arrived");
+      return std::move(payloads_[id]);
+    }
+    std::lock_guard<std::mutex> lock(rank.localMutex);
+    auto it = rank.local.find({gradient, producerStage, mb});
+    if (it == rank.local.end())
+      throw std::logic_error("no local input for " + describeOp(program_, r, i));
+    Tensor<T> value = std::move(it->second);
+    rank.local.erase(it);
+    return value;
+  }
+
+  void deliver(int r, uint32_t i, bool gradient, int stage, int mb, Tensor<T> value) {
+    RankState &rank = *ranks_[r];
+    uint32_t id = rank.outgoing[i];
+    if (id != ~0u) {
+      payloads_[id] = std::move(value);
+      return;
+    }
+    std::lock_guard<std::mutex> lock(rank.localMutex);
+    rank.local[{gradient, stage, mb}] = std::move(value);
+  }
+
+  // The first part: inputs, output buffer, the peak before a forward stores.
+  void startOp(int r, uint32_t i) {
+    RankState &rank = *ranks_[r];
+    const ProgramOp &op = program_.ranks[r].ops[i];
+    OpState &state = rank.ops[i];
+    state.started.store(true);
+    state.start = micros();
+    // A forward stores its activations when it starts: count them before the
+    // pair's backward can free its own (the compiler counts the same way).
+    int64_t forwards = op.kind == OpCode::F;
+    uint32_t partner = partnerOf(r, i);
+    if (partner != ~0u && program_.ranks[r].ops[partner].kind == OpCode::F &&
+        !rank.ops[partner].started.load())
+      ++forwards;
+    raise(rank.peak, rank.live.load() + forwards);
+    int last = program_.numStages - 1;
+    size_t rows = size_t(batch_.tokens), cols = size_t(batch_.hidden);
+    bool empty = options_.empty;
+    switch (op.kind) {
+    case OpCode::F:
+      if (op.stage > 0)
+        state.input = take(r, i, false, op.stage - 1, op.microbatch);
+      else if (!empty)
+        state.input = pool_.adopt(microBatchInput<T>(batch_, dataOffset_ + op.microbatch));
+      state.output = empty ? Tensor<T>(1, 1) : pool_.acquire(rows, cols);
+      break;
+    case OpCode::B:
+    case OpCode::I:
+      if (op.stage < last)
+        state.input = take(r, i, true, op.stage + 1, op.microbatch);
+      else if (!empty)
+        state.input = lossGradient(rank, i, op);
+      state.output = empty ? Tensor<T>(1, 1) : pool_.acquire(rows, cols);
+      break;
+    case OpCode::W:
+      break;
+    }
+  }
+
+  // The last stage's backward starts from the loss of its forward's output.
+  Tensor<T> lossGradient(RankState &rank, uint32_t i, const ProgramOp &op) {
+    Tensor<T> output = std::move(rank.lastOutputs[size_t(op.microbatch)]);
+    if (output.empty())
+      throw std::logic_error("backward of micro-batch " + std::to_string(op.microbatch) +
+                             " before its forward's output");
+    Tensor<T> target = microBatchTarget<T>(batch_, dataOffset_ + op.microbatch);
+    Tensor<T> gradOutput = pool_.acquire(output.rows(), output.cols());
+    rank.losses[i] = mseLoss(output, target);
+    mseLossGrad(output, target, gradOutput);
+    pool_.release(std::move(output));
+    return gradOutput;
+  }
+
+  void work(const ProgramOp &op, Stage<T> &stage, OpState &state, RunPart part) {
+    int mb = op.microbatch;
+    bool whole = part == RunPart::Whole;
+    switch (op.kind) {
+    case OpCode::F:
+      if (whole)
+        stage.forward(mb, state.input, state.output);
+      else
+        stage.forwardPart(mb, subOpOf(part), state.input, state.output);
+      break;
+    case OpCode::B:
+    case OpCode::I:
+      if (whole && op.kind == OpCode::B)
+        stage.backward(mb, state.input, state.output);
+      else if (whole)
+        stage.backwardInput(mb, state.input, state.output);
+      else
+        stage.backwardPart(mb, subOpOf(part), state.input, state.output,
+                           op.kind == OpCode::I ? WeightGrad::Deferred : WeightGrad::Now);
+      break;
+    case OpCode::W:
+      stage.backwardWeight(mb);
+      break;
+    }
+  }
+
+  // The last part: the output handed on, the input's buffer back to the pool.
+  void finishOp(int r, uint32_t i) {
+    RankState &rank = *ranks_[r];
+    const ProgramOp &op = program_.ranks[r].ops[i];
+    OpState &state = rank.ops[i];
+    int last = program_.numStages - 1;
+    if (!options_.empty) // --model empty: 1x1 stand-ins, not the pool's
+      pool_.release(std::move(state.input)); // the stage keeps what its backward needs
+    if (op.kind == OpCode::F) {
+      if (op.stage == last)
+        rank.lastOutputs[size_t(op.microbatch)] = std::move(state.output);
+      else
+        deliver(r, i, false, op.stage, op.microbatch, std::move(state.output));
+    } else if (op.kind != OpCode::W) {
+      if (op.stage > 0)
+        deliver(r, i, true, op.stage, op.microbatch, std::move(state.output));
+      else if (!options_.empty)
+        pool_.release(std::move(state.output));
+    }
+    state.input = Tensor<T>();
+    state.output = Tensor<T>();
+    state.end = micros();
+  }
+
+  const Program &program_;
+  const RunOptions &options_;
+  BatchSpec batch_;
+  int dataOffset_; // this replica's first micro-batch in `batch_`
+  ActivationPool<T> pool_; // the buffers that flow between stages, shared by the ranks
+  std::vector<std::unique_ptr<RankState>> ranks_;
+  std::vector<Tensor<T>> payloads_; // per message: from its producer's last part to its consumer's first
+  std::chrono::steady_clock::time_point start_;
+};
+
+} // namespace pipert

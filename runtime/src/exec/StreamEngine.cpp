@@ -1,0 +1,271 @@
+#include "exec/StreamEngine.h"
+
+#include "exec/Describe.h"
+
+#include "pipert/ProgramValidation.h"
+
+#include <algorithm>
+#include <exception>
+
+namespace pipert {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The (rank, stream) that posts on one end of a channel: one, so the channel
+// has a single producer and a single consumer.
+struct ChannelEnd {
+  int rank = -1;
+  uint16_t stream = 0;
+};
+
+} // namespace
+
+StreamEngine::StreamEngine(const Program &program, const StreamProgram &streams,
+                           CommandRunner &runner, const EngineOptions &options)
+    : program_(program), runner_(runner), options_(options), watchdog_(options.timeoutSeconds) {
+  build(streams);
+  for (auto &worker : workers_)
+    worker->thread = std::thread([this, w = worker.get()] { workerMain(*w); });
+}
+
+StreamEngine::~StreamEngine() {
+  stopping_.store(true);
+  for (auto &worker : workers_) {
+    worker->waker.wake();
+    worker->thread.join();
+  }
+}
+
+void StreamEngine::build(const StreamProgram &programs) {
+  // Streams, and the worker that runs each.
+  std::vector<std::vector<Worker *>> workerOf(program_.numRanks);
+  for (int r = 0; r < program_.numRanks; ++r) {
+    const RankStreams &rank = programs.ranks[r];
+    std::vector<Stream *> mine(rank.numStreams, nullptr);
+    for (uint32_t c = 0; c < rank.numCommands; ++c) {
+      const StreamCommand &command = rank.commands[c];
+      Stream *&stream = mine.at(command.stream);
+      if (!stream) {
+        streams_.push_back(std::make_unique<Stream>());
+        stream = streams_.back().get();
+        stream->rank = r;
+        stream->index = command.stream;
+      }
+      stream->entries.push_back(Entry{&command, nullptr, {}});
+    }
+    workerOf[r].assign(rank.numStreams, nullptr);
+    for (Stream *stream : mine) {
+      if (!stream)
+        continue;
+      if (options_.streamThreads || workers_.empty() || workers_.back()->streams.front()->rank != r)
+        workers_.push_back(std::make_unique<Worker>());
+      workers_.back()->streams.push_back(stream);
+      workerOf[r][stream->index] = workers_.back().get();
+    }
+    events_.push_back(std::make_unique<std::atomic<uint64_t>[]>(rank.numEvents));
+    for (uint32_t e = 0; e < rank.numEvents; ++e)
+      events_.back()[e].store(0);
+  }
+  // Channels, and who is woken when an event is recorded.
+  std::map<uint64_t, std::pair<ChannelEnd, ChannelEnd>> ends;
+  std::vector<std::vector<Stream *>> byRank(program_.numRanks);
+  for (auto &stream : streams_)
+    byRank[stream->rank].push_back(stream.get());
+  for (int r = 0; r < program_.numRanks; ++r) {
+    std::vector<std::pair<Stream *, Entry *>> recordOf(programs.ranks[r].numEvents, {nullptr, nullptr});
+    for (Stream *s : byRank[r])
+      for (size_t k = 0; k < s->entries.size(); ++k) {
+        Entry &e = s->entries[k];
+        if (e.command->cmd != StreamCmd::RecordEvent)
+          continue;
+        recordOf[e.command->arg] = {s, &e};
+        if (k > 0 && s->entries[k - 1].command->cmd == StreamCmd::Receive)
+          e.received = s->entries[k - 1].command->arg;
+      }
+    for (Stream *stream : byRank[r])
+      for (Entry &e : stream->entries) {
+        const StreamCommand &c = *e.command;
+        Worker *me = workerOf[r][stream->index];
+        if (c.cmd == StreamCmd::WaitEvent) {
+          auto [recorder, record] = recordOf[c.arg];
+          e.record = record;
+          Waker *waiter = &me->waker;
+          if (workerOf[r][recorder->index] != me &&
+              std::find(record->wakes.begin(), record->wakes.end(), waiter) == record->wakes.end())
+            record->wakes.push_back(waiter);
+        }
+        if (c.cmd != StreamCmd::Send && c.cmd != StreamCmd::Receive)
+          continue;
+        uint64_t key = channelKey(program_.messages[c.arg]);
+        ChannelEnd &end = c.cmd == StreamCmd::Send ? ends[key].first : ends[key].second;
+        if (end.rank >= 0 && end.stream != stream->index)
+          throw InvalidProgram("rank " + std::to_string(r) + " uses one channel on streams " +
+                               std::to_string(end.stream) + " and " + std::to_string(stream->index));
+        end = {r, stream->index};
+        e.channel = &channels_[key];
+      }
+  }
+  for (auto &[key, end] : ends)
+    channels_[key].connect(&workerOf[end.first.rank][end.first.stream]->waker,
+                           &workerOf[end.second.rank][end.second.stream]->waker);
+}
+
+void StreamEngine::start() {
+  running_.store(workers_.size());
+  step_.fetch_add(1);
+  for (auto &worker : workers_)
+    worker->waker.wake();
+}
+
+void StreamEngine::wait() {
+  std::unique_lock<std::mutex> lock(doneMutex_);
+  done_.wait(lock, [&] { return running_.load() == 0; });
+}
+
+void StreamEngine::workerMain(Worker &worker) {
+  uint64_t step = 0;
+  for (;;) {
+    uint64_t seen = worker.waker.epoch();
+    if (stopping_.load())
+      return;
+    if (step_.load() == step) { // between steps: no watchdog
+      worker.waker.waitPast(seen, Clock::time_point::max());
+      continue;
+    }
+    step = step_.load();
+    try {
+      runStep(worker, step);
+    } catch (const std::exception &e) {
+      rankFailed(worker.streams.front()->rank, e.what());
+    }
+    if (running_.fetch_sub(1) == 1) {
+      std::lock_guard<std::mutex> lock(doneMutex_);
+      done_.notify_all();
+    }
+  }
+}
+
+void StreamEngine::runStep(Worker &worker, uint64_t step) {
+  for (Stream *s : worker.streams) {
+    s->head = 0;
+    s->ticket = 0;
+  }
+  bool progressed = true; // since the last time the worker found itself stuck
+  bool deferred = false;   // gave a worker waiting on a message the first word
+  Clock::time_point stuckSince;
+  for (;;) {
+    uint64_t seen = worker.waker.epoch();
+    bool moved = false, finished = true;
+    for (Stream *s : worker.streams) {
+      moved |= advance(*s, step);
+      finished &= s->head == s->entries.size();
+    }
+    if (finished)
+      return;
+    if (moved) {
+      progressed = true;
+      deferred = false;
+      continue;
+    }
+    if (progressed) {
+      stuckSince = Clock::now();
+      progressed = false;
+    }
+    if (!worker.waker.waitPast(seen, stuckSince + watchdog_.timeout()) &&
+        Clock::now() >= stuckSince + watchdog_.timeout()) {
+      bool late = false; // a wake may have raced the deadline
+      for (Stream *s : worker.streams)
+        late |= advance(*s, step);
+      progressed = true;
+      if (late)
+        continue;
+      // A stream held by its own rank's event (with stream threads) waits one
+      // more timeout: the worker waiting on the missing message names it.
+      auto [onMessage, report] = blockedReport(worker);
+      if (onMessage || deferred)
+        watchdog_.fire(report);
+      deferred = true;
+    }
+  }
+}
+
+bool StreamEngine::advance(Stream &stream, uint64_t step) {
+  bool moved = false;
+  std::atomic<uint64_t> *events = events_[stream.rank].get();
+  while (stream.head < stream.entries.size()) {
+    Entry &e = stream.entries[stream.head];
+    const StreamCommand &c = *e.command;
+    switch (c.cmd) {
+    case StreamCmd::Run:
+      runner_.run(stream.rank, c.arg, c.part);
+      break;
+    case StreamCmd::RecordEvent:
+      events[c.arg].store(step, std::memory_order_release);
+      for (Waker *waker : e.wakes)
+        waker->wake();
+      break;
+    case StreamCmd::WaitEvent:
+      if (events[c.arg].load(std::memory_order_acquire) != step)
+        return moved;
+      break;
+    case StreamCmd::Send:
+      if (static_cast<int64_t>(c.arg) == options_.dropMessage)
+        break; // testing: a lost message must trip the watchdog, not hang
+      if (stream.ticket == 0) {
+        stream.ticket = e.channel->post(c.arg);
+        moved = true;
+      }
+      if (!e.channel->taken(stream.ticket))
+        return moved;
+      stream.ticket = 0;
+      break;
+    case StreamCmd::Receive:
+      if (!e.channel->offered())
+        return moved;
+      if (e.channel->offeredMessage() != c.arg)
+        rankFailed(stream.rank, "expected " + describeMessage(program_, c.arg) + " (message " +
+                                    std::to_string(c.arg) + ") but the channel delivered message " +
+                                    std::to_string(e.channel->offeredMessage()) +
+                                    ": sends and receives are out of order");
+      e.channel->take();
+      break;
+    }
+    ++stream.head;
+    moved = true;
+  }
+  return moved;
+}
+
+// What the stuck worker waits for: a message that never came first (a receive,
+// or an event recorded when one arrives: the watchdog's usual story), then a
+// send, then any other event.
+std::pair<bool, std::string> StreamEngine::blockedReport(const Worker &worker) const {
+  std::string send, event;
+  for (const Stream *s : worker.streams) {
+    if (s->head == s->entries.size())
+      continue;
+    const Entry &e = s->entries[s->head];
+    const StreamCommand &c = *e.command;
+    std::string rank = "rank " + std::to_string(s->rank);
+    uint32_t awaited = c.cmd == StreamCmd::Receive ? c.arg
+                       : c.cmd == StreamCmd::WaitEvent ? e.record->received
+                                                       : ~0u;
+    if (awaited != ~0u) {
+      const ProgramMessage &m = program_.messages[awaited];
+      return {true, rank + " is waiting for " + describeMessage(program_, awaited) + ", needed by " +
+                        describeOp(program_, m.to, m.consumerOp)};
+    }
+    if (c.cmd == StreamCmd::Send && send.empty())
+      send = rank + "'s send stream is waiting for rank " +
+             std::to_string(program_.messages[c.arg].to) + " to receive " +
+             describeMessage(program_, c.arg);
+    if (c.cmd == StreamCmd::WaitEvent && event.empty())
+      event = rank + "'s stream " + std::to_string(s->index) + " is waiting for event " +
+              std::to_string(c.arg);
+  }
+  return {false, !send.empty() ? send : event};
+}
+
+} // namespace pipert
