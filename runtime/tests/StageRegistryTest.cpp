@@ -3,6 +3,7 @@
 // executor on hand-written program tables, with the reference check and the
 // peak activations compared with the tables' prediction.
 #include "TestStages.h"
+#include "TestStreams.h"
 
 #include "exec/RunOptions.h"
 
@@ -61,7 +62,8 @@ int runWith(const Program &program, std::vector<std::string> args) {
   argv.push_back(name.data());
   for (std::string &a : args)
     argv.push_back(a.data());
-  return runProgram(program, static_cast<int>(argv.size()), argv.data());
+  test::OwnedStreams streams = test::lowerForTest(program);
+  return runProgram(program, streams.program, static_cast<int>(argv.size()), argv.data());
 }
 
 int parseStatus(std::vector<std::string> args) {
