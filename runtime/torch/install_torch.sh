@@ -47,7 +47,12 @@ for text in requires("torch") or []:
     print(str(req).split(";")[0].strip())
 EOF
 )
-"${pip[@]}" "${deps[@]}"
+# pip would report triton and cuda-bindings as missing requirements: left out on
+# purpose. numpy: torch warns at every import without it.
+if ! "${pip[@]}" "${deps[@]}" numpy 2> "$venv/pip-deps.log"; then
+  cat "$venv/pip-deps.log" >&2
+  exit 1
+fi
 "$python" -c 'import torch; torch.jit.script(torch.nn.Linear(2, 2))'
 echo "setup: torch $("$python" -c 'import torch; print(torch.__version__)') installed in $venv" \
      "($(du -sh "$venv" | cut -f1), $(( $(date +%s) - start )) s)"
