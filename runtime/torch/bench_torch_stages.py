@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 
 import torch
 
@@ -43,7 +44,9 @@ class Block(torch.nn.Module):
 def libtorch_step_ms(model_dir, stages, micro_batches, seq, hidden, steps):
     torch.set_num_threads(1)
     torch._C._set_graph_executor_optimize(False)
-    modules = [torch.jit.load(os.path.join(model_dir, "stage_%d.pt" % s)) for s in range(stages)]
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=FutureWarning, module=r"torch\.jit")
+        modules = [torch.jit.load(os.path.join(model_dir, "stage_%d.pt" % s)) for s in range(stages)]
     x = torch.randn(micro_batches, 1, seq, hidden)
     target = torch.randn(micro_batches, 1, seq, hidden)
     times = []
@@ -58,8 +61,9 @@ def libtorch_step_ms(model_dir, stages, micro_batches, seq, hidden, steps):
     return statistics.median(times[1:])
 
 
-def run_program(exe, model_dir, seq, steps, check):
-    args = [exe, "--model", "torchscript", "--model-path", model_dir, "--seq", str(seq), "--steps", str(steps)]
+def run_program(exe, model_dir, seq, hidden, steps, check):
+    args = [exe, "--model", "torchscript", "--model-path", model_dir, "--seq", str(seq), "--hidden", str(hidden),
+            "--steps", str(steps)]
     start = time.perf_counter()
     out = subprocess.run(args + (["--check"] if check else []), check=True, capture_output=True, text=True).stdout
     wall = (time.perf_counter() - start) * 1000
@@ -89,8 +93,8 @@ def main():
             subprocess.run([args.pipec, "build", os.path.join(examples, "1f1b.pipe"), "--target", "cpu",
                             "-D", "P=%d" % P, "-D", "M=%d" % M, "--stages", "torchscript", "-o", exe], check=True)
             eager = libtorch_step_ms(model, P, M, args.seq, args.hidden, args.steps)
-            wall_check, _ = run_program(exe, model, args.seq, args.steps, True)
-            wall, pipeline = run_program(exe, model, args.seq, args.steps, False)
+            wall_check, _ = run_program(exe, model, args.seq, args.hidden, args.steps, True)
+            wall, pipeline = run_program(exe, model, args.seq, args.hidden, args.steps, False)
             reference = (wall_check - wall) / args.steps
             print("%-3d %10.2f %12.2f %10.2f %11.1f us %11.1f us" % (
                 P, eager, reference, pipeline, 1000 * eager / (2 * M * P), 1000 * pipeline / (2 * M)))
