@@ -36,3 +36,18 @@ class Unscriptable(torch.nn.Module):
 
 def unscriptable(n=2):
     return [Stage(16), Unscriptable()][:n], torch.randn(2, 8, 16)
+
+
+# A first stage that takes token ids ([batch, seq] of int64) through an embedding.
+class Embed(torch.nn.Module):
+    def __init__(self, vocab: int, hidden: int):
+        super().__init__()
+        self.embedding = torch.nn.Embedding(vocab, hidden)
+
+    def forward(self, ids):
+        return self.embedding(ids)
+
+
+def token_stages(n=2, vocab=50, hidden=16, seq=8):
+    torch.manual_seed(0)
+    return [Embed(vocab, hidden)] + [Stage(hidden) for _ in range(n - 1)], torch.randint(0, vocab, (2, seq)), True
