@@ -229,6 +229,14 @@ cl::list<std::string> StageSources(
     cl::desc("Compile and link the user's stages (C++ registering them with PIPERT_REGISTER_STAGES); "
              "the program selects them with --model NAME (CPU only; repeatable)"),
     cl::value_desc("file.cpp"), cl::sub(BuildCmd), cl::cat(Category));
+// Stage libraries a CPU program links besides the built-in model.
+enum class StageLibrary { Builtin, TorchScript };
+cl::opt<StageLibrary> Stages(
+    "stages", cl::desc("Stages the program can run besides the built-in model"), cl::sub(BuildCmd),
+    cl::cat(Category), cl::init(StageLibrary::Builtin),
+    cl::values(clEnumValN(StageLibrary::TorchScript, "torchscript",
+                          "PyTorch modules exported with runtime/torch/pipec_torch_export.py, "
+                          "run through LibTorch (--model torchscript --model-path DIR)")));
 
 // --- import --------------------------------------------------------------------
 enum class ImportSource { TorchCsv };
@@ -457,6 +465,8 @@ bool validateBuild() {
   for (const std::string &source : StageSources)
     if (source.empty() || pipec::commentSafe(source) != source)
       return usage("--stage-source expects a file name without control characters");
+  if (Stages == StageLibrary::TorchScript && BuildBackend != pipec::BuildTarget::Cpu)
+    return conflict("--stages torchscript", "--target cuda", "torch stages run in CPU programs only");
   return true;
 }
 
@@ -673,7 +683,7 @@ int dispatch(int argc, char **argv) {
   }
   if (!validateBuild())
     return pipec::kExitUsage;
-  pipec::BuildArgs build{BuildBackend, BuildOutput, KeepSource};
+  pipec::BuildArgs build{BuildBackend, BuildOutput, KeepSource, Stages == StageLibrary::TorchScript};
   build.stageSources = StageSources;
   return pipec::runBuild(BuildFile, build, args);
 }
