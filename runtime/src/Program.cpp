@@ -123,6 +123,9 @@ int run(const Program &program, const RunOptions &options) {
   BatchSpec batch{program.numMicrobatches * options.ep, options.seq * options.microBatchSize,
                   options.hidden, options.seed + 1};
   batch.tokenData = tokenData.get();
+  batch.loss = options.loss;
+  batch.vocab = options.vocab;
+  batch.sequenceLength = options.seq;
   validateBatch(batch);
   std::printf("pipert: schedule %s (%s): %d ranks, %d stages, %d micro-batches; model %s, %s, "
               "hidden %d, %d tokens per micro-batch",
@@ -153,9 +156,10 @@ int run(const Program &program, const RunOptions &options) {
                 (long long)done);
   }
   if (!options.empty)
-    std::printf("training: optimizer %s, lr %g, %s data\n",
+    std::printf("training: optimizer %s, lr %g, %s data%s\n",
                 options.optimizer.kind == OptimizerKind::AdamW ? "adamw" : "sgd", options.optimizer.lr,
-                tokenData ? "token" : "synthetic");
+                tokenData ? "token" : "synthetic",
+                options.loss == LossKind::CrossEntropy ? ", cross-entropy loss" : "");
   std::unique_ptr<CheckedReference<T>> checked;
   if (options.check) {
     checked = std::make_unique<CheckedReference<T>>(model, options.optimizer);

@@ -355,8 +355,7 @@ private:
         }
         Tensor<T> target = microBatchTarget<T>(batch_, dataOffset_ + op.microbatch);
         gradOutput = pool_.acquire(rows, cols);
-        double loss = mseLoss(output, target);
-        mseLossGrad(output, target, gradOutput);
+        double loss = lossAndGrad(batch_.loss, output, target, gradOutput);
         pool_.release(std::move(output));
         std::lock_guard<std::mutex> lock(rank.localMutex);
         rank.loss += loss;

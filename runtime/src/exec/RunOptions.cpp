@@ -40,6 +40,11 @@ static const OptionParser &parser() {
        "after the last step, write parameters and optimizer state to DIR"},
       {"load", K::Text, "DIR", nullptr, 0, 0,
        "resume from the checkpoint in DIR: --steps more steps"},
+      // Language models.
+      {"loss", K::Choice, "mse|cross-entropy", "mse", 0, 0,
+       "cross-entropy: inputs are token ids (tokens x 1), targets the next\nids, the last stage gives logits (tokens x vocabulary)"},
+      {"vocab", K::Integer, "N", nullptr, 1, double(1 << 24),
+       "vocabulary size: synthetic token ids below N (cross-entropy\nwithout --data), or a bound --data's ids are checked against"},
   }),
       "exit status: 0 ok; 1 check failed (loss, gradients or peak activations differ from\n"
       "the reference or the prediction); 2 bad usage, invalid program table or I/O error;\n"
@@ -74,6 +79,13 @@ static bool parseTrainingOptions(const OptionValues &v, RunOptions &o, int &stat
   o.dataBytes = v.text("data-dtype") == "uint32" ? 4 : 2;
   o.savePath = v.text("save");
   o.loadPath = v.text("load");
+  o.loss = v.text("loss") == "cross-entropy" ? LossKind::CrossEntropy : LossKind::Mse;
+  o.vocab = v.given("vocab") ? int(v.integer("vocab")) : 0;
+  if (o.loss == LossKind::CrossEntropy && o.dataPath.empty() && o.vocab == 0)
+    return parser().fail("--loss cross-entropy without --data draws synthetic token ids: it needs --vocab N",
+                         status);
+  if (o.loss == LossKind::Mse && o.vocab != 0)
+    return parser().fail("--vocab is for --loss cross-entropy", status);
   if (o.empty && (!o.savePath.empty() || !o.loadPath.empty() || !o.dataPath.empty()))
     return parser().fail("--model empty has no parameters or data: no --save, --load or --data",
                          status);
