@@ -26,10 +26,12 @@ template <typename T> Reference<T>::Reference(std::vector<Stage<T> *> stages) : 
 
 template <typename T> void Reference<T>::checkBatch(const BatchSpec &batch) const {
   validateBatch(batch);
-  if (batchInputWidth(batch) != stages_[0]->inputWidth())
-    throw std::invalid_argument("reference: the batch's input has " + std::to_string(batchInputWidth(batch)) +
-                                " columns, stage 0 takes " + std::to_string(stages_[0]->inputWidth()) +
-                                (batch.loss == LossKind::CrossEntropy ? " (cross-entropy: token ids, 1 column)" : ""));
+  if (batch.loss == LossKind::CrossEntropy && stages_[0]->inputWidth() != 1)
+    throw std::invalid_argument("reference: cross-entropy batches are token ids (1 column), stage 0 takes " +
+                                std::to_string(stages_[0]->inputWidth()) + " columns");
+  if (batch.loss == LossKind::Mse && batch.hidden != stages_[0]->inputWidth())
+    throw std::invalid_argument("reference: batch hidden size " + std::to_string(batch.hidden) +
+                                " differs from the model's " + std::to_string(stages_[0]->inputWidth()));
   if (batch.loss == LossKind::CrossEntropy && batch.vocab > stages_.back()->outputWidth())
     throw std::invalid_argument("reference: a vocabulary of " + std::to_string(batch.vocab) +
                                 " tokens, but the last stage gives " +
