@@ -144,6 +144,12 @@ int run(const Program &program, const RunOptions &options) {
                                                         options.ep > 1 ? &experts : nullptr));
     replicaStages.push_back(replicas.back()->stageCopies());
   }
+  for (Stage<T> *stage : replicaStages[0]) // a clear error now, not a failing rank later
+    if (stage->stageIndex() == 0 && stage->inputWidth() != batchInputWidth(batch))
+      throw std::invalid_argument(std::string("stage 0 takes inputs ") + std::to_string(stage->inputWidth()) +
+                                  " wide, but --loss " + lossName(batch.loss) + " batches are " +
+                                  std::to_string(batchInputWidth(batch)) +
+                                  (batch.loss == LossKind::CrossEntropy ? " wide (token ids)" : " wide (--hidden)"));
   Trainer<T> trainer(options.optimizer, replicaStages);
   std::vector<Stage<T> *> copies;
   std::vector<StageOptimizerState<T> *> states;

@@ -142,6 +142,10 @@ bool parseRunOptions(int argc, char **argv, RunOptions &o, int &status) {
     return parser().fail("--ep shards the built-in MoE stages' experts; --model " + o.provider +
                              " is a user model",
                          status);
+  if (o.loss == LossKind::CrossEntropy && o.provider.empty())
+    return parser().fail("--loss cross-entropy trains a language model: the built-in stages take vectors, "
+                         "not token ids (use --model NAME from a stage provider)",
+                         status);
   if (o.empty && o.check)
     return parser().fail("--model empty does no work: there is nothing to --check", status);
   return true;
