@@ -93,6 +93,8 @@ int runBuild(const std::string &file, const BuildArgs &build, const CommonArgs &
   Toolchain toolchain;
   if (!findToolchain(build.target, toolchain))
     return kExitUsage;
+  if (build.torchStages && !addTorchStages(toolchain))
+    return kExitUsage;
 
   TemporaryDirectory scratch;
   if (std::error_code ec = llvm::sys::fs::createUniqueDirectory("pipec-build", scratch.path)) {

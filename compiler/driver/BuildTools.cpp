@@ -21,6 +21,12 @@
 #ifndef PIPEC_NCCL_LIBRARY
 #define PIPEC_NCCL_LIBRARY ""
 #endif
+// Empty when this build found no LibTorch (runtime/torch/LibTorch.cmake).
+#ifndef PIPEC_RUNTIME_TORCH_LIBRARY
+#define PIPEC_RUNTIME_TORCH_LIBRARY ""
+#define PIPEC_TORCH_LIBRARIES ""
+#define PIPEC_TORCH_LIBRARY_DIR ""
+#endif
 
 namespace pipec {
 
@@ -189,6 +195,29 @@ bool findToolchain(BuildTarget target, Toolchain &toolchain) {
   } else {
     toolchain.libraries.push_back("-pthread");
   }
+  return true;
+}
+
+bool addTorchStages(Toolchain &toolchain) {
+  std::string adapter = PIPEC_RUNTIME_TORCH_LIBRARY;
+  if (adapter.empty()) {
+    error() << "--stages torchscript: this pipec was built without LibTorch; run ./setup.sh --torch "
+               "and rebuild\n";
+    return false;
+  }
+  llvm::SmallVector<llvm::StringRef, 2> torchLibraries;
+  llvm::StringRef(PIPEC_TORCH_LIBRARIES).split(torchLibraries, ':', -1, /*KeepEmpty=*/false);
+  std::vector<std::string> required = {adapter};
+  required.insert(required.end(), torchLibraries.begin(), torchLibraries.end());
+  if (!requireFiles(required, "the build tree pipec was configured in")) {
+    llvm::errs() << "pipec: note: build the adapter (ninja pipert_torch), or run ./setup.sh --torch "
+                    "and rebuild\n";
+    return false;
+  }
+  std::vector<std::string> &libs = toolchain.libraries;
+  libs.insert(libs.begin(), {"-Wl,--whole-archive", adapter, "-Wl,--no-whole-archive"});
+  libs.insert(libs.end(), torchLibraries.begin(), torchLibraries.end());
+  libs.push_back("-Wl,-rpath," + std::string(PIPEC_TORCH_LIBRARY_DIR));
   return true;
 }
 

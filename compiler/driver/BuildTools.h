@@ -25,4 +25,11 @@ struct Toolchain {
 
 bool findToolchain(BuildTarget target, Toolchain &toolchain);
 
+// --stages torchscript: links the LibTorch stage adapter whole (its provider
+// registers itself at start-up) before the runtime, then LibTorch, with an
+// rpath to LibTorch's directory so the program runs without LD_LIBRARY_PATH.
+// Both as this build found them; without LibTorch in this build, an error
+// (run ./setup.sh --torch and rebuild).
+bool addTorchStages(Toolchain &toolchain);
+
 } // namespace pipec

@@ -96,6 +96,9 @@ struct BuildArgs {
   BuildTarget target = BuildTarget::Cpu;
   std::string output;     // -o EXE
   std::string keepSource; // --keep-source DIR: write the generated C++ there and keep it
+  // --stages torchscript: link the LibTorch stage adapter (runtime/torch), so the
+  // program runs exported PyTorch modules with --model torchscript.
+  bool torchStages = false;
 };
 
 int runBuild(const std::string &file, const BuildArgs &build, const CommonArgs &args);

@@ -224,6 +224,14 @@ cl::opt<std::string> BuildOutput("o", cl::desc("The executable to write"), cl::R
 cl::opt<std::string> KeepSource("keep-source",
                                 cl::desc("Write the generated C++ into DIR and keep it"),
                                 cl::value_desc("dir"), cl::sub(BuildCmd), cl::cat(Category));
+// Stage libraries a CPU program links besides the built-in model.
+enum class StageLibrary { Builtin, TorchScript };
+cl::opt<StageLibrary> Stages(
+    "stages", cl::desc("Stages the program can run besides the built-in model"), cl::sub(BuildCmd),
+    cl::cat(Category), cl::init(StageLibrary::Builtin),
+    cl::values(clEnumValN(StageLibrary::TorchScript, "torchscript",
+                          "PyTorch modules exported with runtime/torch/pipec_torch_export.py, "
+                          "run through LibTorch (--model torchscript --model-path DIR)")));
 
 // --- import --------------------------------------------------------------------
 enum class ImportSource { TorchCsv };
@@ -444,6 +452,8 @@ bool validateBuild() {
   if (!costOption().empty() && BuildBackend != pipec::BuildTarget::Cuda)
     return conflict(costOption(), "--target cpu",
                     "only --target cuda uses costs (for its overlap plans)");
+  if (Stages == StageLibrary::TorchScript && BuildBackend != pipec::BuildTarget::Cpu)
+    return conflict("--stages torchscript", "--target cuda", "torch stages run in CPU programs only");
   return true;
 }
 
@@ -659,7 +669,8 @@ int dispatch(int argc, char **argv) {
   }
   if (!validateBuild())
     return pipec::kExitUsage;
-  return pipec::runBuild(BuildFile, {BuildBackend, BuildOutput, KeepSource}, args);
+  return pipec::runBuild(BuildFile, {BuildBackend, BuildOutput, KeepSource,
+                                    Stages == StageLibrary::TorchScript}, args);
 }
 
 // A report, document or table that could not be written in full (a closed pipe,

@@ -35,3 +35,10 @@ if getattr(config, "cuda_hostsim_library", ""):
 if getattr(config, "cuda_emulated_library", ""):
     config.available_features.add("cuda-emulated")
     config.substitutions.append(("%cuda_emulated", "%s %s" % (config.cuda_emulated_library, config.pipert_library)))
+
+# PyTorch modules as stages (runtime/torch): programs built with --stages
+# torchscript, modules exported by the torch environment's Python.
+if getattr(config, "have_torch", "OFF") == "ON":
+    config.available_features.add("torch")
+    config.substitutions.append(("%torch_python", config.torch_python))
+    config.substitutions.append(("%torch_export", os.path.join(config.source_root, "runtime", "torch", "pipec_torch_export.py")))
