@@ -124,6 +124,9 @@ int run(const Program &program, const StreamProgram &streams, const RunOptions &
   BatchSpec batch{program.numMicrobatches * options.ep, options.seq * options.microBatchSize,
                   options.hidden, options.seed + 1};
   batch.tokenData = tokenData.get();
+  batch.loss = options.loss;
+  batch.vocab = options.vocab;
+  batch.sequenceLength = options.seq;
   validateBatch(batch);
   std::printf("pipert: schedule %s (%s): %d ranks, %d stages, %d micro-batches; model %s, %s, "
               "hidden %d, %d tokens per micro-batch",
@@ -142,6 +145,12 @@ int run(const Program &program, const StreamProgram &streams, const RunOptions &
                                                         options.ep > 1 ? &experts : nullptr));
     replicaStages.push_back(replicas.back()->stageCopies());
   }
+  for (Stage<T> *stage : replicaStages[0]) // a clear error now, not a failing rank later
+    if (stage->stageIndex() == 0 && stage->inputWidth() != batchInputWidth(batch))
+      throw std::invalid_argument(std::string("stage 0 takes inputs ") + std::to_string(stage->inputWidth()) +
+                                  " wide, but --loss " + lossName(batch.loss) + " batches are " +
+                                  std::to_string(batchInputWidth(batch)) +
+                                  (batch.loss == LossKind::CrossEntropy ? " wide (token ids)" : " wide (--hidden)"));
   Trainer<T> trainer(options.optimizer, replicaStages);
   std::vector<Stage<T> *> copies;
   std::vector<StageOptimizerState<T> *> states;
@@ -154,9 +163,10 @@ int run(const Program &program, const StreamProgram &streams, const RunOptions &
                 (long long)done);
   }
   if (!options.empty)
-    std::printf("training: optimizer %s, lr %g, %s data\n",
+    std::printf("training: optimizer %s, lr %g, %s data%s\n",
                 options.optimizer.kind == OptimizerKind::AdamW ? "adamw" : "sgd", options.optimizer.lr,
-                tokenData ? "token" : "synthetic");
+                tokenData ? "token" : "synthetic",
+                options.loss == LossKind::CrossEntropy ? ", cross-entropy loss" : "");
   std::unique_ptr<CheckedReference<T>> checked;
   if (options.check) {
     checked = std::make_unique<CheckedReference<T>>(model, options.optimizer);

@@ -26,9 +26,16 @@ template <typename T> Reference<T>::Reference(std::vector<Stage<T> *> stages) : 
 
 template <typename T> void Reference<T>::checkBatch(const BatchSpec &batch) const {
   validateBatch(batch);
-  if (batch.hidden != stages_[0]->hidden())
+  if (batch.loss == LossKind::CrossEntropy && stages_[0]->inputWidth() != 1)
+    throw std::invalid_argument("reference: cross-entropy batches are token ids (1 column), stage 0 takes " +
+                                std::to_string(stages_[0]->inputWidth()) + " columns");
+  if (batch.loss == LossKind::Mse && batch.hidden != stages_[0]->inputWidth())
     throw std::invalid_argument("reference: batch hidden size " + std::to_string(batch.hidden) +
-                                " differs from the model's " + std::to_string(stages_[0]->hidden()));
+                                " differs from the model's " + std::to_string(stages_[0]->inputWidth()));
+  if (batch.loss == LossKind::CrossEntropy && batch.vocab > stages_.back()->outputWidth())
+    throw std::invalid_argument("reference: a vocabulary of " + std::to_string(batch.vocab) +
+                                " tokens, but the last stage gives " +
+                                std::to_string(stages_.back()->outputWidth()) + " logits");
 }
 
 template <typename T> Tensor<T> Reference<T>::forwardAll(int mb, const Tensor<T> &input) {
@@ -52,10 +59,9 @@ template <typename T> ReferenceResult<T> Reference<T>::run(const BatchSpec &batc
   for (int mb = first; mb < first + count; ++mb) {
     const Tensor<T> output = forwardAll(mb, microBatchInput<T>(batch, mb));
     const Tensor<T> target = microBatchTarget<T>(batch, mb);
-    result.microBatchLosses.push_back(mseLoss(output, target));
-    result.loss += result.microBatchLosses.back();
     Tensor<T> grad, gradIn;
-    mseLossGrad(output, target, grad);
+    result.microBatchLosses.push_back(lossAndGrad(batch.loss, output, target, grad));
+    result.loss += result.microBatchLosses.back();
     for (size_t s = stages_.size(); s-- > 0;) {
       stages_[s]->backward(mb, grad, gradIn);
       std::swap(grad, gradIn);
@@ -70,7 +76,7 @@ template <typename T> double Reference<T>::loss(const BatchSpec &batch) {
   checkBatch(batch);
   double total = 0;
   for (int mb = 0; mb < batch.microBatches; ++mb) {
-    total += mseLoss(forwardAll(mb, microBatchInput<T>(batch, mb)), microBatchTarget<T>(batch, mb));
+    total += lossOnly(batch.loss, forwardAll(mb, microBatchInput<T>(batch, mb)), microBatchTarget<T>(batch, mb));
     for (Stage<T> *stage : stages_)
       stage->discard(mb);
   }

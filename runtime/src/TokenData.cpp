@@ -3,6 +3,7 @@
 
 #include "pipert/Random.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -35,12 +36,19 @@ TokenData::TokenData(const std::string &path, int bytesPerToken, int sequenceLen
     throw std::invalid_argument("--data " + path + ": " + std::to_string(tokens_.size()) +
                                 " tokens, too short for one sequence of --seq " +
                                 std::to_string(sequenceLength) + " and its next token");
+  findLargest();
+}
+
+void TokenData::findLargest() {
+  for (uint32_t t : tokens_)
+    largest_ = std::max(largest_, t);
 }
 
 TokenData::TokenData(std::vector<uint32_t> tokens, int sequenceLength)
     : tokens_(std::move(tokens)), sequenceLength_(sequenceLength) {
   if (tokens_.size() < size_t(sequenceLength) + 1)
     throw std::invalid_argument("token data: too short for one sequence");
+  findLargest();
 }
 
 size_t TokenData::start(uint64_t seed, int64_t step, int mb, int j) const {
@@ -48,6 +56,17 @@ size_t TokenData::start(uint64_t seed, int64_t step, int mb, int j) const {
                                              "." + std::to_string(j));
   size_t positions = tokens_.size() - size_t(sequenceLength_); // starts 0 .. size-seq-1
   return size_t(SplitMix64(stream).next() % positions);
+}
+
+template <typename T>
+Tensor<T> TokenData::ids(uint64_t seed, int64_t step, int mb, int sequences, int shift) const {
+  Tensor<T> out(size_t(sequences) * size_t(sequenceLength_), 1);
+  for (int j = 0; j < sequences; ++j) {
+    size_t first = start(seed, step, mb, j) + size_t(shift);
+    for (int t = 0; t < sequenceLength_; ++t)
+      out[size_t(j) * size_t(sequenceLength_) + size_t(t)] = static_cast<T>(tokens_[first + size_t(t)]);
+  }
+  return out;
 }
 
 template <typename T>
@@ -66,6 +85,8 @@ Tensor<T> TokenData::embedded(uint64_t seed, int64_t step, int mb, int sequences
   return out;
 }
 
+template Tensor<float> TokenData::ids<float>(uint64_t, int64_t, int, int, int) const;
+template Tensor<double> TokenData::ids<double>(uint64_t, int64_t, int, int, int) const;
 template Tensor<float> TokenData::embedded<float>(uint64_t, int64_t, int, int, int, int) const;
 template Tensor<double> TokenData::embedded<double>(uint64_t, int64_t, int, int, int, int) const;
 

@@ -1,7 +1,7 @@
 // Reference<T>: the single-device, non-pipelined run that every pipelined run
 // is checked against. For micro-batches mb = first .. first+count-1, in
 // ascending order: generate input and target (Batch.h), forward through all
-// stages, MSE loss at the last stage (Loss.h: summed over micro-batches),
+// stages, the batch's loss at the last stage (Loss.h: summed over micro-batches),
 // backward through all stages in reverse with full B. Weight gradients are
 // zeroed first and accumulate over the micro-batches.
 //
@@ -33,7 +33,7 @@ template <typename T>
 class Reference {
 public:
   // One stage object per stage index, in order (stages[s]->stageIndex() == s),
-  // all with the same hidden size. Not owned; their gradients are overwritten.
+  // each taking the columns the previous gives. Not owned; their gradients are overwritten.
   // Throws std::invalid_argument otherwise.
   explicit Reference(std::vector<Stage<T> *> stages);
 

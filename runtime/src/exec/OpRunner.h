@@ -278,8 +278,7 @@ private:
                              " before its forward's output");
     Tensor<T> target = microBatchTarget<T>(batch_, dataOffset_ + op.microbatch);
     Tensor<T> gradOutput = pool_.acquire(output.rows(), output.cols());
-    rank.losses[i] = mseLoss(output, target);
-    mseLossGrad(output, target, gradOutput);
+    rank.losses[i] = lossAndGrad(batch_.loss, output, target, gradOutput);
     pool_.release(std::move(output));
     return gradOutput;
   }

@@ -45,6 +45,11 @@ static const OptionParser &parser() {
       // Comparison with the CUDA program.
       {"no-attention", K::Flag, "", nullptr, 0, 0,
        "stages without attention, the model the CUDA program runs"},
+      // Language models.
+      {"loss", K::Choice, "mse|cross-entropy", "mse", 0, 0,
+       "cross-entropy: inputs are token ids (tokens x 1), targets the next\nids, the last stage gives logits (tokens x vocabulary)"},
+      {"vocab", K::Integer, "N", nullptr, 1, double(1 << 24),
+       "vocabulary size: synthetic token ids below N (cross-entropy\nwithout --data), or a bound --data's ids are checked against"},
   }),
       "exit status: 0 ok; 1 check failed (loss, gradients or peak activations differ from\n"
       "the reference or the prediction); 2 bad usage, invalid program table or I/O error;\n"
@@ -79,6 +84,13 @@ static bool parseTrainingOptions(const OptionValues &v, RunOptions &o, int &stat
   o.dataBytes = v.text("data-dtype") == "uint32" ? 4 : 2;
   o.savePath = v.text("save");
   o.loadPath = v.text("load");
+  o.loss = v.text("loss") == "cross-entropy" ? LossKind::CrossEntropy : LossKind::Mse;
+  o.vocab = v.given("vocab") ? int(v.integer("vocab")) : 0;
+  if (o.loss == LossKind::CrossEntropy && o.dataPath.empty() && o.vocab == 0)
+    return parser().fail("--loss cross-entropy without --data draws synthetic token ids: it needs --vocab N",
+                         status);
+  if (o.loss == LossKind::Mse && o.vocab != 0)
+    return parser().fail("--vocab is for --loss cross-entropy", status);
   if (o.empty && (!o.savePath.empty() || !o.loadPath.empty() || !o.dataPath.empty()))
     return parser().fail("--model empty has no parameters or data: no --save, --load or --data",
                          status);
@@ -139,6 +151,10 @@ bool parseRunOptions(int argc, char **argv, RunOptions &o, int &status) {
   if (!o.provider.empty() && o.ep > 1)
     return parser().fail("--ep shards the built-in MoE stages' experts; --model " + o.provider +
                              " is a user model",
+                         status);
+  if (o.loss == LossKind::CrossEntropy && o.provider.empty())
+    return parser().fail("--loss cross-entropy trains a language model: the built-in stages take vectors, "
+                         "not token ids (use --model NAME from a stage provider)",
                          status);
   if (o.empty && o.check)
     return parser().fail("--model empty does no work: there is nothing to --check", status);

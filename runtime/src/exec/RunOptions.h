@@ -1,6 +1,7 @@
 // The command line of an emitted program.
 #pragma once
 
+#include "pipert/Loss.h"
 #include "pipert/Optimizer.h"
 
 #include <cstdint>
@@ -34,6 +35,9 @@ struct RunOptions {
   std::string savePath, loadPath; // --save DIR, --load DIR
   // --no-attention: stages without attention, as the CUDA program builds them.
   bool attention = true;
+  // Language models: the loss, and the vocabulary of synthetic token ids.
+  LossKind loss = LossKind::Mse; // --loss mse|cross-entropy
+  int vocab = 0;                 // --vocab N (0: not given)
 };
 
 // Parses argv; on error or --help prints to stderr and returns false with `status` set.
