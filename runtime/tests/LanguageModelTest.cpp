@@ -4,6 +4,8 @@
 // one-rank V program with an overlap pair and a split backward. The executor's
 // loss and gradients must match the reference's, the reference's gradient must
 // match finite differences of its loss, and training must lower the loss.
+#include "TestStreams.h"
+
 #include "pipert/Program.h"
 #include "pipert/Random.h"
 #include "pipert/Reference.h"
@@ -143,7 +145,8 @@ int runV(std::vector<std::string> args, std::vector<double> *losses = nullptr) {
   int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   ::dup2(fd, 1);
   ::close(fd);
-  int status = runProgram(kV, static_cast<int>(argv.size()), argv.data());
+  test::OwnedStreams streams = test::lowerForTest(kV);
+  int status = runProgram(kV, streams.program, static_cast<int>(argv.size()), argv.data());
   std::fflush(stdout);
   ::dup2(saved, 1);
   ::close(saved);
