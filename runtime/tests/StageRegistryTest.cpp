@@ -144,7 +144,7 @@ TEST_CASE("the model option selects a provider by name and an unknown name lists
   int status = 0;
   std::string message = stderrOf([] { return parseStatus({"--model", "nope"}); }, status);
   CHECK(status == 2);
-  CHECK_THAT(message, Catch::Contains("unknown --model 'nope' (this program has: mlp, moe, empty, test_"));
+  CHECK_THAT(message, Catch::Contains("unknown --model 'nope' (this program has: mlp, moe, empty, ") && Catch::Contains(", test_square, "));
   CHECK_THAT(message, Catch::Contains(", test_null, test_square, test_widening, test_widening_both, test_wrong_index)"));
   message = stderrOf([] { return parseStatus({"--model", "test_needs_path"}); }, status);
   CHECK(status == 2);
