@@ -4,7 +4,7 @@
 // one-rank V program with an overlap pair and a split backward. The executor's
 // loss and gradients must match the reference's, the reference's gradient must
 // match finite differences of its loss, and training must lower the loss.
-#include "TestStreams.h"
+#include "TestPrograms.h"
 
 #include "pipert/Program.h"
 #include "pipert/Random.h"
@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -118,14 +119,7 @@ template <typename T> std::unique_ptr<Stage<T>> makeBigram(const StageRequest &r
 PIPERT_REGISTER_STAGES((StageProvider{"bigram-test", "a bigram language model (tests)", makeBigram<float>,
                                       makeBigram<double>}));
 
-// A V on one rank (as in ProgramRunTest): an F&B pair of two chunks and an I/W split.
-constexpr OpCode F = OpCode::F, B = OpCode::B, I = OpCode::I, W = OpCode::W;
-const ProgramOp kVOps[] = {{F, 0, 0, 0, 0}, {F, 0, 1, 1, 0}, {F, 1, 0, 0, 1}, {B, 0, 1, 1, 0},
-                           {B, 0, 0, 0, 0}, {F, 0, 1, 1, 1}, {I, 0, 1, 1, 1}, {B, 0, 0, 0, 1},
-                           {W, 0, 1, 1, 1}};
-const RankTable kVRanks[] = {{kVOps, 9, nullptr, 0, nullptr, 0}};
-const int64_t kVPeaks[] = {3};
-const Program kV{"v", "M = 2", 1, 2, 2, kVRanks, nullptr, 0, nullptr, 0, kVPeaks};
+using test::kV;
 
 std::string tempPath(const char *name) {
   return std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") + "/" + name + "_" +
@@ -134,29 +128,14 @@ std::string tempPath(const char *name) {
 
 // Runs kV with `args`; returns the exit status and the step losses printed.
 int runV(std::vector<std::string> args, std::vector<double> *losses = nullptr) {
-  std::vector<char *> argv;
-  static std::string name = "program";
-  argv.push_back(name.data());
-  for (std::string &a : args)
-    argv.push_back(a.data());
-  std::string file = tempPath("pipert_lm");
-  std::fflush(stdout);
-  int saved = ::dup(1);
-  int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  ::dup2(fd, 1);
-  ::close(fd);
-  test::OwnedStreams streams = test::lowerForTest(kV);
-  int status = runProgram(kV, streams.program, static_cast<int>(argv.size()), argv.data());
-  std::fflush(stdout);
-  ::dup2(saved, 1);
-  ::close(saved);
-  std::ifstream in(file);
+  int status = 0;
+  std::string out = test::outputOf(1, [&] { return test::runTestProgram(kV, args); }, status);
+  std::istringstream in(out);
   for (std::string line; std::getline(in, line);) {
     double loss;
     if (losses && std::sscanf(line.c_str(), "step %*d: loss %lf", &loss) == 1)
       losses->push_back(loss);
   }
-  std::remove(file.c_str());
   return status;
 }
 

@@ -4,7 +4,7 @@
 // compute and expert streams. Loss and
 // every gradient must match the single-device reference; the measured peak
 // activations must match the prediction written in the table.
-#include "TestStreams.h"
+#include "TestPrograms.h"
 
 #include "pipert/Program.h"
 
@@ -14,47 +14,20 @@
 #include <cstdlib>
 #include <fcntl.h>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <unistd.h>
 #include <vector>
 
 using namespace pipert;
 
+using test::kOneFOneB;
+using test::kV;
+
 namespace {
-
-constexpr OpCode F = OpCode::F, B = OpCode::B, I = OpCode::I, W = OpCode::W;
-
 int runWith(const Program &program, std::vector<std::string> args) {
-  std::vector<char *> argv;
-  static std::string name = "program";
-  argv.push_back(name.data());
-  for (std::string &a : args)
-    argv.push_back(a.data());
-  test::OwnedStreams streams = test::lowerForTest(program);
-  return runProgram(program, streams.program, static_cast<int>(argv.size()), argv.data());
+  return test::runTestProgram(program, std::move(args));
 }
-
-// 1F1B, P = 2, M = 2. Rank 0: F0 F1 B0 B1; rank 1: F0 B0 F1 B1.
-const ProgramOp kOneFOneB0[] = {{F, 0, 0, 0, 0}, {F, 0, 0, 0, 1}, {B, 0, 0, 0, 0}, {B, 0, 0, 0, 1}};
-const ProgramOp kOneFOneB1[] = {{F, 0, 0, 1, 0}, {B, 0, 0, 1, 0}, {F, 0, 0, 1, 1}, {B, 0, 0, 1, 1}};
-const ProgramMessage kOneFOneBMessages[] = {
-    {0, 0, 1, 0, 0, 0, 0}, {0, 0, 1, 0, 1, 1, 2}, {1, 1, 0, 1, 0, 1, 2}, {1, 1, 0, 1, 1, 3, 3}};
-const uint32_t kSends0[] = {0, 1}, kReceives0[] = {2, 3}, kSends1[] = {2, 3}, kReceives1[] = {0, 1};
-const RankTable kOneFOneBRanks[] = {{kOneFOneB0, 4, kSends0, 2, kReceives0, 2},
-                                    {kOneFOneB1, 4, kSends1, 2, kReceives1, 2}};
-const int64_t kOneFOneBPeaks[] = {2, 1};
-const Program kOneFOneB{"one_f_one_b", "P = 2, M = 2", 2, 2, 2, kOneFOneBRanks,
-                        kOneFOneBMessages, 4, nullptr, 0, kOneFOneBPeaks};
-
-// A V on one rank: chunk 0 holds stage 0, chunk 1 stage 1; an F&B pair of
-// different chunks and micro-batches, and a split backward.
-const ProgramOp kVOps[] = {{F, 0, 0, 0, 0}, {F, 0, 1, 1, 0}, {F, 1, 0, 0, 1}, {B, 0, 1, 1, 0},
-                           {B, 0, 0, 0, 0}, {F, 0, 1, 1, 1}, {I, 0, 1, 1, 1}, {B, 0, 0, 0, 1},
-                           {W, 0, 1, 1, 1}};
-const RankTable kVRanks[] = {{kVOps, 9, nullptr, 0, nullptr, 0}};
-const int64_t kVPeaks[] = {3};
-const Program kV{"v", "M = 2", 1, 2, 2, kVRanks, nullptr, 0, nullptr, 0, kVPeaks};
-
 } // namespace
 
 TEST_CASE("a two-rank program matches the reference in fp64 and fp32", "[runtime][program]") {
@@ -94,24 +67,14 @@ namespace {
 
 // runWith, with the program's stdout captured: the "step N: loss X (HEX)" lines.
 std::vector<std::string> lossLines(const Program &program, std::vector<std::string> args) {
-  std::string file = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
-                     "/pipert_losses_" + std::to_string(::getpid());
-  std::fflush(stdout);
-  int saved = ::dup(1);
-  int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  ::dup2(fd, 1);
-  ::close(fd);
-  int status = runWith(program, std::move(args));
-  std::fflush(stdout);
-  ::dup2(saved, 1);
-  ::close(saved);
+  int status = 0;
+  std::string out = test::outputOf(1, [&] { return runWith(program, args); }, status);
   REQUIRE(status == 0);
   std::vector<std::string> lines;
-  std::ifstream in(file);
+  std::istringstream in(out);
   for (std::string line; std::getline(in, line);)
     if (line.rfind("step ", 0) == 0)
       lines.push_back(line.substr(0, line.find(')') + 1)); // the loss, not the time
-  std::remove(file.c_str());
   return lines;
 }
 

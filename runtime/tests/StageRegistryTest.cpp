@@ -3,7 +3,7 @@
 // executor on hand-written program tables, with the reference check and the
 // peak activations compared with the tables' prediction.
 #include "TestStages.h"
-#include "TestStreams.h"
+#include "TestPrograms.h"
 
 #include "exec/RunOptions.h"
 
@@ -37,33 +37,10 @@ std::unique_ptr<Stage<double>> square(const StageRequest &r) {
 }
 
 // What `f` wrote to stderr, and its return value.
-std::string stderrOf(const std::function<int()> &f, int &result) {
-  std::string file = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") + "/pipert_stderr_" +
-                     std::to_string(::getpid());
-  std::fflush(stderr);
-  int saved = ::dup(2);
-  int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  ::dup2(fd, 2);
-  ::close(fd);
-  result = f();
-  std::fflush(stderr);
-  ::dup2(saved, 2);
-  ::close(saved);
-  std::ifstream in(file);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::remove(file.c_str());
-  return text.str();
-}
+std::string stderrOf(const std::function<int()> &f, int &result) { return outputOf(2, f, result); }
 
 int runWith(const Program &program, std::vector<std::string> args) {
-  std::vector<char *> argv;
-  static std::string name = "program";
-  argv.push_back(name.data());
-  for (std::string &a : args)
-    argv.push_back(a.data());
-  test::OwnedStreams streams = test::lowerForTest(program);
-  return runProgram(program, streams.program, static_cast<int>(argv.size()), argv.data());
+  return runTestProgram(program, std::move(args));
 }
 
 int parseStatus(std::vector<std::string> args) {
@@ -96,26 +73,6 @@ void registerTestProviders() {
   (void)done;
 }
 
-// 1F1B, P = 2, M = 2. Rank 0: F0 F1 B0 B1; rank 1: F0 B0 F1 B1.
-constexpr OpCode F = OpCode::F, B = OpCode::B, I = OpCode::I, W = OpCode::W;
-const ProgramOp kOneFOneB0[] = {{F, 0, 0, 0, 0}, {F, 0, 0, 0, 1}, {B, 0, 0, 0, 0}, {B, 0, 0, 0, 1}};
-const ProgramOp kOneFOneB1[] = {{F, 0, 0, 1, 0}, {B, 0, 0, 1, 0}, {F, 0, 0, 1, 1}, {B, 0, 0, 1, 1}};
-const ProgramMessage kOneFOneBMessages[] = {
-    {0, 0, 1, 0, 0, 0, 0}, {0, 0, 1, 0, 1, 1, 2}, {1, 1, 0, 1, 0, 1, 2}, {1, 1, 0, 1, 1, 3, 3}};
-const uint32_t kSends0[] = {0, 1}, kReceives0[] = {2, 3}, kSends1[] = {2, 3}, kReceives1[] = {0, 1};
-const RankTable kOneFOneBRanks[] = {{kOneFOneB0, 4, kSends0, 2, kReceives0, 2},
-                                    {kOneFOneB1, 4, kSends1, 2, kReceives1, 2}};
-const int64_t kOneFOneBPeaks[] = {2, 1};
-const Program kOneFOneB{"one_f_one_b", "P = 2, M = 2", 2, 2, 2, kOneFOneBRanks,
-                        kOneFOneBMessages, 4, nullptr, 0, kOneFOneBPeaks};
-
-// A V on one rank: an F&B pair of two chunks on two threads, and a split backward.
-const ProgramOp kVOps[] = {{F, 0, 0, 0, 0}, {F, 0, 1, 1, 0}, {F, 1, 0, 0, 1}, {B, 0, 1, 1, 0},
-                           {B, 0, 0, 0, 0}, {F, 0, 1, 1, 1}, {I, 0, 1, 1, 1}, {B, 0, 0, 0, 1},
-                           {W, 0, 1, 1, 1}};
-const RankTable kVRanks[] = {{kVOps, 9, nullptr, 0, nullptr, 0}};
-const int64_t kVPeaks[] = {3};
-const Program kV{"v", "M = 2", 1, 2, 2, kVRanks, nullptr, 0, nullptr, 0, kVPeaks};
 
 } // namespace
 
