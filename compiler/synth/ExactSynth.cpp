@@ -6,6 +6,7 @@
 #include "sim/Simulator.h"
 #include "synth/ExactSearch.h"
 #include "synth/LowerBound.h"
+#include "synth/SynthText.h"
 #include "synth/SynthWriter.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -18,29 +19,6 @@
 namespace pipec::synth {
 
 namespace {
-
-std::string number(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.6g", value);
-  return text;
-}
-
-std::string fixed(double value, int decimals) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.*f", decimals, value);
-  return text;
-}
-
-// Runs the front end and the checks on `text`; on failure, the diagnostics.
-std::unique_ptr<Compilation> checkText(const std::string &name, const std::string &text,
-                                       const CheckOptions &options, std::string &error) {
-  auto compilation = Compilation::fromText(name, text);
-  if (compilation->runAll(ElabOptions(), options) && !compilation->diags().hasErrors())
-    return compilation;
-  llvm::raw_string_ostream out(error);
-  renderText(compilation->diags(), out, false);
-  return nullptr;
-}
 
 // The problem and the heuristic's orders, read back from its checked schedule,
 // so the exact search sees the costs exactly as the front end resolved them.

@@ -1,4 +1,5 @@
 #include "synth/Synthesize.h"
+#include "synth/SynthText.h"
 
 #include "cost/CostModel.h"
 #include "diag/DiagnosticRenderer.h"
@@ -21,19 +22,6 @@ namespace pipec::synth {
 
 namespace {
 
-std::string number(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.6g", value);
-  return text;
-}
-
-// Fixed decimals, for seconds and percentages.
-std::string fixed(double value, int decimals) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.*f", decimals, value);
-  return text;
-}
-
 std::string scheduleName(const SynthRequest &r, const std::string &fileSchedule) {
   static const char *family[] = {"one", "interleaved", "v", "bidirectional", ""};
   std::string base = r.family == PlacementFamily::File ? fileSchedule : family[int(r.family)];
@@ -53,17 +41,6 @@ RankOrders topologicalOrders(const SynthProblem &p) {
       orders[p.layout.rankOf(s, m)].push_back(p.opId(kW, s, m));
     }
   return orders;
-}
-
-// Runs the front end and the checks on `text`; on failure, the diagnostics.
-std::unique_ptr<Compilation> checkText(const std::string &name, const std::string &text,
-                                       const CheckOptions &options, std::string &error) {
-  auto compilation = Compilation::fromText(name, text);
-  if (compilation->runAll(ElabOptions(), options) && !compilation->diags().hasErrors())
-    return compilation;
-  llvm::raw_string_ostream out(error);
-  renderText(compilation->diags(), out, false);
-  return nullptr;
 }
 
 std::vector<ListVariant> variants(uint64_t seed) {

@@ -1,0 +1,22 @@
+// Small pieces both synth drivers (the heuristic's and the exact search's) use
+// to write and re-check a schedule's text.
+#pragma once
+
+#include "driver/Compilation.h"
+
+#include <memory>
+#include <string>
+
+namespace pipec::synth {
+
+// `value` with 6 significant digits, for makespans and bounds in headers.
+std::string number(double value);
+// Fixed decimals, for seconds and percentages.
+std::string fixed(double value, int decimals);
+
+// Runs the front end and the checks on `text`; on failure, null and the
+// rendered diagnostics in `error`.
+std::unique_ptr<Compilation> checkText(const std::string &name, const std::string &text,
+                                       const CheckOptions &options, std::string &error);
+
+} // namespace pipec::synth
