@@ -137,17 +137,10 @@ int runBuild(const std::string &file, const BuildArgs &build, const CommonArgs &
 
   llvm::SmallString<128> log(scratch.path);
   llvm::sys::path::append(log, "compiler-output.txt");
-  std::vector<llvm::StringRef> argv(command.begin(), command.end());
-  llvm::Optional<llvm::StringRef> redirects[] = {llvm::None, llvm::StringRef(log),
-                                                 llvm::StringRef(log)};
-  std::string message;
-  bool failedToStart = false;
-  int result = llvm::sys::ExecuteAndWait(command[0], argv, llvm::None, redirects, 0, 0, &message,
-                                         &failedToStart);
-  auto output = llvm::MemoryBuffer::getFile(log, /*IsText=*/true);
-  if (output && !(*output)->getBuffer().empty())
-    llvm::errs() << (*output)->getBuffer();
-  if (failedToStart) {
+  CommandRun run = runCompilerCommand(command, std::string(log));
+  const int result = run.status;
+  const std::string &message = run.message;
+  if (run.failedToStart) {
     error() << "cannot run the C++ compiler '" << command[0] << "': " << message << "\n";
     return kExitUsage;
   }

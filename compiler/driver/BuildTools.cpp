@@ -3,6 +3,7 @@
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/Program.h"
@@ -219,6 +220,18 @@ bool addTorchStages(Toolchain &toolchain) {
   libs.insert(libs.end(), torchLibraries.begin(), torchLibraries.end());
   libs.push_back("-Wl,-rpath," + std::string(PIPEC_TORCH_LIBRARY_DIR));
   return true;
+}
+
+CommandRun runCompilerCommand(const std::vector<std::string> &command, const std::string &log) {
+  std::vector<llvm::StringRef> argv(command.begin(), command.end());
+  llvm::Optional<llvm::StringRef> redirects[] = {llvm::None, llvm::StringRef(log), llvm::StringRef(log)};
+  CommandRun run;
+  run.status = llvm::sys::ExecuteAndWait(command[0], argv, llvm::None, redirects, 0, 0, &run.message,
+                                         &run.failedToStart);
+  auto output = llvm::MemoryBuffer::getFile(log, /*IsText=*/true);
+  if (output && !(*output)->getBuffer().empty())
+    llvm::errs() << (*output)->getBuffer();
+  return run;
 }
 
 } // namespace pipec

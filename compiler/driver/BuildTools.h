@@ -32,4 +32,14 @@ bool findToolchain(BuildTarget target, Toolchain &toolchain);
 // (run ./setup.sh --torch and rebuild).
 bool addTorchStages(Toolchain &toolchain);
 
+// One run of a compiler command: its output (both streams, through the file
+// `log`) is echoed to stderr; `failedToStart` with `message` when it could not
+// be started, else `status` is its exit status (negative: killed, see message).
+struct CommandRun {
+  int status = 0;
+  bool failedToStart = false;
+  std::string message;
+};
+CommandRun runCompilerCommand(const std::vector<std::string> &command, const std::string &log);
+
 } // namespace pipec
