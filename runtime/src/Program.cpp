@@ -290,14 +290,9 @@ int runProgram(const Program &program, const StreamProgram &streams, int argc, c
 
 int runEncodedProgram(const char *text, size_t size, int argc, char **argv) {
   ProgramData data;
-  int status = startEncodedProgram(text, size, argc, argv, data);
+  int status = startEncodedProgram(text, size, argc, argv, data, "re-emit it with this pipec");
   if (status >= 0)
     return status;
-  if (!data.hasStreams) {
-    std::fprintf(stderr, "pipert: error: invalid program data: it holds no stream programs "
-                         "(re-emit it with this pipec)\n");
-    return 2;
-  }
   ProgramView view(data);
   return runProgram(view.program(), view.streams(), argc, argv);
 }

@@ -801,7 +801,8 @@ std::string dumpProgram(const ProgramData &d) {
   return out;
 }
 
-int startEncodedProgram(const char *text, size_t size, int argc, char **argv, ProgramData &data) {
+int startEncodedProgram(const char *text, size_t size, int argc, char **argv, ProgramData &data,
+                        const char *reemitHint) {
   std::string problem = decodeProgramText(text, size, data);
   if (!problem.empty()) {
     std::fprintf(stderr, "pipert: error: %s\n", problem.c_str());
@@ -811,6 +812,11 @@ int startEncodedProgram(const char *text, size_t size, int argc, char **argv, Pr
     std::string dump = dumpProgram(data);
     std::fwrite(dump.data(), 1, dump.size(), stdout);
     return std::fflush(stdout) == 0 ? 0 : 2;
+  }
+  if (!data.hasStreams) {
+    std::fprintf(stderr, "pipert: error: invalid program data: it holds no stream programs (%s)\n",
+                 reemitHint);
+    return 2;
   }
   return -1;
 }

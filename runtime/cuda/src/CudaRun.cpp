@@ -80,14 +80,9 @@ int runCudaProgram(const Program &program, const StreamProgram &streams, int arg
 
 int runEncodedCudaProgram(const char *text, size_t size, int argc, char **argv) {
   ProgramData data;
-  int status = startEncodedProgram(text, size, argc, argv, data);
+  int status = startEncodedProgram(text, size, argc, argv, data, "emit it with --target cuda");
   if (status >= 0)
     return status;
-  if (!data.hasStreams) {
-    std::fprintf(stderr, "pipert: error: invalid program data: it holds no stream programs "
-                         "(emit it with --target cuda)\n");
-    return kExitUsage;
-  }
   ProgramView view(data);
   return runCudaProgram(view.program(), view.streams(), argc, argv);
 }

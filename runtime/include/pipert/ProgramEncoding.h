@@ -103,8 +103,11 @@ std::string dumpProgram(const ProgramData &data);
 
 // What an emitted main() does first: decode the program's text into `data`;
 // with --dump-program as the only argument, print the tables instead of
-// running them. Returns -1 when `data` is ready to run, else the exit status
-// (2 with the problem on stderr: the data is invalid; 0: dumped).
-int startEncodedProgram(const char *text, size_t size, int argc, char **argv, ProgramData &data);
+// running them. Both executors run stream programs, so data without them is
+// invalid too (`reemitHint` says how to get them). Returns -1 when `data` is
+// ready to run, else the exit status (2 with the problem on stderr: the data is
+// invalid; 0: dumped).
+int startEncodedProgram(const char *text, size_t size, int argc, char **argv, ProgramData &data,
+                        const char *reemitHint);
 
 } // namespace pipert
