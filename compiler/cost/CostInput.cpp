@@ -1,6 +1,6 @@
 #include "cost/CostInput.h"
 
-#include "driver/InputFile.h"
+#include "frontend/InputFile.h"
 #include "syntax/CostNames.h"
 
 #include "llvm/ADT/STLExtras.h"

@@ -3,10 +3,10 @@
 // document on stdout for CI. Files are independent.
 //
 // A file that declares parameter domains (or a -D with several values) is
-// checked at every point of the product (driver/DomainCheck.h); otherwise at
+// checked at every point of the product (frontend/DomainCheck.h); otherwise at
 // its defaults and -D values, as one point.
 #include "driver/Commands.h"
-#include "driver/DomainCheck.h"
+#include "frontend/DomainCheck.h"
 #include "driver/Explain.h"
 #include "driver/Reporting.h"
 

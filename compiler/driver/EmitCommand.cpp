@@ -6,8 +6,8 @@
 #include "driver/EmitProgram.h"
 #include "driver/Reporting.h"
 
-#include "emit/IRPrinter.h"
-#include "emit/TorchCsvWriter.h"
+#include "elab/IRPrinter.h"
+#include "interop/TorchCsvWriter.h"
 #include "syntax/AstDumper.h"
 
 #include "llvm/Support/raw_ostream.h"

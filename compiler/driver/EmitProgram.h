@@ -3,7 +3,7 @@
 #pragma once
 
 #include "driver/Commands.h"
-#include "driver/Compilation.h"
+#include "frontend/Compilation.h"
 
 #include "llvm/Support/raw_ostream.h"
 

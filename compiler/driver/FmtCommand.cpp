@@ -1,14 +1,14 @@
 // `pipec fmt FILE... [-i | --check]`: prints each file in the canonical layout
-// (fmt/Layout.h), rewrites it in place (-i), or, for CI, prints a unified diff
+// (formatter/CanonicalLayout.h), rewrites it in place (-i), or, for CI, prints a unified diff
 // of what would change and fails (--check). A file that does not parse is
 // reported and left alone; a layout that would change the schedule's meaning is
 // refused as a formatter bug (exit 2) and nothing is written.
 #include "driver/Commands.h"
-#include "driver/InputFile.h"
+#include "frontend/InputFile.h"
 
 #include "diag/DiagnosticRenderer.h"
-#include "fmt/Formatter.h"
-#include "fmt/UnifiedDiff.h"
+#include "formatter/Formatter.h"
+#include "formatter/UnifiedDiff.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -58,21 +58,21 @@ int formatFile(const std::string &path, const FmtArgs &args) {
     return kExitUsage;
   }
   llvm::StringRef source = buffer->getBuffer();
-  fmt::FormatResult result = fmt::formatSource(path, source);
+  formatter::FormatResult result = formatter::formatSource(path, source);
   switch (result.status) {
-  case fmt::FormatResult::Rejected:
+  case formatter::FormatResult::Rejected:
     renderText(result.compilation->diags(), llvm::errs(), args.color);
     llvm::errs() << "pipec: '" << path << "' was not formatted: it has errors\n";
     return kExitErrors;
-  case fmt::FormatResult::Unsafe:
+  case formatter::FormatResult::Unsafe:
     llvm::errs() << "pipec: error: formatter bug on '" << path << "': " << result.problem
                  << "; nothing was written (please report this file)\n";
     return kExitUsage;
-  case fmt::FormatResult::Formatted:
+  case formatter::FormatResult::Formatted:
     break;
   }
   if (args.check) {
-    std::string diff = fmt::unifiedDiff(source, result.text, path);
+    std::string diff = formatter::unifiedDiff(source, result.text, path);
     llvm::outs() << diff;
     return diff.empty() ? kExitClean : kExitErrors;
   }

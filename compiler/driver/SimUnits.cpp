@@ -1,6 +1,6 @@
 #include "driver/SimUnits.h"
 
-#include "driver/Compilation.h"
+#include "frontend/Compilation.h"
 #include "plan/PlanReport.h"
 #include "sim/SimOutputs.h"
 
@@ -79,7 +79,7 @@ std::optional<plan::Candidate> costInUnits(const std::string &file, ElabOptions 
   Compilation checked(file);
   if (!checked.runAll(elab, CheckOptions{}))
     return std::nullopt;
-  plan::Layout layout{P, dp, ep, M, paramValue(checked.ir(), "v")};
+  plan::ParallelSizes layout{P, dp, ep, M, paramValue(checked.ir(), "v")};
   return plan::evaluateCandidate(inputs, file, layout, error);
 }
 

@@ -1,6 +1,6 @@
 #include "lsp/DocumentStore.h"
 
-#include "driver/InputFile.h"
+#include "frontend/InputFile.h"
 
 #include "llvm/Support/MemoryBuffer.h"
 

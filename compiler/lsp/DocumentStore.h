@@ -3,7 +3,7 @@
 // (line, UTF-16 code unit) and byte offsets.
 #pragma once
 
-#include "driver/Compilation.h"
+#include "frontend/Compilation.h"
 
 #include "llvm/ADT/StringRef.h"
 

@@ -3,7 +3,7 @@
 #include "lsp/Features.h"
 
 #include "PipecVersion.h"
-#include "fmt/Formatter.h"
+#include "formatter/Formatter.h"
 
 #include "llvm/Support/raw_ostream.h"
 
@@ -267,13 +267,13 @@ Value Server::initialize() {
 }
 
 Value Server::formatting(const Document &document, int &errorCode, std::string &error) {
-  fmt::FormatResult result = fmt::formatSource(document.path, document.text);
-  if (result.status == fmt::FormatResult::Rejected) {
+  formatter::FormatResult result = formatter::formatSource(document.path, document.text);
+  if (result.status == formatter::FormatResult::Rejected) {
     errorCode = RequestFailed;
     error = "the document has syntax errors; it is formatted once they are fixed";
     return nullptr;
   }
-  if (result.status == fmt::FormatResult::Unsafe) {
+  if (result.status == formatter::FormatResult::Unsafe) {
     errorCode = RequestFailed;
     error = "formatter bug: " + result.problem + "; the document was left unchanged";
     return nullptr;

@@ -2,8 +2,8 @@
 
 namespace pipec::plan {
 
-std::vector<Layout> enumerateLayouts(const LayoutSpace &space) {
-  std::vector<Layout> layouts;
+std::vector<ParallelSizes> enumerateLayouts(const LayoutSpace &space) {
+  std::vector<ParallelSizes> layouts;
   if (space.gpus < 1 || space.tensorParallel < 1 || space.gpus % space.tensorParallel ||
       space.microBatchSize < 1 || space.globalBatch < 1 || space.layers < 1)
     return layouts;

@@ -20,7 +20,7 @@ struct LayoutSpace {
   int64_t stagesPerRank = 1;  // chunks per rank when the schedule fixes them (ZB-V: 2)
 };
 
-struct Layout {
+struct ParallelSizes {
   int64_t pp, dp, ep, microbatches, v; // v = 0: the schedule has no v
   int64_t stages() const { return pp * (v > 0 ? v : 1); }
 };
@@ -29,6 +29,6 @@ struct Layout {
 // layer, M = globalBatch / (dp * microBatchSize) is a whole number >= 1, and ep
 // divides both dp and the experts (ep = 1 for a dense model). The stage count
 // need not divide the layers: stages then differ by one layer. Ordered by P, v, ep.
-std::vector<Layout> enumerateLayouts(const LayoutSpace &space);
+std::vector<ParallelSizes> enumerateLayouts(const LayoutSpace &space);
 
 } // namespace pipec::plan

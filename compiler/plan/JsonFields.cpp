@@ -1,6 +1,6 @@
 #include "plan/JsonFields.h"
 
-#include "driver/InputFile.h"
+#include "frontend/InputFile.h"
 
 #include <cmath>
 

@@ -11,7 +11,7 @@
 
 namespace pipec::plan {
 
-std::string describeLayout(const Layout &l) {
+std::string describeLayout(const ParallelSizes &l) {
   std::string text = fmt::format("P={} M={} dp={} ep={}", l.pp, l.microbatches, l.dp, l.ep);
   if (l.v > 0)
     text += fmt::format(" v={}", l.v);

@@ -16,7 +16,7 @@ void printPlanJson(const PlanInputs &inputs, const PlanResult &plan, llvm::raw_o
 void printRemedies(const std::vector<Remedy> &remedies, llvm::raw_ostream &out);
 
 // "P=8 M=16 dp=4 ep=1", "v=2" too when the schedule has one.
-std::string describeLayout(const Layout &layout);
+std::string describeLayout(const ParallelSizes &layout);
 // "80 GB" style (decimal GB).
 std::string formatGB(double bytes);
 

@@ -1,6 +1,6 @@
 #include "plan/Planner.h"
 
-#include "driver/Compilation.h"
+#include "frontend/Compilation.h"
 #include "sim/Simulator.h"
 
 #include <algorithm>
@@ -58,7 +58,7 @@ struct Compiled {
 };
 
 std::optional<Compiled> compile(const PlanInputs &inputs, const std::string &file,
-                                const std::vector<std::string> &names, const Layout &layout,
+                                const std::vector<std::string> &names, const ParallelSizes &layout,
                                 std::string &error) {
   ElabOptions elab;
   elab.limits = inputs.limits;
@@ -92,7 +92,7 @@ std::optional<Compiled> compile(const PlanInputs &inputs, const std::string &fil
 
 // Costs, simulates and measures one layout of a compiled schedule, reusing `sim`.
 std::optional<Candidate> measure(const PlanInputs &inputs, const Compiled &c,
-                                 const std::string &file, const Layout &layout, SimResult &sim,
+                                 const std::string &file, const ParallelSizes &layout, SimResult &sim,
                                  std::string &error) {
   const ScheduleIR &ir = *c.compilation->ir();
   const CheckReport &report = *c.compilation->report();
@@ -150,7 +150,7 @@ std::optional<Candidate> measure(const PlanInputs &inputs, const Compiled &c,
 // The layouts of one (schedule, P, v): they share one compilation.
 struct Group {
   size_t file;
-  std::vector<Layout> layouts;
+  std::vector<ParallelSizes> layouts;
   std::vector<Candidate> results;
   size_t refused = 0;
 };
@@ -188,7 +188,7 @@ std::vector<std::pair<size_t, size_t>> splitLayers(const ModelLayers &model, int
 }
 
 std::optional<Candidate> evaluateCandidate(const PlanInputs &inputs, const std::string &file,
-                                           const Layout &layout, std::string &error) {
+                                           const ParallelSizes &layout, std::string &error) {
   Compilation probe(file);
   std::vector<std::string> names = parameterNames(probe);
   std::optional<Compiled> c = compile(inputs, file, names, layout, error);
@@ -220,7 +220,7 @@ PlanResult makePlan(const PlanInputs &inputs) {
     space.microBatchSize = inputs.training.microBatch;
     space.hasV = has(names[f], "v");
     std::map<std::pair<int64_t, int64_t>, size_t> byDepth;
-    for (const Layout &layout : enumerateLayouts(space)) {
+    for (const ParallelSizes &layout : enumerateLayouts(space)) {
       if (inputs.expertParallel && layout.ep != *inputs.expertParallel)
         continue;
       auto [it, added] = byDepth.try_emplace({layout.pp, layout.v}, groups.size());
@@ -243,7 +243,7 @@ PlanResult makePlan(const PlanInputs &inputs) {
         group.refused += group.layouts.size();
         continue;
       }
-      for (const Layout &layout : group.layouts) {
+      for (const ParallelSizes &layout : group.layouts) {
         if (auto candidate = measure(inputs, *c, file, layout, sim, error))
           group.results.push_back(std::move(*candidate));
         else

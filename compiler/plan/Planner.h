@@ -34,7 +34,7 @@ struct Candidate {
   std::string schedule;      // the file
   std::string name;          // the schedule's name
   std::vector<std::pair<std::string, int64_t>> params; // as bound, declaration order
-  Layout layout;
+  ParallelSizes layout;
   int64_t copies = 1;        // parameter copies of each stage
   double stagesPerRank = 1;  // v as the simulator's normalisation sees it
   PlanCosts costs;           // per stage, in seconds and bytes
@@ -63,7 +63,7 @@ PlanResult makePlan(const PlanInputs &inputs);
 // One candidate of `file` at `layout`: compiled, costed and simulated once.
 // nullopt with `error` set when the schedule refuses the layout.
 std::optional<Candidate> evaluateCandidate(const PlanInputs &inputs, const std::string &file,
-                                           const Layout &layout, std::string &error);
+                                           const ParallelSizes &layout, std::string &error);
 
 // The layers of model.layers (embedding first, head last) each of `stages`
 // stages holds: transformer layers split as evenly as possible, the spare ones

@@ -18,7 +18,7 @@ struct Channels {
     return (from * p.layout.ranks + to) * 2 + gradient;
   }
   void collect(const RankOrders &orders) {
-    const Layout &l = p.layout;
+    const StagePlacement &l = p.layout;
     for (auto &c : sent) c.clear();
     for (auto &c : received) c.clear();
     for (int r = 0; r < l.ranks; ++r)

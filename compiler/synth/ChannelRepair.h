@@ -11,7 +11,7 @@
 namespace pipec::synth {
 
 // True when every channel ends in order within `passes` passes (the orders may
-// still deadlock or break the budget: the Evaluator judges that).
+// still deadlock or break the budget: the CandidateEvaluator judges that).
 bool repairChannels(const SynthProblem &problem, RankOrders &orders, int passes);
 
 } // namespace pipec::synth

@@ -44,7 +44,7 @@ class BranchAndBound {
 public:
   BranchAndBound(const SynthProblem &p, std::chrono::steady_clock::time_point deadline)
       : p_(p), deadline_(deadline) {
-    const Layout &l = p.layout;
+    const StagePlacement &l = p.layout;
     n_ = p.numOps();
     merged_ = !p.split;
     rank_.resize(n_);

@@ -14,7 +14,7 @@
 // optimum.
 #pragma once
 
-#include "synth/Evaluator.h"
+#include "synth/CandidateEvaluator.h"
 #include "synth/SynthProblem.h"
 
 #include <chrono>

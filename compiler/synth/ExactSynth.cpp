@@ -2,12 +2,13 @@
 
 #include "cost/CostModel.h"
 #include "diag/DiagnosticRenderer.h"
-#include "driver/Compilation.h"
+#include "frontend/Compilation.h"
 #include "sim/Simulator.h"
 #include "synth/ExactSearch.h"
 #include "synth/LowerBound.h"
 #include "synth/SynthText.h"
 #include "synth/SynthWriter.h"
+#include "synth/PlacementFamilies.h"
 
 #include "llvm/Support/raw_ostream.h"
 
@@ -71,7 +72,7 @@ ExactOutcome synthesizeExact(const SynthRequest &request,
   if (!start)
     return outcome;
   SynthProblem p;
-  p.layout = makeLayout(request.family, request.ranks, request.chunks, out.error);
+  p.layout = makeStagePlacement(request.family, request.ranks, request.chunks, out.error);
   if (!out.error.empty())
     return outcome;
   p.microbatches = request.microbatches;

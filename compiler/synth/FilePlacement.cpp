@@ -1,7 +1,7 @@
 #include "synth/FilePlacement.h"
 
 #include "diag/DiagnosticRenderer.h"
-#include "driver/Compilation.h"
+#include "frontend/Compilation.h"
 
 #include "llvm/Support/raw_ostream.h"
 
@@ -67,13 +67,13 @@ FileLayout layoutFromFile(const std::string &path,
             " ranks, 8 stages per rank, " + std::to_string(maxMicrobatches) + " micro-batches)";
     return result;
   }
-  Layout &l = result.layout;
+  StagePlacement &l = result.layout;
   l.family = PlacementFamily::File;
   l.ranks = int(ir.numRanks);
   l.stages = int(ir.numStages);
   l.copies = int(ir.copies);
   for (const Flow &flow : ir.flows) {
-    FlowLayout f;
+    FlowPlacement f;
     f.name = flow.name.empty() ? "f" + std::to_string(l.flows.size()) : flow.name;
     f.begin = int(flow.begin);
     f.end = int(flow.end);
@@ -86,7 +86,7 @@ FileLayout layoutFromFile(const std::string &path,
     f.chunkExpr = stageExpression(f.stageChunk);
     l.flows.push_back(f);
   }
-  const FlowLayout &first = l.flows.front();
+  const FlowPlacement &first = l.flows.front();
   l.stageRank = first.stageRank;
   l.stageChunk = first.stageChunk;
   l.rankExpr = first.rankExpr;

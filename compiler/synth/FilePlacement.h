@@ -13,7 +13,7 @@
 namespace pipec::synth {
 
 struct FileLayout {
-  Layout layout;
+  StagePlacement layout;
   int microbatches = 0;
   std::string name; // the file's schedule name
 };

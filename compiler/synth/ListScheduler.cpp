@@ -30,7 +30,7 @@ struct State {
   bool wholePath = false;
 
   State(const SynthProblem &problem, int slack) : p(problem) {
-    const Layout &l = p.layout;
+    const StagePlacement &l = p.layout;
     for (int r = 0; r < l.ranks; ++r) {
       int64_t chunks = 0;
       for (int m = 0; m < p.microbatches; ++m)
@@ -38,7 +38,7 @@ struct State {
       // A rank's distance from the pipeline's entry: its rank, or for a second
       // flow entering at the other end, the smaller of the two.
       int depth = r;
-      for (const FlowLayout &flow : l.flows)
+      for (const FlowPlacement &flow : l.flows)
         depth = std::min(depth, flow.stageRank[0] == 0 ? r : l.ranks - 1 - r);
       limit.push_back(slack < 0 ? p.budget
                                 : std::min<int64_t>(p.budget, std::max<int64_t>(
@@ -62,7 +62,7 @@ struct State {
   }
   // The input message of `id` and its channel, or -1 when its inputs are local.
   int inputChannel(int id, int &producer) const {
-    const Layout &l = p.layout;
+    const StagePlacement &l = p.layout;
     int kind = p.kindOf(id), s = p.stageOf(id), m = p.mbOf(id), r = l.rankOf(s, m);
     if (kind == kF && s > 0 && l.rankOf(s - 1, m) != r) {
       producer = p.opId(kF, s - 1, m);
@@ -75,7 +75,7 @@ struct State {
     return -1;
   }
   double earliestStart(int id) const {
-    const Layout &l = p.layout;
+    const StagePlacement &l = p.layout;
     int kind = p.kindOf(id), s = p.stageOf(id), m = p.mbOf(id), r = l.rankOf(s, m);
     double at = free[r];
     auto input = [&](int dep) {
@@ -110,7 +110,7 @@ struct State {
   }
   // The ops `id` completes the inputs of, once it has run.
   void release(int id) {
-    const Layout &l = p.layout;
+    const StagePlacement &l = p.layout;
     int kind = p.kindOf(id), s = p.stageOf(id), m = p.mbOf(id);
     auto add = [&](int op) { available[p.rankOf(op)].push_back(op); };
     if (kind == kF) {
@@ -124,7 +124,7 @@ struct State {
   // Runs `id` from `start` to `finish`; `entry` is what the rank's order records.
   void commit(int id, double start) { commit(id, start + p.duration(id), id); }
   void commit(int id, double finish, int entry) {
-    const Layout &l = p.layout;
+    const StagePlacement &l = p.layout;
     int kind = p.kindOf(id), s = p.stageOf(id), m = p.mbOf(id), r = l.rankOf(s, m);
     end[id] = free[r] = finish;
     orders[r].push_back(entry);
@@ -190,7 +190,7 @@ int pairUp(State &state, int op, double start, int only = -1) {
 std::optional<RankOrders> listSchedule(const SynthProblem &p, const ListVariant &variant) {
   State state(p, variant.slack);
   state.wholePath = variant.wholePath;
-  const Layout &l = p.layout;
+  const StagePlacement &l = p.layout;
   int rankOfKind[3];
   for (int i = 0; i < 3; ++i)
     rankOfKind[variant.order[i]] = i;
@@ -267,7 +267,7 @@ namespace {
 // The lanes of rank r, a stage of a flow each, in pipeline order (its first
 // stage first): the micro-batches of each as op ids of `kind`, ascending.
 std::vector<std::vector<int>> lanes(const SynthProblem &p, int r, int kind) {
-  const Layout &l = p.layout;
+  const StagePlacement &l = p.layout;
   std::vector<std::pair<int, int>> keys; // (stage, first micro-batch)
   std::vector<std::vector<int>> out;
   for (int s = 0; s < l.stages; ++s)
@@ -339,7 +339,7 @@ std::vector<int> sequenceOf(const std::vector<std::vector<int>> &lanes,
 std::optional<RankOrders> phasedSchedule(const SynthProblem &p, const PhasedVariant &variant) {
   State state(p, -1);
   state.reserve = false; // the warm-ups decide; a stuck variant is dropped
-  const Layout &l = p.layout;
+  const StagePlacement &l = p.layout;
   const int ranks = l.ranks;
   std::vector<int> total(ranks, 0), forwards(ranks, 0), inputs(ranks, 0), pendingW(ranks, 0);
   std::vector<char> lastWasForward(ranks, 0);

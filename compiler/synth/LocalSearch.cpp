@@ -114,7 +114,7 @@ bool randomMove(const SynthProblem &p, const Units &units, std::vector<int> &ord
 double localSearch(const SynthProblem &p, RankOrders &orders, double span, double bound,
                    std::chrono::steady_clock::time_point deadline, SearchStats &stats,
                    const std::function<void(double)> &progress) {
-  Evaluator evaluator(p);
+  CandidateEvaluator evaluator(p);
   Units units{p};
   std::mt19937_64 rng(p.seed * 0x9E3779B97F4A7C15ull + 1);
   // `current` walks (plateaus, kicks); `orders` keeps the best seen.

@@ -1,11 +1,11 @@
 // Improvement by local search on the per-rank orders: move one op (an I with
 // its W when backwards are not split) to another place on its rank, or move a
 // W right after its I (merge into a B) or later (split). Each candidate is
-// scored by the Evaluator; infeasible ones (budget, channel order, deadlock)
+// scored by the CandidateEvaluator; infeasible ones (budget, channel order, deadlock)
 // are dropped; an equal makespan is accepted so the search can cross plateaus.
 #pragma once
 
-#include "synth/Evaluator.h"
+#include "synth/CandidateEvaluator.h"
 #include "synth/SynthProblem.h"
 
 #include <chrono>

@@ -45,7 +45,7 @@ struct OpClass {
 } // namespace
 
 double lowerBound(const SynthProblem &p) {
-  const Layout &l = p.layout;
+  const StagePlacement &l = p.layout;
   const StageCosts &c = p.costs;
   const int S = l.stages;
   const double M = p.microbatches;

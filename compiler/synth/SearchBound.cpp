@@ -13,7 +13,7 @@ namespace {
 // it cannot start before the nearest flow's forwards reach it, and after its
 // last backward the rest of that flow's backward chain below it must still run.
 double flowBound(const SynthProblem &p) {
-  const Layout &l = p.layout;
+  const StagePlacement &l = p.layout;
   const StageCosts &c = p.costs;
   std::vector<double> forwardTo(l.stages + 1, 0), inputTo(l.stages + 1, 0),
       backwardTo(l.stages + 1, 0);
@@ -26,7 +26,7 @@ double flowBound(const SynthProblem &p) {
   constexpr double kNone = std::numeric_limits<double>::infinity();
   for (int r = 0; r < l.ranks; ++r) {
     double head = kNone, tail = kNone, work = 0, forwardAndInput = 0, held = 0;
-    for (const FlowLayout &flow : l.flows) {
+    for (const FlowPlacement &flow : l.flows) {
       double n = flow.end - flow.begin;
       int s0 = -1;
       for (int s = 0; s < l.stages; ++s) {

@@ -24,14 +24,14 @@ enum class PlacementFamily { One, Interleaved, V, Bidirectional, File };
 enum SynthKind : uint8_t { kF = 0, kI = 1, kW = 2 };
 
 // A range of micro-batches with its own placement (DualPipe's two flows).
-struct FlowLayout {
+struct FlowPlacement {
   std::string name;
   int begin = 0, end = 0;                 // micro-batches [begin, end)
   std::vector<int> stageRank, stageChunk; // stage -> rank, chunk on that rank
   std::string rankExpr, chunkExpr;        // as a `place` declaration's right-hand side
 };
 
-struct Layout {
+struct StagePlacement {
   PlacementFamily family = PlacementFamily::One;
   int ranks = 1, stages = 1, chunks = 1;
   int copies = 1; // slots that may hold one stage (bidirectional: 2)
@@ -42,7 +42,7 @@ struct Layout {
   std::string rankExpr, chunkExpr;
   // Set when micro-batches are placed by flows (bidirectional, a file's flows);
   // empty: every micro-batch follows stageRank.
-  std::vector<FlowLayout> flows;
+  std::vector<FlowPlacement> flows;
 
   int flowOf(int mb) const {
     for (size_t f = 0; f < flows.size(); ++f)
@@ -60,7 +60,7 @@ struct Layout {
   int stagesOn(int rank, int mb) const {
     if (flows.empty())
       return int(rankStages[rank].size());
-    const FlowLayout &flow = flows[flowOf(mb)];
+    const FlowPlacement &flow = flows[flowOf(mb)];
     return int(std::count(flow.stageRank.begin(), flow.stageRank.end(), rank));
   }
 };
@@ -73,7 +73,7 @@ struct StageCosts {
 };
 
 struct SynthProblem {
-  Layout layout;
+  StagePlacement layout;
   int microbatches = 1;
   StageCosts costs;
   int64_t budget = 1;   // activations per rank
@@ -120,11 +120,5 @@ struct SynthProblem {
 
 // Per-rank op orders: the candidate the search moves around.
 using RankOrders = std::vector<std::vector<int>>;
-
-// Lays out `family` for P ranks (v chunks for interleaved); empty error on success.
-Layout makeLayout(PlacementFamily family, int ranks, int chunks, std::string &error);
-// The same for M micro-batches: bidirectional splits them into two flows.
-Layout makeLayout(PlacementFamily family, int ranks, int chunks, int microbatches,
-                  std::string &error);
 
 } // namespace pipec::synth

@@ -2,7 +2,7 @@
 // to write and re-check a schedule's text.
 #pragma once
 
-#include "driver/Compilation.h"
+#include "frontend/Compilation.h"
 
 #include <memory>
 #include <string>

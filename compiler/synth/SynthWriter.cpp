@@ -119,13 +119,13 @@ std::vector<std::string> writeRankSteps(const SynthProblem &p, const std::vector
   return out;
 }
 
-std::string writePlacement(const Layout &l) {
+std::string writePlacement(const StagePlacement &l) {
   std::string out;
   if (l.copies > 1)
     out += "  copies " + std::to_string(l.copies) + ";\n";
   if (l.flows.empty())
     return out + "  place stage s -> rank " + l.rankExpr + " chunk " + l.chunkExpr + ";\n";
-  for (const FlowLayout &flow : l.flows)
+  for (const FlowPlacement &flow : l.flows)
     out += "  flow " + flow.name + ": microbatches " + std::to_string(flow.begin) + ".." +
            std::to_string(flow.end) + " { place stage s -> rank " + flow.rankExpr + " chunk " +
            flow.chunkExpr + "; }\n";
@@ -135,7 +135,7 @@ std::string writePlacement(const Layout &l) {
 std::string writeSynthPipe(const SynthProblem &p, const RankOrders &orders,
                            const std::string &name, const std::vector<std::string> &header,
                            bool loops) {
-  const Layout &l = p.layout;
+  const StagePlacement &l = p.layout;
   std::string out;
   for (const std::string &line : header)
     out += "// " + line + "\n";

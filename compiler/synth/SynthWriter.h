@@ -15,7 +15,7 @@ namespace pipec::synth {
 // One rank's steps as the language writes them ("F(0, mb = 3) & B(1, mb = 0)").
 std::vector<std::string> writeRankSteps(const SynthProblem &problem, const std::vector<int> &order);
 // The `copies`, `place` or `flow` lines of the layout.
-std::string writePlacement(const Layout &layout);
+std::string writePlacement(const StagePlacement &layout);
 
 // `header`: comment lines (without "// ") that open the file.
 // `loops`: runs of steps that repeat one micro-batch later are written as

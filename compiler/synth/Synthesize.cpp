@@ -3,13 +3,14 @@
 
 #include "cost/CostModel.h"
 #include "diag/DiagnosticRenderer.h"
-#include "driver/Compilation.h"
+#include "frontend/Compilation.h"
 #include "sim/Simulator.h"
-#include "synth/Evaluator.h"
+#include "synth/CandidateEvaluator.h"
 #include "synth/FilePlacement.h"
 #include "synth/ListScheduler.h"
 #include "synth/SearchBound.h"
 #include "synth/SynthWriter.h"
+#include "synth/PlacementFamilies.h"
 
 #include "llvm/Support/raw_ostream.h"
 
@@ -77,7 +78,7 @@ std::vector<ListVariant> variants(uint64_t seed) {
 // P and the budget's own limit, each a little shorter or longer; W held back
 // 0 times (ZB-V), d times (ZB-H1) or as often as the budget allows.
 std::vector<PhasedVariant> phasedVariants(const SynthProblem &p) {
-  const Layout &l = p.layout;
+  const StagePlacement &l = p.layout;
   const int P = l.ranks;
   std::vector<PhasedVariant> all;
   auto seen = [&](const PhasedVariant &v) {
@@ -180,7 +181,7 @@ SynthOutcome synthesize(const SynthRequest &request,
       return outcome;
     }
   } else {
-    p.layout = makeLayout(request.family, request.ranks, request.chunks, request.microbatches,
+    p.layout = makeStagePlacement(request.family, request.ranks, request.chunks, request.microbatches,
                           outcome.error);
     if (!outcome.error.empty())
       return outcome;
@@ -228,7 +229,7 @@ SynthOutcome synthesize(const SynthRequest &request,
   // Construct, keep the few best distinct starts, improve each (local search
   // stalls on plateaus, so other starts get a shorter walk too).
   constexpr size_t kStarts = 4;
-  Evaluator evaluator(p);
+  CandidateEvaluator evaluator(p);
   std::vector<std::pair<double, RankOrders>> starts;
   // Phased variants first (they are the library's shapes), then the greedy
   // ones; a start at the bound ends the construction.

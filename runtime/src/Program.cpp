@@ -9,7 +9,7 @@
 #include "pipert/Program.h"
 
 #include "exec/PipelineRun.h"
-#include "exec/Training.h"
+#include "exec/Trainer.h"
 
 #include "pipert/ProgramEncoding.h"
 #include "pipert/Checkpoint.h"

@@ -1,7 +1,7 @@
 // The pieces of a training step outside the schedule: copies of a replicated
 // stage take identical steps, a checkpoint restores values and optimizer state
 // exactly and refuses corrupt or mismatched files, and the token sampler.
-#include "exec/Training.h"
+#include "exec/Trainer.h"
 
 #include "pipert/Batch.h"
 #include "pipert/Checkpoint.h"

@@ -5,7 +5,7 @@
 // usage: pipec_resim_bench SCHEDULE.pipe P M [RUNS]
 // prints: ops, steps, messages, plan build ms, median and best re-simulation ms
 // (wall), and the median in CPU time.
-#include "driver/Compilation.h"
+#include "frontend/Compilation.h"
 #include "sim/Simulator.h"
 
 #include "llvm/Support/raw_ostream.h"

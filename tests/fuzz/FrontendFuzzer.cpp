@@ -4,8 +4,8 @@
 // are lowered so that every input finishes quickly.
 #include "diag/DiagnosticRenderer.h"
 #include "diag/LintRenderers.h"
-#include "driver/Compilation.h"
-#include "emit/IRPrinter.h"
+#include "frontend/Compilation.h"
+#include "elab/IRPrinter.h"
 
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"

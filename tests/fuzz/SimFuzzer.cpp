@@ -6,7 +6,7 @@
 // limits are lowered so that every input finishes quickly.
 #include "cost/CostInput.h"
 #include "cost/CostModel.h"
-#include "driver/Compilation.h"
+#include "frontend/Compilation.h"
 #include "sim/SimOutputs.h"
 #include "sim/Simulator.h"
 

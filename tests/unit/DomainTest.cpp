@@ -3,7 +3,7 @@
 // the number of threads.
 #include "TestSupport.h"
 
-#include "driver/DomainCheck.h"
+#include "frontend/DomainCheck.h"
 
 #include <catch2/catch.hpp>
 

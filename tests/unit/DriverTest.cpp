@@ -2,8 +2,8 @@
 // the helpers that keep user file names out of generated code.
 #include "TestSupport.h"
 #include "diag/DiagnosticRenderer.h"
-#include "driver/Compilation.h"
-#include "driver/InputFile.h"
+#include "frontend/Compilation.h"
+#include "frontend/InputFile.h"
 #include "support/SafeText.h"
 
 #include "llvm/ADT/SmallString.h"

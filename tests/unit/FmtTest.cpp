@@ -5,10 +5,10 @@
 #include "ScheduleGenerator.h"
 #include "TestSupport.h"
 
-#include "fmt/FmtTokens.h"
-#include "fmt/Formatter.h"
-#include "fmt/Layout.h"
-#include "fmt/UnifiedDiff.h"
+#include "formatter/FmtTokens.h"
+#include "formatter/Formatter.h"
+#include "formatter/CanonicalLayout.h"
+#include "formatter/UnifiedDiff.h"
 
 #include <catch2/catch.hpp>
 
@@ -20,34 +20,34 @@ using namespace pipec::test;
 namespace {
 
 std::string layout(const std::string &source) {
-  std::vector<fmt::Token> tokens;
+  std::vector<formatter::Token> tokens;
   std::string error;
-  REQUIRE(fmt::lexForFormat(source, tokens, error));
-  return fmt::layoutTokens(tokens);
+  REQUIRE(formatter::lexForFormat(source, tokens, error));
+  return formatter::layoutTokens(tokens);
 }
 
 // Formats through the whole safety net; fails the test if it refuses.
 std::string format(const std::string &source) {
-  fmt::FormatResult result = fmt::formatSource("test.pipe", source);
+  formatter::FormatResult result = formatter::formatSource("test.pipe", source);
   INFO(source);
   INFO(result.problem);
-  REQUIRE(result.status == fmt::FormatResult::Formatted);
+  REQUIRE(result.status == formatter::FormatResult::Formatted);
   return result.text;
 }
 
 // The same tokens with random whitespace between them: spaces, tabs, line
 // breaks, blank lines (a line comment still ends its line).
 std::string scramble(const std::string &source, std::mt19937 &rng) {
-  std::vector<fmt::Token> tokens;
+  std::vector<formatter::Token> tokens;
   std::string error;
-  REQUIRE(fmt::lexForFormat(source, tokens, error));
+  REQUIRE(formatter::lexForFormat(source, tokens, error));
   static const char *const gaps[] = {" ", "  ", "\n", "\t", " \n  ", "\n\n\n", "\r\n"};
   std::string out;
-  for (const fmt::Token &token : tokens) {
+  for (const formatter::Token &token : tokens) {
     if (!out.empty())
       out += gaps[rng() % (sizeof gaps / sizeof *gaps)];
     out += token.text;
-    if (token.kind == fmt::TokenKind::LineComment)
+    if (token.kind == formatter::TokenKind::LineComment)
       out += "\n";
   }
   return out;
@@ -55,14 +55,14 @@ std::string scramble(const std::string &source, std::mt19937 &rng) {
 
 // The same tokens with a comment between every two: the parser must not see them.
 std::string commented(const std::string &source) {
-  std::vector<fmt::Token> tokens;
+  std::vector<formatter::Token> tokens;
   std::string error;
-  REQUIRE(fmt::lexForFormat(source, tokens, error));
+  REQUIRE(formatter::lexForFormat(source, tokens, error));
   std::string out;
   for (size_t i = 0; i < tokens.size(); ++i) {
     out += tokens[i].text;
     out += i % 3 ? " /* c */ " : " // c\n";
-    if (tokens[i].kind == fmt::TokenKind::LineComment)
+    if (tokens[i].kind == formatter::TokenKind::LineComment)
       out += "\n";
   }
   return out;
@@ -128,8 +128,8 @@ TEST_CASE("fmt: a domain declaration needs no rule of its own", "[fmt]") {
 }
 
 TEST_CASE("fmt: files with syntax errors are not formatted", "[fmt]") {
-  fmt::FormatResult result = fmt::formatSource("bad.pipe", "schedule s( { ranks 1 }");
-  CHECK(result.status == fmt::FormatResult::Rejected);
+  formatter::FormatResult result = formatter::formatSource("bad.pipe", "schedule s( { ranks 1 }");
+  CHECK(result.status == formatter::FormatResult::Rejected);
   CHECK(result.compilation->diags().hasErrors());
   // Errors of meaning found while parsing (no `ranks`, a negative cost) do not
   // stop formatting.
@@ -168,9 +168,9 @@ TEST_CASE("fmt: idempotent and meaning-preserving on generated schedules", "[fmt
 }
 
 TEST_CASE("fmt: unified diff", "[fmt]") {
-  CHECK(fmt::unifiedDiff("a\nb\n", "a\nb\n", "f") == "");
-  CHECK(fmt::unifiedDiff("a\nb\nc\n", "a\nB\nc\n", "f") ==
+  CHECK(formatter::unifiedDiff("a\nb\n", "a\nb\n", "f") == "");
+  CHECK(formatter::unifiedDiff("a\nb\nc\n", "a\nB\nc\n", "f") ==
         "--- f\n+++ f\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n");
-  CHECK(fmt::unifiedDiff("a", "a\n", "f") ==
+  CHECK(formatter::unifiedDiff("a", "a\n", "f") ==
         "--- f\n+++ f\n@@ -1,1 +1,1 @@\n-a\n\\ No newline at end of file\n+a\n");
 }

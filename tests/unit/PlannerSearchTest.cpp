@@ -11,9 +11,9 @@ using namespace pipec::plan;
 
 namespace {
 
-std::vector<int64_t> depths(const std::vector<Layout> &layouts) {
+std::vector<int64_t> depths(const std::vector<ParallelSizes> &layouts) {
   std::vector<int64_t> result;
-  for (const Layout &l : layouts)
+  for (const ParallelSizes &l : layouts)
     result.push_back(l.pp);
   return result;
 }
@@ -43,9 +43,9 @@ TEST_CASE("layouts: P divides the GPUs, M is whole, ep divides dp and the expert
   space.gpus = 16;
   space.layers = 32;
   space.globalBatch = 32;
-  std::vector<Layout> dense = enumerateLayouts(space);
+  std::vector<ParallelSizes> dense = enumerateLayouts(space);
   CHECK(depths(dense) == std::vector<int64_t>{1, 2, 4, 8, 16});
-  for (const Layout &l : dense) {
+  for (const ParallelSizes &l : dense) {
     CHECK(l.pp * l.dp == 16);
     CHECK(l.microbatches * l.dp == 32);
     CHECK(l.ep == 1);
@@ -58,7 +58,7 @@ TEST_CASE("layouts: P divides the GPUs, M is whole, ep divides dp and the expert
   space.globalBatch = 32;
   space.experts = 8; // ep in {1, 2, 4, 8} where it divides dp
   size_t withExperts = 0;
-  for (const Layout &l : enumerateLayouts(space)) {
+  for (const ParallelSizes &l : enumerateLayouts(space)) {
     CHECK(l.dp % l.ep == 0);
     CHECK(8 % l.ep == 0);
     withExperts += l.pp == 4; // dp = 4: ep = 1, 2, 4
@@ -69,7 +69,7 @@ TEST_CASE("layouts: P divides the GPUs, M is whole, ep divides dp and the expert
   space.layers = 12;
   space.hasV = true;
   space.vValues = {2, 4};
-  for (const Layout &l : enumerateLayouts(space))
+  for (const ParallelSizes &l : enumerateLayouts(space))
     CHECK(l.pp * l.v <= 12); // every stage holds a layer
   CHECK(enumerateLayouts(space).size() == 5); // (1,2) (1,4) (2,2) (2,4) (4,2)
 

@@ -2,8 +2,9 @@
 // every per-rank order, each written as a .pipe file and judged by pipec check
 // (budget, deadlock) and timed by pipec sim; it never loses to the heuristic;
 // and no schedule, exact or heuristic, is ever shorter than the lower bound.
-#include "driver/Compilation.h"
+#include "frontend/Compilation.h"
 #include "sim/Simulator.h"
+#include "synth/PlacementFamilies.h"
 #include "synth/ExactSearch.h"
 #include "synth/ExactSynth.h"
 #include "synth/LowerBound.h"
@@ -34,7 +35,7 @@ Instance randomInstance(std::mt19937_64 &rng, PlacementFamily family, int P, int
   Instance x;
   SynthProblem &p = x.problem;
   std::string error;
-  p.layout = makeLayout(family, P, chunks, error);
+  p.layout = makeStagePlacement(family, P, chunks, error);
   REQUIRE(error.empty());
   p.microbatches = M;
   p.split = split;
@@ -250,7 +251,7 @@ TEST_CASE("the heuristic never reports a makespan below the lower bound, transfe
 TEST_CASE("the lower bound counts transfers: one micro-batch's round trip", "[synth-exact]") {
   std::string error;
   SynthProblem p;
-  p.layout = makeLayout(PlacementFamily::One, 4, 1, error);
+  p.layout = makeStagePlacement(PlacementFamily::One, 4, 1, error);
   p.microbatches = 1;
   p.split = false;
   p.costs = {std::vector<double>(4, 1), std::vector<double>(4, 2), std::vector<double>(4, 0),
@@ -263,7 +264,7 @@ TEST_CASE("the lower bound counts transfers: one micro-batch's round trip", "[sy
 TEST_CASE("the lower bound counts the budget as round trips through a rank", "[synth-exact]") {
   std::string error;
   SynthProblem p;
-  p.layout = makeLayout(PlacementFamily::One, 2, 1, error);
+  p.layout = makeStagePlacement(PlacementFamily::One, 2, 1, error);
   p.microbatches = 3;
   p.budget = 2;
   p.split = false;

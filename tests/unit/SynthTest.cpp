@@ -4,9 +4,10 @@
 // with whole backwards and 1F1B's budget on one stage per rank, it finds
 // 1F1B's makespan, the optimum at that budget, and it finds the library's
 // other optimal schedules at P=4.
-#include "driver/Compilation.h"
+#include "frontend/Compilation.h"
+#include "synth/PlacementFamilies.h"
 #include "synth/ChannelRepair.h"
-#include "synth/Evaluator.h"
+#include "synth/CandidateEvaluator.h"
 #include "synth/Synthesize.h"
 
 #include <catch2/catch.hpp>
@@ -175,7 +176,7 @@ TEST_CASE("synth's bound counts the budget: one activation per rank is one round
 TEST_CASE("synth's channel repair makes a receiver follow its sender's new order", "[synth]") {
   std::string error;
   SynthProblem p;
-  p.layout = makeLayout(PlacementFamily::One, 2, 1, 2, error);
+  p.layout = makeStagePlacement(PlacementFamily::One, 2, 1, 2, error);
   REQUIRE(error.empty());
   p.microbatches = 2;
   p.budget = 2;
@@ -186,7 +187,7 @@ TEST_CASE("synth's channel repair makes a receiver follow its sender's new order
   // Rank 0 now sends micro-batch 1 first; rank 1 still receives 0 first.
   RankOrders orders = {{F(0, 1), F(0, 0), I(0, 0), W(0, 0), I(0, 1), W(0, 1)},
                        {F(1, 0), F(1, 1), I(1, 0), W(1, 0), I(1, 1), W(1, 1)}};
-  Evaluator evaluator(p);
+  CandidateEvaluator evaluator(p);
   CHECK(evaluator.makespan(orders) == kInfeasible);
   CHECK(std::string(evaluator.why()) == kChannelOrder);
   REQUIRE(repairChannels(p, orders, 4));

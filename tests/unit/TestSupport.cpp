@@ -1,7 +1,7 @@
 #include "TestSupport.h"
 
 #include "diag/DiagnosticRenderer.h"
-#include "emit/IRPrinter.h"
+#include "elab/IRPrinter.h"
 
 #include "llvm/Support/raw_ostream.h"
 

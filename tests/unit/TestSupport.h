@@ -3,7 +3,7 @@
 #pragma once
 
 #include "diag/Diagnostics.h"
-#include "driver/Compilation.h"
+#include "frontend/Compilation.h"
 #include "elab/Elaborator.h"
 #include "syntax/AST.h"
 

@@ -8,7 +8,7 @@
 #include "ScheduleGenerator.h"
 #include "TestSupport.h"
 
-#include "emit/TorchCsvWriter.h"
+#include "interop/TorchCsvWriter.h"
 #include "interop/PipeWriter.h"
 #include "interop/TorchCsvReader.h"
 #include "interop/TorchImport.h"

@@ -1,9 +1,9 @@
-#include "driver/Compilation.h"
+#include "frontend/Compilation.h"
 
 #include "sema/NameResolver.h"
 #include "syntax/Parser.h"
 
-#include "driver/InputFile.h"
+#include "frontend/InputFile.h"
 
 #include "llvm/Support/MemoryBuffer.h"
 

@@ -1,12 +1,12 @@
 // Line diff by longest common subsequence over the lines that differ between the
 // common head and tail. Past kMaxCells table cells the changed middle is shown
 // as one replacement: a correct diff, just not a minimal one, and bounded memory.
-#include "fmt/UnifiedDiff.h"
+#include "formatter/UnifiedDiff.h"
 
 #include <algorithm>
 #include <vector>
 
-namespace pipec::fmt {
+namespace pipec::formatter {
 
 namespace {
 
@@ -120,4 +120,4 @@ std::string unifiedDiff(llvm::StringRef before, llvm::StringRef after, llvm::Str
   return diff;
 }
 
-} // namespace pipec::fmt
+} // namespace pipec::formatter

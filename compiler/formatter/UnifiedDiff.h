@@ -5,9 +5,9 @@
 
 #include <string>
 
-namespace pipec::fmt {
+namespace pipec::formatter {
 
 // "" when the texts are equal. Both headers name `path` (as `patch -p0` reads them).
 std::string unifiedDiff(llvm::StringRef before, llvm::StringRef after, llvm::StringRef path);
 
-} // namespace pipec::fmt
+} // namespace pipec::formatter

@@ -1,15 +1,15 @@
 // The placement families synth lays out: which rank and chunk hold each stage.
-#include "synth/SynthProblem.h"
+#include "synth/PlacementFamilies.h"
 
 namespace pipec::synth {
 
-Layout makeLayout(PlacementFamily family, int ranks, int chunks, std::string &error) {
-  return makeLayout(family, ranks, chunks, 0, error);
+StagePlacement makeStagePlacement(PlacementFamily family, int ranks, int chunks, std::string &error) {
+  return makeStagePlacement(family, ranks, chunks, 0, error);
 }
 
-Layout makeLayout(PlacementFamily family, int ranks, int chunks, int microbatches,
+StagePlacement makeStagePlacement(PlacementFamily family, int ranks, int chunks, int microbatches,
                   std::string &error) {
-  Layout layout;
+  StagePlacement layout;
   layout.family = family;
   layout.ranks = ranks;
   std::string P = std::to_string(ranks);
@@ -46,8 +46,8 @@ Layout makeLayout(PlacementFamily family, int ranks, int chunks, int microbatche
     layout.chunks = 2;
     layout.copies = 2;
     layout.stages = ranks;
-    FlowLayout down{"down", 0, microbatches / 2, {}, {}, "s", "0"};
-    FlowLayout up{"up", microbatches / 2, microbatches, {}, {}, std::to_string(ranks - 1) + " - s",
+    FlowPlacement down{"down", 0, microbatches / 2, {}, {}, "s", "0"};
+    FlowPlacement up{"up", microbatches / 2, microbatches, {}, {}, std::to_string(ranks - 1) + " - s",
                   "1"};
     for (int s = 0; s < ranks; ++s) {
       down.stageRank.push_back(s);

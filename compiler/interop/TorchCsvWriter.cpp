@@ -1,4 +1,4 @@
-#include "emit/TorchCsvWriter.h"
+#include "interop/TorchCsvWriter.h"
 
 #include <string>
 #include <vector>

@@ -61,7 +61,7 @@ public:
   const ScheduleIR *ir() const { return ir_ ? &*ir_ : nullptr; }
   const CheckReport *report() const { return report_ ? &*report_ : nullptr; }
   const ParameterDomain *domain() const { return domain_ ? &*domain_ : nullptr; }
-  // Set when the file was checked at several points (driver/DomainCheck.h).
+  // Set when the file was checked at several points (frontend/DomainCheck.h).
   std::optional<PointSummary> &points() { return points_; }
   FileDiagnostics lintFile() const {
     return {path_, &diags_, points_ ? &*points_ : nullptr};

@@ -18,9 +18,9 @@ constexpr double kInfeasible = std::numeric_limits<double>::infinity();
 // why() when only a channel's message order fails (a repair may fix it).
 inline constexpr char kChannelOrder[] = "messages received out of their channel's order";
 
-class Evaluator {
+class CandidateEvaluator {
 public:
-  explicit Evaluator(const SynthProblem &problem) : p_(problem) {}
+  explicit CandidateEvaluator(const SynthProblem &problem) : p_(problem) {}
   // The makespan, or kInfeasible (why() says which rule failed).
   double makespan(const RankOrders &orders);
   const char *why() const { return why_; }

@@ -1,12 +1,12 @@
-// The layout rules of Layout.h, applied in one pass over the tokens. What goes
+// The layout rules of CanonicalLayout.h, applied in one pass over the tokens. What goes
 // between two tokens (nothing, a space, a line break) is decided from the two
 // tokens, the statement state and the author's line breaks only, which is what
 // makes formatting idempotent.
-#include "fmt/Layout.h"
+#include "formatter/CanonicalLayout.h"
 
 #include <algorithm>
 
-namespace pipec::fmt {
+namespace pipec::formatter {
 
 namespace {
 
@@ -19,9 +19,9 @@ unsigned widthOf(llvm::StringRef text) {
                                 [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
 }
 
-class Layout {
+class CanonicalLayout {
 public:
-  explicit Layout(const std::vector<Token> &tokens) : tokens_(tokens) { analyse(); }
+  explicit CanonicalLayout(const std::vector<Token> &tokens) : tokens_(tokens) { analyse(); }
 
   std::string run() {
     for (size_t i = 0; i < tokens_.size(); ++i)
@@ -227,6 +227,6 @@ private:
 
 } // namespace
 
-std::string layoutTokens(const std::vector<Token> &tokens) { return Layout(tokens).run(); }
+std::string layoutTokens(const std::vector<Token> &tokens) { return CanonicalLayout(tokens).run(); }
 
-} // namespace pipec::fmt
+} // namespace pipec::formatter

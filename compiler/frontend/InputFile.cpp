@@ -1,4 +1,4 @@
-#include "driver/InputFile.h"
+#include "frontend/InputFile.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/Errc.h"

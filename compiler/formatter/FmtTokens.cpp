@@ -1,6 +1,6 @@
 // The grammar's lexer, off the parser: comments come on the hidden channel and
 // whitespace is recovered from the gaps between tokens.
-#include "fmt/FmtTokens.h"
+#include "formatter/FmtTokens.h"
 
 #include "syntax/SourceText.h"
 
@@ -9,7 +9,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/ConvertUTF.h"
 
-namespace pipec::fmt {
+namespace pipec::formatter {
 
 using pipegen::PipeLexer;
 
@@ -114,4 +114,4 @@ std::string tokenSignature(const std::vector<Token> &tokens) {
   return signature;
 }
 
-} // namespace pipec::fmt
+} // namespace pipec::formatter

@@ -1,4 +1,4 @@
-#include "synth/Evaluator.h"
+#include "synth/CandidateEvaluator.h"
 
 #include <algorithm>
 
@@ -7,7 +7,7 @@ namespace pipec::synth {
 // The budget, whole backwards without split, and well-formed pairs (a paired
 // F is followed by an I of another micro-batch; only with --overlap). A pair's
 // forward allocates before its backward frees, as `pipec check` counts it.
-bool Evaluator::memoryFits(const RankOrders &orders) {
+bool CandidateEvaluator::memoryFits(const RankOrders &orders) {
   for (const std::vector<int> &order : orders) {
     int64_t live = 0;
     for (size_t i = 0; i < order.size(); ++i) {
@@ -36,8 +36,8 @@ bool Evaluator::memoryFits(const RankOrders &orders) {
 
 // Messages are matched in posting order on each (sender, receiver, kind)
 // channel, so both ends must list a channel's messages in the same order.
-bool Evaluator::channelsInOrder(const RankOrders &orders) {
-  const Layout &l = p_.layout;
+bool CandidateEvaluator::channelsInOrder(const RankOrders &orders) {
+  const StagePlacement &l = p_.layout;
   size_t channels = size_t(l.ranks) * l.ranks * 2;
   sent_.resize(channels);
   received_.resize(channels);
@@ -70,11 +70,11 @@ bool Evaluator::channelsInOrder(const RankOrders &orders) {
   return true;
 }
 
-double Evaluator::makespan(const RankOrders &orders) {
+double CandidateEvaluator::makespan(const RankOrders &orders) {
   why_ = "";
   if (!memoryFits(orders) || !channelsInOrder(orders))
     return kInfeasible;
-  const Layout &l = p_.layout;
+  const StagePlacement &l = p_.layout;
   end_.assign(p_.numOps(), -1);
   cursor_.assign(l.ranks, 0);
   std::vector<double> free(l.ranks, 0);

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace pipec::fmt {
+namespace pipec::formatter {
 
 enum class TokenKind {
   Word,         // identifiers
@@ -46,4 +46,4 @@ bool lexForFormat(llvm::StringRef source, std::vector<Token> &tokens, std::strin
 // Two sources with equal sequences differ only in layout.
 std::string tokenSignature(const std::vector<Token> &tokens);
 
-} // namespace pipec::fmt
+} // namespace pipec::formatter

@@ -15,16 +15,16 @@
 // The rules look only at tokens, so a new declaration needs no new rule.
 #pragma once
 
-#include "fmt/FmtTokens.h"
+#include "formatter/FmtTokens.h"
 
 #include <string>
 #include <vector>
 
-namespace pipec::fmt {
+namespace pipec::formatter {
 
 constexpr unsigned kMaxColumns = 100;
 
 // The formatted text, ending in one newline ("" for no tokens).
 std::string layoutTokens(const std::vector<Token> &tokens);
 
-} // namespace pipec::fmt
+} // namespace pipec::formatter

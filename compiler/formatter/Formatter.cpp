@@ -1,16 +1,16 @@
-#include "fmt/Formatter.h"
+#include "formatter/Formatter.h"
 
-#include "fmt/FmtTokens.h"
-#include "fmt/Layout.h"
+#include "formatter/FmtTokens.h"
+#include "formatter/CanonicalLayout.h"
 
-#include "emit/IRPrinter.h"
+#include "elab/IRPrinter.h"
 
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
 #include <optional>
 
-namespace pipec::fmt {
+namespace pipec::formatter {
 
 namespace {
 
@@ -90,4 +90,4 @@ FormatResult formatSource(llvm::StringRef name, llvm::StringRef source) {
   return result;
 }
 
-} // namespace pipec::fmt
+} // namespace pipec::formatter

@@ -1,16 +1,16 @@
 // `pipec fmt` on one source text: parse it (a file with syntax errors is not
-// formatted; one with only errors of meaning is), lay its tokens out (Layout.h), then prove the result means the
+// formatted; one with only errors of meaning is), lay its tokens out (CanonicalLayout.h), then prove the result means the
 // same before handing it back.
 #pragma once
 
-#include "driver/Compilation.h"
+#include "frontend/Compilation.h"
 
 #include "llvm/ADT/StringRef.h"
 
 #include <memory>
 #include <string>
 
-namespace pipec::fmt {
+namespace pipec::formatter {
 
 struct FormatResult {
   enum Status {
@@ -28,4 +28,4 @@ struct FormatResult {
 // at its default parameters, elaborate to the same ops on every rank.
 FormatResult formatSource(llvm::StringRef name, llvm::StringRef source);
 
-} // namespace pipec::fmt
+} // namespace pipec::formatter

@@ -5,7 +5,7 @@
 // and each distinct warning at the smallest point that gives it.
 #pragma once
 
-#include "driver/Compilation.h"
+#include "frontend/Compilation.h"
 
 #include "diag/LintRenderers.h"
 #include "elab/Domain.h"

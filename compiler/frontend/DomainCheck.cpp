@@ -1,4 +1,4 @@
-#include "driver/DomainCheck.h"
+#include "frontend/DomainCheck.h"
 
 #include "llvm/ADT/DenseMap.h"
 

@@ -1,4 +1,4 @@
-#include "emit/IRPrinter.h"
+#include "elab/IRPrinter.h"
 
 namespace pipec {
 
