@@ -8,6 +8,7 @@
 
 #include "elab/IRPrinter.h"
 #include "interop/TorchCsvWriter.h"
+#include "interop/TorchLossOrder.h"
 #include "syntax/AstDumper.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -24,8 +25,11 @@ int runEmit(const std::string &file, EmitTarget target, const std::string &outpu
                 : compilation.runFrontEnd(args.elab);
   if (ok && (target == EmitTarget::Cpu || target == EmitTarget::Cuda))
     ok = compilation.check(args.checks);
-  if (ok && target == EmitTarget::TorchCsv)
+  if (ok && target == EmitTarget::TorchCsv) {
     ok = checkTorchCsvPlacement(*compilation.ir(), compilation.diags());
+    if (ok) // a warning: the CSV is still written (it runs in pipec's runtimes)
+      checkTorchLossOrder(*compilation.ir(), compilation.diags());
+  }
   int status = finish(compilation, args);
   if (!ok || status != kExitClean)
     return status;

@@ -10,6 +10,7 @@
 #include "interop/PipeWriter.h"
 #include "interop/TorchCsvReader.h"
 #include "interop/TorchImport.h"
+#include "interop/TorchLossOrder.h"
 #include "sema/NameResolver.h"
 #include "syntax/Parser.h"
 
@@ -64,12 +65,16 @@ int runImport(const std::string &file, const std::string &output, const CommonAr
   llvm::SourceMgr sources;
   DiagnosticEngine diags(sources);
   diags.setErrorLimit(args.errorLimit);
+  diags.setWarningPolicy(args.warnings);
   std::string text, error;
   if (std::unique_ptr<llvm::MemoryBuffer> buffer = readInputFile(file, error)) {
     unsigned id = sources.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
     std::optional<ImportedSchedule> schedule;
-    if (std::optional<TorchCsv> csv = readTorchCsv(id, diags, args.elab.limits.maxOps))
+    if (std::optional<TorchCsv> csv = readTorchCsv(id, diags, args.elab.limits.maxOps)) {
       schedule = inferSchedule(*csv, args.elab.limits, diags);
+      if (schedule) // the order came from PyTorch, or is going there
+        checkTorchLossOrder(*csv, diags);
+    }
     llvm::raw_string_ostream out(text);
     if (schedule &&
         !writePipe(*schedule, scheduleNameFor(file == "-" ? "stdin" : file),
