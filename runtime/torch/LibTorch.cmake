@@ -2,7 +2,8 @@
 # It comes from the torch wheel that `./setup.sh --torch` installs into
 # $PIPEC_TORCH_VENV, else ~/.cache/pipec/torch-venv (runtime/torch/install_torch.sh);
 # -DPIPEC_TORCH_PYTHON=... names another Python with torch, -DPIPEC_TORCH=OFF
-# skips it. Sets PIPEC_HAVE_TORCH, PIPEC_TORCH_LIBRARIES, PIPEC_TORCH_LIBRARY_DIR
+# skips it. Sets PIPEC_HAVE_TORCH, PIPEC_TORCH_PYTHON_FOUND (that Python imports
+# torch), PIPEC_TORCH_LIBRARIES, PIPEC_TORCH_LIBRARY_DIR
 # and the interface target pipec_libtorch.
 #
 # The wheel's own CMake package (torch.utils.cmake_prefix_path) locates it, but
@@ -12,6 +13,7 @@
 # need two of its libraries, libtorch_cpu and libc10, and its headers.
 option(PIPEC_TORCH "Build the LibTorch stage adapter when torch is found" ON)
 set(PIPEC_HAVE_TORCH OFF)
+set(PIPEC_TORCH_PYTHON_FOUND OFF)
 set(PIPEC_TORCH_MISSING "LibTorch not found: torch stages and their tests are skipped; run ./setup.sh --torch")
 if(PIPEC_TORCH AND NOT PIPEC_COMPILER_ONLY)
   if(DEFINED ENV{PIPEC_TORCH_VENV} AND NOT "$ENV{PIPEC_TORCH_VENV}" STREQUAL "")
@@ -27,6 +29,7 @@ if(PIPEC_TORCH AND NOT PIPEC_COMPILER_ONLY)
       OUTPUT_VARIABLE pipecTorchProbe RESULT_VARIABLE pipecTorchStatus ERROR_QUIET
       OUTPUT_STRIP_TRAILING_WHITESPACE TIMEOUT 300)
     if(pipecTorchStatus EQUAL 0)
+      set(PIPEC_TORCH_PYTHON_FOUND ON) # the Python tests (torch-recordings, python/) need no more
       string(REPLACE "\n" ";" pipecTorchProbe "${pipecTorchProbe}")
       list(GET pipecTorchProbe -3 PIPEC_TORCH_VERSION)
       list(GET pipecTorchProbe -2 pipecTorchPrefix)
@@ -54,4 +57,10 @@ if(PIPEC_HAVE_TORCH)
   message(STATUS "pipec: LibTorch ${PIPEC_TORCH_VERSION} (${pipecTorchRoot})")
 elseif(NOT PIPEC_COMPILER_ONLY)
   message(STATUS "pipec: ${PIPEC_TORCH_MISSING}")
+endif()
+# CI installs torch (./setup.sh --torch) and sets PIPEC_REQUIRE_TORCH=1 (.ci/run):
+# there a torch that is not found is a configure error, not tests that skip.
+if("$ENV{PIPEC_REQUIRE_TORCH}" STREQUAL "1" AND NOT PIPEC_COMPILER_ONLY
+   AND NOT (PIPEC_HAVE_TORCH AND PIPEC_TORCH_PYTHON_FOUND))
+  message(FATAL_ERROR "pipec: PIPEC_REQUIRE_TORCH=1, but ${PIPEC_TORCH_MISSING}")
 endif()

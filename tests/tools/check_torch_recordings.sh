@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Records PyTorch's orders again with the installed torch and compares them with
 # the recorded inputs (the version line of the DualPipeV reference aside).
-# Skipped (exit 77) where torch is not installed.
+# Runs $PIPEC_TORCH_PYTHON (ctest sets it to the torch environment's Python,
+# runtime/torch/LibTorch.cmake), else python3; exits 77 (skipped) where that
+# Python has no torch, which ctest counts as a skip only where configure found
+# no torch.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 inputs="$here/../lit/library/Inputs"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
-python3 "$here/regenerate_torch_csvs.py" "$out" || exit $?
+"${PIPEC_TORCH_PYTHON:-python3}" "$here/regenerate_torch_csvs.py" "$out" || exit $?
 for f in "$out"/*.csv; do
   cmp "$f" "$inputs/$(basename "$f")"
 done
