@@ -59,14 +59,16 @@ cl::OptionCategory Category("pipec options");
 // --- check options (check, sim, emit, build) ---------------------------------
 cl::list<std::string> Defines("D", cl::Prefix, cl::desc("Set a schedule parameter"),
                               cl::value_desc("NAME=VALUE"), Checking, cl::cat(Category));
-cl::opt<bool> Werror("werror", cl::desc("Treat warnings as errors"), Checking, cl::cat(Category));
+// import warns too (TorchLossOrder), so it takes the warning flags.
+cl::opt<bool> Werror("werror", cl::desc("Treat warnings as errors"), Checking, cl::sub(ImportCmd),
+                     cl::cat(Category));
 // -W<Name>, -Wno-<Name>, -Werror=<Name>, -Wno-error=<Name>, in order (WarningFlags.h).
 cl::list<std::string> WarningFlagValues(
     "W", cl::Prefix,
     cl::desc("Control one warning by the name it prints in [brackets]: -W<Name> reports it, "
              "-Wno-<Name> does not, -Werror=<Name> makes it an error, -Wno-error=<Name> "
              "exempts it from --werror; a later flag wins"),
-    cl::value_desc("[no-|error=|no-error=]Name"), Checking, cl::cat(Category));
+    cl::value_desc("[no-|error=|no-error=]Name"), Checking, cl::sub(ImportCmd), cl::cat(Category));
 // Applies --werror, then every -W flag in command-line order; false with `error`
 // set for a flag that names no warning.
 bool readWarningFlags(pipec::CommonArgs &args, std::string &error) {
@@ -643,6 +645,10 @@ int dispatch(int argc, char **argv) {
     args.format = ImportFormat;
     args.elab.limits.maxOps = MaxOps;
     args.errorLimit = ErrorLimit;
+    if (std::string error; !readWarningFlags(args, error)) {
+      usage(error);
+      return pipec::kExitUsage;
+    }
     if (!validateImport())
       return pipec::kExitUsage;
     return pipec::runImport(ImportFile, ImportOutput, args);

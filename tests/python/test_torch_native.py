@@ -7,8 +7,8 @@ whose last stage runs its forwards in micro-batch order; a schedule whose last
 stage does not is refused (TorchLossOrderError) or warned about; two-copy
 schedules are refused by the compiler. Run: 2-process gloo runs in PyTorch's
 runtime match a single-process step of the same modules in fp64 (1e-10), and
-the out-of-order schedule, forced through, gives PyTorch's wrong gradients or
-its error (the defect the warning names). Registered with ctest (torch-native).
+the out-of-order schedule, forced through, makes PyTorch fail (the defect the
+warning names). Registered with ctest (torch-native).
 """
 import os
 import sys
@@ -146,12 +146,17 @@ class Run(unittest.TestCase):
 
     def result(self, i, num_stages):
         out = os.path.join(self.tmp.name, str(i))
-        errors = [open(os.path.join(out, f)).read() for f in os.listdir(out) if f.startswith("error")]
+        errors = {}
+        for rank in range(2):
+            path = os.path.join(out, f"error{rank}.txt")
+            if os.path.exists(path):
+                with open(path) as f:
+                    errors[rank] = f.read()
         if errors:
             return None, errors
         grads = [torch.load(os.path.join(out, f"stage{s}.pt")) for s in range(num_stages)]
         losses = [torch.load(os.path.join(out, f)) for f in os.listdir(out) if f.startswith("loss")]
-        return (grads, losses), []
+        return (grads, losses), {}
 
     def test_library_matches_single_process_fp64(self):
         stages = {(n, tuple(sz.items())): k for n, sz, k in LIBRARY}
@@ -159,7 +164,7 @@ class Run(unittest.TestCase):
             with self.subTest(schedule=name, sizes=sizes):
                 num_stages = stages[(name, tuple(sizes.items()))]
                 got, errors = self.result(i, num_stages)
-                self.assertEqual(errors, [])
+                self.assertEqual(errors, {})
                 want, loss = reference_grads(num_stages, sizes["M"])
                 for s in range(num_stages):
                     for w, g in zip(want[s], got[0][s]):
@@ -167,17 +172,16 @@ class Run(unittest.TestCase):
                 self.assertEqual(len(got[1]), 1)  # one rank holds the last stage
                 self.assertLess(abs(got[1][0].item() - loss), 1e-12)
 
-    def test_pytorch_trains_the_out_of_order_schedule_wrongly(self):
-        # Forced through (on_loss_order="warn"): PyTorch back-propagates micro-
-        # batch 1's loss for micro-batch 0 and the reverse, or stops; either
-        # way not the single-process gradients (pipec's executor gets those).
+    def test_pytorch_fails_the_out_of_order_schedule(self):
+        # Forced through (on_loss_order="warn"), PyTorch 2.15 hands the backward
+        # of micro-batch 0 the loss of micro-batch 1, whose graph does not hold
+        # micro-batch 0's stage input: the last stage's rank stops ("Failed to
+        # run stage backward") and its peer's receive times out. (With other
+        # orders and stages PyTorch finishes with wrong gradients instead, as
+        # issue 22 measured; pipec's executor runs all of them correctly.)
         got, errors = self.result(len(self.CASES) - 1, 2)
-        if errors:
-            self.assertRegex(" ".join(errors), "loss|grad")
-            return
-        want, _ = reference_grads(2, 2)
-        worst = max((w - g).abs().max().item() for s in range(2) for w, g in zip(want[s], got[0][s]))
-        self.assertGreater(worst, 1e-6)
+        self.assertIsNone(got)
+        self.assertIn("Failed to run stage backward", errors[1])
 
     def test_refused_by_default(self):
         # Before any process group is touched.
