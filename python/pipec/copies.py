@@ -39,7 +39,8 @@ def _wait(work, timeout_s: float, what: str) -> None:
         raise
     except Exception as error:
         text = str(error).splitlines()[0] if str(error) else type(error).__name__
-        cls = PipelineTimeout if "imeout" in text or "timed out" in text else PipelineError
+        lowered = text.lower()
+        cls = PipelineTimeout if "timeout" in lowered or "timed out" in lowered else PipelineError
         raise cls(f"{what}: {text}") from None
 
 

@@ -100,7 +100,7 @@ class Transport:
             ok = work.wait(timeout=timedelta(seconds=self.timeout_s))
         except Exception as error:  # gloo raises on timeout and on a closed peer
             text = str(error)
-            if "imeout" in text or "timed out" in text:
+            if "timeout" in text.lower() or "timed out" in text.lower():
                 raise PipelineTimeout(f"{what}: not done within the pipeline's "
                                       f"timeout of {self.timeout_s:g} s (the peer is slow, hung "
                                       f"or dead): {text.splitlines()[0] if text else ''}") from None

@@ -58,7 +58,7 @@ def launch(nproc: int, deadline_s: float, command: List[str], env_extra: Optiona
             except ProcessLookupError:
                 pass
             out, _ = proc.communicate()
-            outputs[rank] = out + f"\n[launcher] rank {rank} killed at the {deadline_s:g} s deadline\n"
+            outputs[rank] = out + f"\n[launcher] rank {rank} killed (past its deadline)\n"
     return list(zip(results, outputs))
 
 

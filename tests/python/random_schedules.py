@@ -56,13 +56,13 @@ class Generated:
         return "\n".join(out) + "\n"
 
 
-def generate(rng: random.Random, P: int) -> Generated:
+def generate(rng: random.Random, P: int, pairs: bool = False) -> Generated:
     M = rng.randint(2, 5)
     placement = rng.choice(["linear", "v", "interleaved", "two-flows"])
     g = Generated(P, M, placement, rng.randint(1, M - 1))
     S = g.S
     p_split = rng.choice([0.0, 0.35, 1.0])
-    p_pair = rng.choice([0.0, 0.3, 0.8])
+    p_pair = rng.choice([0.3, 0.8] if pairs else [0.0, 0.3, 0.8])
     split = {(s, mb): rng.random() < p_split for s in range(S) for mb in range(M)}
     done = set()
 
@@ -105,16 +105,23 @@ def accepted(pipec: str, path: str) -> bool:
     return done.returncode == 0
 
 
+def has_pair(g: Generated) -> bool:
+    return any(len(step) == 2 for steps in g.ranks for step in steps)
+
+
 def write_accepted(pipec: str, directory: str, P: int, count: int, seed: int,
-                   max_tries: int = 400) -> List[str]:
-    """Writes up to `count` accepted random schedules for P ranks; returns their paths."""
+                   pairs: bool = False, max_tries: int = 400) -> List[str]:
+    """Writes up to `count` accepted random schedules for P ranks (with `pairs`, each
+    with at least one overlap pair); returns their paths."""
     rng = random.Random(seed)
     paths = []
     for attempt in range(max_tries):
         if len(paths) == count:
             break
-        g = generate(rng, P)
-        path = f"{directory}/random_P{P}_{attempt}.pipe"
+        g = generate(rng, P, pairs)
+        if pairs and not has_pair(g):
+            continue
+        path = f"{directory}/random_P{P}_{'pairs_' if pairs else ''}{attempt}.pipe"
         with open(path, "w") as f:
             f.write(g.source(f"random_{attempt}"))
         if accepted(pipec, path):

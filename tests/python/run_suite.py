@@ -77,16 +77,21 @@ def random_set(P: int):
     overlap pairs forced to interleave."""
     import tempfile
     import random_schedules
+    import atexit
+    import shutil
     directory = tempfile.mkdtemp(prefix=f"pipec-random-P{P}-")
-    paths = random_schedules.write_accepted(os.environ["PIPEC"], directory, P, count=8,
+    atexit.register(shutil.rmtree, directory, True)
+    plain = random_schedules.write_accepted(os.environ["PIPEC"], directory, P, count=5,
                                             seed=20261202 + P)
-    if len(paths) < 4:
-        raise SystemExit(f"only {len(paths)} random schedules were accepted")
-    configs = []
-    for i, path in enumerate(paths):
+    paired = random_schedules.write_accepted(os.environ["PIPEC"], directory, P, count=4,
+                                             seed=20261203 + P, pairs=True)
+    if len(plain) < 3 or len(paired) < 2:
+        raise SystemExit(f"too few random schedules accepted: {len(plain)} and {len(paired)} "
+                         "with pairs")
+    configs = [cfg(path, steps=2) for path in plain]
+    for path in paired:
         config = cfg(path, steps=2)
-        if i % 2:
-            config["overlap"] = "threads"
+        config["overlap"] = "threads"
         configs.append(config)
     return configs
 
