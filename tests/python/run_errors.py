@@ -22,6 +22,7 @@ CASES = {
     "mismatch": ({0, 1}, None),
     "dies": ({0}, 3),       # rank 1 exits with 3 on purpose
     "hangs": ({0}, None),   # rank 1 sleeps and is killed after rank 0 reported
+    "reshape": ({0, 1}, None),
 }
 
 

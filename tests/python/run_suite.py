@@ -98,9 +98,21 @@ def random_set(P: int):
     return configs
 
 
+def variants(P: int):
+    """Adam, gradients accumulated over two steps (two-copy schedules set the
+    earlier steps' gradients aside while they sum the copies'), and shapes that
+    change from step to step (static_shapes=False)."""
+    out = [dict(cfg("dualpipe", steps=4, P=P, M=2 * P), optimizer="adam", accumulate=2),
+           dict(cfg("chimera", steps=4, P=P, M=P), accumulate=2),
+           dict(cfg("zbv", steps=4, P=P, M=P), optimizer="adam"),
+           dict(cfg("1f1b", P=P, M=P), static_shapes=False),
+           dict(cfg("dualpipev", P=P, M=2 * P), static_shapes=False)]
+    return out
+
+
 SETS = {
-    "library-p2": (2, lambda: library(2) + fp32(2)),
-    "library-p4": (4, lambda: library(4) + fp32(4)),
+    "library-p2": (2, lambda: library(2) + fp32(2) + variants(2)),
+    "library-p4": (4, lambda: library(4) + fp32(4) + variants(4)),
     "overlap-p2": (2, lambda: overlap(2)),
     "overlap-p4": (4, lambda: overlap(4)),
     "random-p2": (2, lambda: random_set(2)),

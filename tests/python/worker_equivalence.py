@@ -10,7 +10,10 @@ identical bit for bit at the end.
     worker_equivalence.py CONFIGS_JSON
 
 CONFIGS_JSON: a list of {"schedule", "sizes", "dtype": "float64"|"float32",
-"steps", "tol"[, "overlap": "threads"]}.  Prints a PASS line per configuration
+"steps", "tol"[, "overlap": "threads"][, "optimizer": "sgd"|"adam"]
+[, "accumulate": K][, "static_shapes": false]}.  With "accumulate": K the
+gradients of K steps accumulate in .grad (zero_grad and the optimizer every K
+steps); with "static_shapes": false the batch size changes from step to step.  Prints a PASS line per configuration
 with the largest differences seen; exits 1 at the first failure.
 """
 
@@ -61,21 +64,29 @@ def run_config(config: dict) -> dict:
     program, _ = compile_schedule(config["schedule"], config["sizes"])
     S_holder["S"] = program.num_stages
     S, M = program.num_stages, program.num_microbatches
+    static = config.get("static_shapes", True)
+    accumulate = int(config.get("accumulate", 1))
     pipe = pipec.torch.Pipeline(config["schedule"], config["sizes"], stage_fn, models.loss_fn,
-                                timeout=60, overlap_fn=overlap)
+                                timeout=60, overlap_fn=overlap, static_shapes=static)
     assert pipe.num_stages == S
     reference = [models.Stage(s, S, dtype) for s in range(S)]
-    opt = torch.optim.SGD([p for _, m in pipe.modules() for p in m.parameters()], lr=0.1,
-                          momentum=0.9)
-    ref_opt = torch.optim.SGD([p for m in reference for p in m.parameters()], lr=0.1,
-                              momentum=0.9)
+    def optimizer(params):
+        if config.get("optimizer", "sgd") == "adam":
+            return torch.optim.Adam(params, lr=0.01)
+        return torch.optim.SGD(params, lr=0.1, momentum=0.9)
+
+    opt = optimizer([p for _, m in pipe.modules() for p in m.parameters()])
+    ref_opt = optimizer([p for m in reference for p in m.parameters()])
     worst = {"loss": 0.0, "grad": 0.0, "param": 0.0}
     switches_before = overlap_test.SWITCHES
     pairs = sum(1 for op in program.ranks[pipe.rank].ops
                 if op.pair == "second" and op.kind == "B")
-    where = f"{config['schedule']} {config['sizes']} {config['dtype']}"
+    extras = "".join(f" {k}={config[k]}" for k in ("optimizer", "accumulate", "static_shapes")
+                     if k in config)
+    where = f"{config['schedule']} {config['sizes']} {config['dtype']}{extras}"
     for step in range(steps):
-        x, mask, target = models.batch(step, 2 * M, dtype)
+        rows = 2 * M if static else M * (1 + step % 3)
+        x, mask, target = models.batch(step, rows, dtype)
         loss = pipe.step(x, mask=mask, scale=0.5, target=target)
         ref_loss = models.reference_step(reference, x, mask, target, M, scale=0.5)
         if pipe.computes_loss:
@@ -97,6 +108,8 @@ def run_config(config: dict) -> dict:
         if stats["measured_peak_activations"] != stats["predicted_peak_activations"]:
             fail(f"{where}: peak {stats['measured_peak_activations']} != "
                  f"{stats['predicted_peak_activations']}")
+        if (step + 1) % accumulate:
+            continue  # gradients accumulate into the next step
         opt.step()
         ref_opt.step()
         opt.zero_grad()

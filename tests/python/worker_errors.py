@@ -16,6 +16,9 @@ Cases:
             and the message it waited for.
   hangs     rank 1 sleeps in the middle of a step; rank 0 fails within the
             pipeline's timeout (3 s) naming the op; the launcher kills rank 1.
+  reshape   with static_shapes=True the second step's batch is smaller: rank 0
+            refuses to send stage 0's output of another shape, naming it and
+            the option; rank 1 fails as its peer is gone.
 """
 
 from __future__ import annotations
@@ -159,6 +162,21 @@ def mismatch_case(rank: int) -> None:
            lambda: pipe.step(x, mask=mask, target=target))
 
 
+def reshape_case(rank: int) -> None:
+    pipe = pipec.torch.Pipeline("1f1b", {"P": 2, "M": 2}, stage_fn, models.loss_fn, timeout=5)
+    x, mask, target = models.batch(0, 4)
+    pipe.step(x, mask=mask, target=target)
+    x, mask, target = models.batch(1, 6)
+    if rank == 0:
+        expect(PipelineError, ["rank 0, stage 0, F of micro-batch 0", "((3, 8) float64",
+                               "the first such message was ((2, 8) float64", "static_shapes=False"],
+               lambda: pipe.step(x, mask=mask, target=target))
+        print("PASS reshape", flush=True)
+        os._exit(0)
+    expect(PipelineError, ["rank 1, stage 1, F of micro-batch 0", "rank 0 -> rank 1"],
+           lambda: pipe.step(x, mask=mask, target=target))
+
+
 def main() -> None:
     torch.set_num_threads(1)
     case = sys.argv[1]
@@ -169,6 +187,8 @@ def main() -> None:
         dist.barrier()
     elif case == "mismatch":
         mismatch_case(rank)
+    elif case == "reshape":
+        reshape_case(rank)
     elif case in ("dies", "hangs"):
         if rank == 0:
             fault_case(rank, case)
