@@ -11,11 +11,9 @@ rank (V shapes, interleaving) outputs are handed over in memory.
      ends at its inputs and their .grad is the gradient to send back.
   B  backpropagates the output gradients (or the loss / M) through the stage,
      accumulating parameter gradients and sending the input gradients.
-  I  computes only the input gradients, keeping the graph
-     (torch.autograd.grad(..., retain_graph=True)); its W later accumulates
-     the parameter gradients from the same graph and frees it.  The W pass
-     traverses the graph again from the outputs (the cost of this simple
-     split: no per-node gradient capture).
+  I  computes only the input gradients, keeping what W needs of the graph;
+     its W later accumulates the parameter gradients and frees it
+     (splitbackward.py: W traverses the graph from the outputs again).
 Activations are freed exactly where the compiler's memory check frees them,
 and measured (activations.py) after every op.
 """
@@ -31,6 +29,7 @@ from .activations import ActivationTracker
 from .errors import PipelineError, PipelineTimeout
 from .overlap import run_pair
 from .program import Op, Program, RankProgram
+from .splitbackward import input_half, weight_half
 from .transport import Transport
 from .wire import as_tensors, describe, metas_of
 
@@ -41,7 +40,7 @@ class Record:
     inputs: List[torch.Tensor]           # the stage's tensor inputs (leaves)
     outputs: List[torch.Tensor] = field(default_factory=list)  # those carrying a gradient
     loss: Optional[torch.Tensor] = None  # last stage: loss / M
-    output_grads: Optional[List[torch.Tensor]] = None  # kept from I for W
+    split: object = None  # what I leaves for W (splitbackward.SplitState)
 
 
 @dataclass
@@ -197,11 +196,7 @@ class Executor:
         roots, root_grads = self._roots(record, grads)
         wanted = [t for t in record.inputs if t.requires_grad]
         if split:
-            input_grads = []
-            if wanted and roots:
-                input_grads = list(torch.autograd.grad(roots, wanted, root_grads,
-                                                       retain_graph=True, allow_unused=True))
-            record.output_grads = root_grads
+            input_grads, record.split = input_half(roots, root_grads, wanted)
         else:
             if roots and any(r.requires_grad for r in roots):
                 torch.autograd.backward(roots, root_grads)
@@ -224,9 +219,7 @@ class Executor:
         key = (op.chunk, op.mb)
         record: Record = self.tracker.records.pop(key)
         params = [p for p in self.modules[op.chunk].parameters() if p.requires_grad]
-        roots = [record.loss] if record.loss is not None else record.outputs
-        if params and roots and any(r.requires_grad for r in roots):
-            torch.autograd.backward(roots, record.output_grads, inputs=params)
+        weight_half(record.split, params)
 
     # --- overlap pairs ------------------------------------------------------------
     def _run_pair(self, forward: Op, backward: Op, received, outgoing) -> None:
