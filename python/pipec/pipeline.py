@@ -34,7 +34,8 @@ from .errors import PipelineError
 from .executor import Executor, StepData
 from .microbatch import split
 from .program import Program
-from .transport import Transport, channel_groups
+from .transport import Transport
+from .transport import channel_groups as make_channel_groups
 
 DEFAULT_TIMEOUT_S = float(os.environ.get("PIPEC_TIMEOUT", "300"))
 
@@ -60,6 +61,8 @@ class Pipeline:
         broadcast_copies (default True): start every copy of a replicated stage from
             copy 0's parameters.
         device: where stages run (default: cuda:current on NCCL, else cpu).
+        channel_groups: one two-rank process group per channel (default: on NCCL only;
+            on gloo, tags keep the channels apart).
         compiler: path to pipec (default $PIPEC, else pipec on PATH).
     """
 
@@ -67,7 +70,9 @@ class Pipeline:
                  loss_fn: Callable, group=None, *, timeout: float = DEFAULT_TIMEOUT_S,
                  static_shapes: bool = True, overlap_fn: Optional[Callable] = None,
                  track_activations: bool = True, broadcast_copies: bool = True,
-                 device: Optional[torch.device] = None, compiler: Optional[str] = None):
+                 device: Optional[torch.device] = None, compiler: Optional[str] = None,
+                 channel_groups: Optional[bool] = None):
+        channel_groups_option = channel_groups
         if not dist.is_initialized():
             raise PipelineError("torch.distributed is not initialized: call "
                                 "torch.distributed.init_process_group first (torchrun sets "
@@ -102,11 +107,13 @@ class Pipeline:
             self._check_device(slot.stage, module)
             self._modules[slot.chunk] = module
         timeout_td = timedelta(seconds=self.timeout)
-        needs_pipelines = self.backend == "nccl" or any(
+        if channel_groups_option is None:
+            channel_groups_option = self.backend == "nccl"
+        needs_pipelines = channel_groups_option or len(self.program.loss_ranks) > 1 or any(
             len({r for r, _ in c}) > 1 for c in self.program.stage_copies)
         pipelines = pipelines_of_job(self.group) if needs_pipelines else []
-        groups = channel_groups(self.program, self.group, timeout_td) \
-            if self.backend == "nccl" else None
+        groups = make_channel_groups(self.program, self.group, pipelines, timeout_td) \
+            if channel_groups_option else None
         self._transport = Transport(self.program, self.rank, self.group, self.device,
                                     self.timeout, static_shapes, groups)
         self._copies = CopySync(self.program, self.rank, self._modules, self.group, pipelines,

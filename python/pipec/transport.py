@@ -32,23 +32,22 @@ from .wire import (HEADER_LEN, TensorMeta, decode_header, describe, empty_like_m
                    encode_header, metas_of)
 
 
-def channel_groups(program: Program, pipeline_group, timeout: timedelta) -> Dict[int, object]:
-    """NCCL: one two-rank process group per channel, of every pipeline in the job.
+def channel_groups(program: Program, pipeline_group, pipelines: List[Tuple[int, ...]],
+                   timeout: timedelta) -> Dict[int, object]:
+    """One two-rank process group per channel, for every pipeline of the job
+    (`pipelines`: each pipeline's global ranks, from copies.pipelines_of_job).
 
     torch.distributed.new_group is collective over the whole job, so every rank
-    learns every pipeline's ranks (all_gather_object) and all create the groups
-    in the same order.  Every rank of the job must construct its Pipeline at the
-    same point (as a pipeline x data-parallel job does)."""
-    mine = dist.get_process_group_ranks(pipeline_group)
-    everyone: List[List[int]] = [None] * dist.get_world_size()  # type: ignore
-    dist.all_gather_object(everyone, mine)
-    pipelines = sorted({tuple(p) for p in everyone})
+    creates every pipeline's groups, in the same order, and keeps its own.  Every
+    rank of the job must construct its Pipeline at the same point (as a pipeline x
+    data-parallel job does)."""
+    mine = tuple(dist.get_process_group_ranks(pipeline_group))
     channels = sorted({(m.channel, m.src, m.dst) for m in program.messages})
     groups = {}
     for pipeline in pipelines:
         for channel, src, dst in channels:
             group = dist.new_group([pipeline[src], pipeline[dst]], timeout=timeout)
-            if tuple(mine) == pipeline:
+            if tuple(pipeline) == mine:
                 groups[channel] = group
     return groups
 

@@ -110,7 +110,19 @@ def variants(P: int):
     return out
 
 
+def groups_set():
+    """Four processes as two pipelines of two (pipeline x data parallel's layout,
+    without the data-parallel reduction), and the per-channel process groups
+    that NCCL uses, here on gloo."""
+    return [dict(cfg("dualpipe", P=2, M=4), pipelines=2),
+            dict(cfg("zbv", P=2, M=4), pipelines=2, channel_groups=True),
+            dict(cfg("chimera", P=2, M=4), pipelines=2, channel_groups=True),
+            dict(cfg("dualpipe", P=4, M=8), channel_groups=True),
+            dict(cfg("interleaved_1f1b", P=4, M=8, v=2), channel_groups=True)]
+
+
 SETS = {
+    "groups-p4": (4, groups_set),
     "library-p2": (2, lambda: library(2) + fp32(2) + variants(2)),
     "library-p4": (4, lambda: library(4) + fp32(4) + variants(4)),
     "overlap-p2": (2, lambda: overlap(2)),

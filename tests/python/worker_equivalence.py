@@ -11,7 +11,10 @@ identical bit for bit at the end.
 
 CONFIGS_JSON: a list of {"schedule", "sizes", "dtype": "float64"|"float32",
 "steps", "tol"[, "overlap": "threads"][, "optimizer": "sgd"|"adam"]
-[, "accumulate": K][, "static_shapes": false]}.  With "accumulate": K the
+[, "accumulate": K][, "static_shapes": false][, "channel_groups": true]
+[, "pipelines": N]}.  "channel_groups" runs the NCCL mode (a process group per
+channel) on gloo; "pipelines": N splits the job into N pipelines of equal
+size, each checked against the reference on its own.  With "accumulate": K the
 gradients of K steps accumulate in .grad (zero_grad and the optimizer every K
 steps); with "static_shapes": false the batch size changes from step to step.  Prints a PASS line per configuration
 with the largest differences seen; exits 1 at the first failure.
@@ -66,8 +69,18 @@ def run_config(config: dict) -> dict:
     S, M = program.num_stages, program.num_microbatches
     static = config.get("static_shapes", True)
     accumulate = int(config.get("accumulate", 1))
+    group = None
+    pipelines = int(config.get("pipelines", 1))
+    if pipelines > 1:  # several pipelines in one job, as in pipeline x data parallel
+        size = dist.get_world_size() // pipelines
+        for i in range(pipelines):  # new_group is collective over the job
+            g = dist.new_group(list(range(i * size, (i + 1) * size)))
+            if dist.get_rank() // size == i:
+                group = g
     pipe = pipec.torch.Pipeline(config["schedule"], config["sizes"], stage_fn, models.loss_fn,
-                                timeout=60, overlap_fn=overlap, static_shapes=static)
+                                group=group, timeout=60, overlap_fn=overlap,
+                                static_shapes=static,
+                                channel_groups=config.get("channel_groups"))
     assert pipe.num_stages == S
     reference = [models.Stage(s, S, dtype) for s in range(S)]
     def optimizer(params):
@@ -81,7 +94,8 @@ def run_config(config: dict) -> dict:
     switches_before = overlap_test.SWITCHES
     pairs = sum(1 for op in program.ranks[pipe.rank].ops
                 if op.pair == "second" and op.kind == "B")
-    extras = "".join(f" {k}={config[k]}" for k in ("optimizer", "accumulate", "static_shapes")
+    extras = "".join(f" {k}={config[k]}" for k in ("optimizer", "accumulate", "static_shapes",
+                                                  "channel_groups", "pipelines")
                      if k in config)
     where = f"{config['schedule']} {config['sizes']} {config['dtype']}{extras}"
     for step in range(steps):
