@@ -95,6 +95,16 @@ class Transport:
 
     # --- primitives with deadlines: each wait gets the pipeline's timeout ----------
     def _wait(self, work, what: str) -> None:
+        # On CUDA a wait only orders the current stream after the transfer, as
+        # PyTorch's schedules do; a timeout there would block the CPU until the
+        # transfer is done and serialize the GPU behind Python. NCCL's own
+        # watchdog (the process group's timeout) bounds those waits.
+        if self.device.type == "cuda":
+            try:
+                work.wait()
+                return
+            except Exception as error:
+                raise PipelineError(f"{what}: failed: {str(error).splitlines()[0]}") from None
         try:
             ok = work.wait(timeout=timedelta(seconds=self.timeout_s))
         except Exception as error:  # gloo raises on timeout and on a closed peer
