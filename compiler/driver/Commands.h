@@ -41,7 +41,7 @@ struct CommonArgs {
   uint64_t maxPoints = kDefaultMaxPoints;
 };
 
-enum class EmitTarget { IR, AST, TorchCsv, Cpu, Cuda };
+enum class EmitTarget { IR, AST, TorchCsv, Cpu, Cuda, Json };
 
 // --- the planner's inputs (sim and plan) ------------------------------------------
 // A model, a cluster and how it trains: with --model, sim reports seconds and

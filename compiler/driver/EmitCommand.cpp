@@ -1,11 +1,13 @@
 // `pipec emit FILE --target ...`: runs the front end and writes one of the
 // intermediate forms. Nothing is written when there are errors.
 // `--target cpu|cuda` writes a program, so it runs the checks too: nothing
-// unproved is emitted (driver/EmitProgram.h, shared with `pipec build`).
+// unproved is emitted (driver/EmitProgram.h, shared with `pipec build`), and so
+// does `--target json`, the program for the Python runtime (codegen/ProgramJson.h).
 #include "driver/Commands.h"
 #include "driver/EmitProgram.h"
 #include "driver/Reporting.h"
 
+#include "codegen/ProgramJson.h"
 #include "elab/IRPrinter.h"
 #include "interop/TorchCsvWriter.h"
 #include "interop/TorchLossOrder.h"
@@ -23,7 +25,8 @@ int runEmit(const std::string &file, EmitTarget target, const std::string &outpu
   bool ok = target == EmitTarget::AST
                 ? compilation.load() && compilation.parse() && compilation.resolve()
                 : compilation.runFrontEnd(args.elab);
-  if (ok && (target == EmitTarget::Cpu || target == EmitTarget::Cuda))
+  if (ok && (target == EmitTarget::Cpu || target == EmitTarget::Cuda ||
+             target == EmitTarget::Json))
     ok = compilation.check(args.checks);
   if (ok && target == EmitTarget::TorchCsv) {
     ok = checkTorchCsvPlacement(*compilation.ir(), compilation.diags());
@@ -43,6 +46,8 @@ int runEmit(const std::string &file, EmitTarget target, const std::string &outpu
       emitProgram(compilation, BuildTarget::Cpu, args, out);
     else if (target == EmitTarget::Cuda)
       emitProgram(compilation, BuildTarget::Cuda, args, out);
+    else if (target == EmitTarget::Json)
+      writeProgramJson(*compilation.ir(), *compilation.report(), compilation.path(), out);
     else
       printIR(*compilation.ir(), out);
   });

@@ -209,7 +209,9 @@ cl::opt<pipec::EmitTarget> Target(
                clEnumValN(pipec::EmitTarget::Cpu, "cpu",
                           "a C++ program for the CPU runtime (runs the checks first)"),
                clEnumValN(pipec::EmitTarget::Cuda, "cuda",
-                          "a CUDA stream program over NCCL (runs the checks first)")));
+                          "a CUDA stream program over NCCL (runs the checks first)"),
+               clEnumValN(pipec::EmitTarget::Json, "json",
+                          "the checked program as JSON, for the Python runtime (runs the checks first)")));
 cl::opt<std::string> Output("o", cl::desc("Output file (default: standard output)"),
                             cl::value_desc("file"), cl::init("-"), cl::sub(EmitCmd),
                             cl::cat(Category));
@@ -347,6 +349,7 @@ StringRef targetName(pipec::EmitTarget target) {
   case pipec::EmitTarget::TorchCsv: return "torch-csv";
   case pipec::EmitTarget::Cpu: return "cpu";
   case pipec::EmitTarget::Cuda: return "cuda";
+  case pipec::EmitTarget::Json: return "json";
   }
   return "ir";
 }
@@ -434,10 +437,11 @@ bool validateEmit(const pipec::CommonArgs &args) {
   if (!requirePath(Output))
     return false;
   std::string target = "--target " + targetName(Target).str();
-  bool program = Target == pipec::EmitTarget::Cpu || Target == pipec::EmitTarget::Cuda;
+  bool program = Target == pipec::EmitTarget::Cpu || Target == pipec::EmitTarget::Cuda ||
+                 Target == pipec::EmitTarget::Json;
   if (given(MaxActivations) && !program)
     return conflict("--max-activations", target,
-                    "only --target cpu and --target cuda run the checks");
+                    "only --target cpu, cuda and json run the checks");
   if (Target == pipec::EmitTarget::AST) // (cl::list overloads &)
     if (const cl::Option *option =
             firstGiven({std::addressof(Defines), &MaxOps, &MaxIterations}))

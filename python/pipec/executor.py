@@ -1,0 +1,240 @@
+"""Runs one rank's checked program for one training step.
+
+Ops run in program order, step by step (a step is one op or an overlap pair).
+Before a step the executor takes every message the step's ops need (posting
+receives as the communication model says, transport.py); after it, it sends
+what the step produced, in the rank's send order.  Between stages on the same
+rank (V shapes, interleaving) outputs are handed over in memory.
+
+  F  runs the stage with autograd; on a flow's last stage it also runs the
+     loss.  The stage's inputs are fresh leaf tensors, so each stage's graph
+     ends at its inputs and their .grad is the gradient to send back.
+  B  backpropagates the output gradients (or the loss / M) through the stage,
+     accumulating parameter gradients and sending the input gradients.
+  I  computes only the input gradients, keeping what W needs of the graph;
+     its W later accumulates the parameter gradients and frees it
+     (splitbackward.py: W traverses the graph from the outputs again).
+Activations are freed exactly where the compiler's memory check frees them,
+and measured (activations.py) after every op.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import torch
+
+from .activations import ActivationTracker
+from .errors import PipelineError, PipelineTimeout
+from .overlap import run_pair
+from .program import Op, Program, RankProgram
+from .splitbackward import input_half, weight_half
+from .transport import Transport
+from .wire import as_tensors, describe, metas_of
+
+
+@dataclass
+class Record:
+    """What a forward keeps for its backward."""
+    inputs: List[torch.Tensor]           # the stage's tensor inputs (leaves)
+    outputs: List[torch.Tensor] = field(default_factory=list)  # those carrying a gradient
+    loss: Optional[torch.Tensor] = None  # last stage: loss / M
+    split: object = None  # what I leaves for W (splitbackward.SplitState)
+
+
+@dataclass
+class StepData:
+    """One step's micro-batches, as the ranks that need them see them."""
+    args: List[Tuple]        # per micro-batch positional inputs of stage 0
+    kwargs: List[Dict]       # per micro-batch keyword inputs of stage 0
+    targets: List[Any]       # per micro-batch targets (loss ranks)
+
+
+class Executor:
+    def __init__(self, program: Program, rank: int, modules: Dict[int, torch.nn.Module],
+                 loss_fn: Callable, transport: Transport, tracker: ActivationTracker,
+                 overlap_fn: Optional[Callable], device: torch.device):
+        self.program = program
+        self.rank = rank
+        self.me: RankProgram = program.ranks[rank]
+        self.modules = modules  # chunk -> module
+        self.loss_fn = loss_fn
+        self.transport = transport
+        self.tracker = tracker
+        self.overlap_fn = overlap_fn
+        self.device = device
+        self.last_stage = program.num_stages - 1
+        self.scale = 1.0 / program.num_microbatches
+        self._side_stream = None
+
+    # --- helpers ------------------------------------------------------------------
+    def _local(self, stage: int, mb: int) -> bool:
+        return 0 <= stage < self.program.num_stages and self.program.holder(stage, mb)[0] == self.rank
+
+    def _where(self, op: Op) -> str:
+        return f"rank {self.rank}, stage {op.stage}, {op.kind} of micro-batch {op.mb} (op {op.index})"
+
+    # --- a step -------------------------------------------------------------------
+    def run(self, data: StepData) -> List[torch.Tensor]:
+        """Runs the rank's program; returns the losses of its micro-batches (unscaled)."""
+        self.transport.reset()
+        self.tracker.reset()
+        self.losses: List[torch.Tensor] = []
+        self.mailbox: Dict[Tuple[str, int, int], Tuple[List[torch.Tensor], list]] = {}
+        self.data = data
+        for step in self.me.steps:
+            received = {}
+            for op in step:
+                for mid in op.needs:
+                    received[mid] = self.transport.take(mid, self._where(op))
+            outgoing: List[Tuple[int, List[torch.Tensor], Op]] = []
+            if len(step) == 2 and step[0].pair == "first":
+                self._run_pair(step[0], step[1], received, outgoing)
+            else:
+                for op in step:
+                    self._run_op(op, received, outgoing)
+                    self.tracker.sample()
+            for mid, tensors, op in sorted(outgoing, key=lambda item: item[0]):
+                self.transport.send(mid, tensors, self._where(op))
+        self.transport.finish()
+        if self.tracker.records:
+            raise PipelineError(f"rank {self.rank}: end of step: activations of "
+                                f"{sorted(self.tracker.records)} were never freed")
+        return self.losses
+
+    def _run_op(self, op: Op, received, outgoing) -> None:
+        try:
+            if op.kind == "F":
+                self._forward(op, received, outgoing)
+            elif op.kind == "B":
+                self._backward(op, received, outgoing, split=False)
+            elif op.kind == "I":
+                self._backward(op, received, outgoing, split=True)
+            else:
+                self._weight(op)
+        except (PipelineError, PipelineTimeout):
+            raise
+        except Exception as error:
+            raise PipelineError(f"{self._where(op)}: {type(error).__name__}: {error}") from error
+
+    # --- F ------------------------------------------------------------------------
+    def _stage_inputs(self, op: Op, received) -> Tuple[List, Dict, List[torch.Tensor], str]:
+        """Positional and keyword inputs of F, its tensor inputs, and where they came from."""
+        if op.stage == 0:
+            return list(self.data.args[op.mb]), dict(self.data.kwargs[op.mb]), [], "the batch"
+        if op.needs:
+            (mid,) = op.needs
+            tensors, metas = received[mid]
+            source = f"rank {self.program.messages[mid].src}"
+        else:
+            tensors, metas = self.mailbox.pop(("act", op.stage, op.mb))
+            source = f"this rank"
+        inputs = []
+        for t, meta in zip(tensors, metas):
+            t = t.detach()
+            if meta.grad:
+                t.requires_grad_(True)
+            inputs.append(t)
+        return inputs, {}, inputs, f"stage {op.stage - 1} on {source}, {describe(metas)}"
+
+    def _forward(self, op: Op, received, outgoing, module_call: Optional[Callable] = None) -> None:
+        args, kwargs, leaves, source = self._stage_inputs(op, received)
+        module = self.modules[op.chunk]
+        key = (op.chunk, op.mb)
+        record = Record(leaves)
+        self.tracker.records[key] = record
+        with self.tracker.saving(key):
+            try:
+                out = module(*args, **kwargs)
+            except Exception as error:
+                raise PipelineError(f"{self._where(op)}: the stage's forward failed on its inputs "
+                                    f"from {source}: {type(error).__name__}: {error}") from error
+            if op.stage == self.last_stage:
+                loss = self.loss_fn(out, self.data.targets[op.mb])
+                if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+                    raise PipelineError(f"{self._where(op)}: loss_fn returned "
+                                        f"{type(loss).__name__}, not a scalar tensor")
+                self.losses.append(loss.detach().reshape(()))
+                record.loss = loss.reshape(()) * self.scale
+                return
+        outs = as_tensors(out, f"stage {op.stage}")
+        metas = metas_of(outs)
+        record.outputs = [o for o, m in zip(outs, metas) if m.grad]
+        self._deliver_forward(op, outs, metas, outgoing)
+
+    def _deliver_forward(self, op: Op, outs, metas, outgoing) -> None:
+        if self._local(op.stage + 1, op.mb):
+            self.mailbox[("act", op.stage + 1, op.mb)] = ([o.detach() for o in outs], metas)
+        else:
+            (mid,) = op.sends
+            outgoing.append((mid, list(outs), op))
+
+    # --- B and I ------------------------------------------------------------------
+    def _output_grads(self, op: Op, received, record: Record) -> Optional[List[torch.Tensor]]:
+        if op.stage == self.last_stage:
+            return None
+        if op.needs:
+            (mid,) = op.needs
+            grads, _ = received[mid]
+        else:
+            grads, _ = self.mailbox.pop(("grad", op.stage, op.mb))
+        if len(grads) != len(record.outputs):
+            raise PipelineError(f"{self._where(op)}: received {len(grads)} gradients for "
+                                f"{len(record.outputs)} outputs that carry one")
+        return grads
+
+    def _roots(self, record: Record, grads):
+        if record.loss is not None:
+            return [record.loss], None
+        return record.outputs, grads
+
+    def _backward(self, op: Op, received, outgoing, split: bool) -> None:
+        key = (op.chunk, op.mb)
+        record: Record = self.tracker.records[key]
+        grads = self._output_grads(op, received, record)
+        roots, root_grads = self._roots(record, grads)
+        wanted = [t for t in record.inputs if t.requires_grad]
+        if split:
+            input_grads, record.split = input_half(roots, root_grads, wanted)
+        else:
+            if roots and any(r.requires_grad for r in roots):
+                torch.autograd.backward(roots, root_grads)
+            input_grads = [t.grad for t in wanted]
+            del self.tracker.records[key]
+        self._deliver_backward(op, record, wanted, input_grads, outgoing)
+
+    def _deliver_backward(self, op: Op, record, wanted, input_grads, outgoing) -> None:
+        if op.stage == 0:
+            return
+        grads = [g if g is not None else torch.zeros_like(t) for t, g in zip(wanted, input_grads)]
+        if self._local(op.stage - 1, op.mb):
+            self.mailbox[("grad", op.stage - 1, op.mb)] = (grads, [])
+        else:
+            (mid,) = op.sends
+            outgoing.append((mid, grads, op))
+
+    # --- W ------------------------------------------------------------------------
+    def _weight(self, op: Op) -> None:
+        key = (op.chunk, op.mb)
+        record: Record = self.tracker.records.pop(key)
+        params = [p for p in self.modules[op.chunk].parameters() if p.requires_grad]
+        weight_half(record.split, params)
+
+    # --- overlap pairs ------------------------------------------------------------
+    def _run_pair(self, forward: Op, backward: Op, received, outgoing) -> None:
+        if backward.kind != "B":  # F & I, F & W: the halves run one after the other
+            for op in (forward, backward):
+                self._run_op(op, received, outgoing)
+                self.tracker.sample()
+            return
+        try:
+            run_pair(self, forward, backward, received, outgoing)
+        except (PipelineError, PipelineTimeout):
+            raise
+        except Exception as error:
+            raise PipelineError(f"rank {self.rank}, overlap pair {forward.kind}(stage "
+                                f"{forward.stage}, micro-batch {forward.mb}) & {backward.kind}"
+                                f"(stage {backward.stage}, micro-batch {backward.mb}) (ops "
+                                f"{forward.index}-{backward.index}): {type(error).__name__}: "
+                                f"{error}") from error

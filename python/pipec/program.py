@@ -1,0 +1,180 @@
+"""A checked pipeline program, as ``pipec emit --target json`` writes it.
+
+The compiler has already proved everything a runtime relies on: every op runs
+once, every message has one producer and one consumer, the order each rank
+posts its sends and receives cannot deadlock, and each rank's live activations
+after every op.  This module only reads that document into plain Python
+objects and checks that it is one (format, version, counts); it needs no torch.
+
+Example::
+
+    from pipec.program import load_program
+    program = load_program("1f1b.json")
+    for op in program.ranks[0].ops:
+        print(op.kind, op.stage, op.mb)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+FORMAT = "pipec-program"
+VERSION = 1  # codegen/ProgramJson.h kProgramJsonVersion
+
+
+class ProgramFormatError(ValueError):
+    """The JSON document is not a program this package reads."""
+
+
+@dataclass(frozen=True)
+class Message:
+    id: int
+    gradient: bool  # False: activation (stage -> stage+1); True: gradient (stage -> stage-1)
+    src: int
+    dst: int
+    channel: int
+    stage: int  # the producing stage
+    mb: int
+    producer_op: int
+    consumer_op: int
+
+    @property
+    def kind(self) -> str:
+        return "gradient" if self.gradient else "activation"
+
+
+@dataclass(frozen=True)
+class Op:
+    index: int
+    kind: str  # "F", "B", "I" or "W"
+    stage: int
+    chunk: int
+    copy: int
+    mb: int
+    step: int
+    pair: Optional[str]  # None, "first" (the forward half) or "second"
+    frees: bool  # frees (stage, mb)'s activations
+    live: int  # activations alive on the rank after this op, as the checker counts
+    needs: Tuple[int, ...]  # message ids this op consumes
+    sends: Tuple[int, ...]  # message ids this op produces
+
+    def describe(self) -> str:
+        text = f"{self.kind}(stage {self.stage}, micro-batch {self.mb}"
+        if self.copy:
+            text += f", copy {self.copy}"
+        return text + f"), op {self.index}"
+
+
+@dataclass(frozen=True)
+class Slot:
+    chunk: int
+    stage: int
+    copy: int
+
+
+@dataclass
+class RankProgram:
+    rank: int
+    peak_activations: int
+    peak_held_messages: int
+    slots: List[Slot]
+    ops: List[Op]
+    send_order: List[int]
+    receive_order: List[int]
+    steps: List[List[Op]] = field(default_factory=list)  # ops grouped by step
+
+
+@dataclass
+class Flow:
+    name: str
+    begin: int
+    end: int
+    slots: List[Tuple[int, int]]  # stage -> (rank, chunk)
+
+
+@dataclass
+class Program:
+    schedule: str
+    source: str
+    parameters: Dict[str, int]
+    num_ranks: int
+    num_stages: int
+    num_microbatches: int
+    copies: int
+    flows: List[Flow]
+    stage_copies: List[List[Tuple[int, int]]]  # stage -> [(rank, chunk)] by copy
+    loss_ranks: List[int]
+    messages: List[Message]
+    ranks: List[RankProgram]
+
+    def flow_of(self, mb: int) -> Flow:
+        for flow in self.flows:
+            if flow.begin <= mb < flow.end:
+                return flow
+        raise ProgramFormatError(f"micro-batch {mb} is in no flow")
+
+    def holder(self, stage: int, mb: int) -> Tuple[int, int]:
+        """The (rank, chunk) that runs `stage` for micro-batch `mb`."""
+        return self.flow_of(mb).slots[stage]
+
+
+def _need(obj: dict, key: str, where: str):
+    if key not in obj:
+        raise ProgramFormatError(f"{where}: missing '{key}'")
+    return obj[key]
+
+
+def parse_program(doc: dict) -> Program:
+    """Builds a Program from the decoded JSON document, checking its shape."""
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise ProgramFormatError("not a pipec program (expected \"format\": \"pipec-program\")")
+    version = doc.get("version")
+    if version != VERSION:
+        raise ProgramFormatError(
+            f"program format version {version}, but this pipec package reads version {VERSION}: "
+            "use the pipec compiler that matches this package")
+    messages = [
+        Message(m["id"], m["kind"] == "gradient", m["from"], m["to"], m["channel"], m["stage"],
+                m["mb"], m["producer_op"], m["consumer_op"])
+        for m in _need(doc, "messages", "program")
+    ]
+    for i, m in enumerate(messages):
+        if m.id != i:
+            raise ProgramFormatError(f"message {i} has id {m.id}")
+    ranks = []
+    for r, p in enumerate(_need(doc, "programs", "program")):
+        ops = [
+            Op(i, o["kind"], o["stage"], o["chunk"], o["copy"], o["mb"], o["step"], o["pair"],
+               o["frees"], o["live"], tuple(o["needs"]), tuple(o["sends"]))
+            for i, o in enumerate(p["ops"])
+        ]
+        rank = RankProgram(p["rank"], p["peak_activations"], p["peak_held_messages"],
+                           [Slot(s["chunk"], s["stage"], s["copy"]) for s in p["slots"]], ops,
+                           list(p["send_order"]), list(p["receive_order"]))
+        if rank.rank != r:
+            raise ProgramFormatError(f"program {r} is for rank {rank.rank}")
+        for op in ops:
+            if op.step == len(rank.steps):
+                rank.steps.append([])
+            elif op.step != len(rank.steps) - 1:
+                raise ProgramFormatError(f"rank {r}, op {op.index}: steps out of order")
+            rank.steps[-1].append(op)
+        ranks.append(rank)
+    program = Program(
+        schedule=doc["schedule"], source=doc["source"], parameters=dict(doc["parameters"]),
+        num_ranks=doc["ranks"], num_stages=doc["stages"], num_microbatches=doc["microbatches"],
+        copies=doc["copies"],
+        flows=[Flow(f["name"], f["microbatches"][0], f["microbatches"][1],
+                    [tuple(s) for s in f["slots"]]) for f in doc["flows"]],
+        stage_copies=[[(c["rank"], c["chunk"]) for c in copies] for copies in doc["stage_copies"]],
+        loss_ranks=list(doc["loss_ranks"]), messages=messages, ranks=ranks)
+    if len(ranks) != program.num_ranks or len(program.stage_copies) != program.num_stages:
+        raise ProgramFormatError("rank or stage count does not match the tables")
+    return program
+
+
+def load_program(path: str) -> Program:
+    with open(path, encoding="utf-8") as f:
+        return parse_program(json.load(f))

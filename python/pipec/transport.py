@@ -1,0 +1,225 @@
+"""Point-to-point messages between the ranks of a pipeline, posted in the order
+the compiler proved deadlock-free (comm/CommPlan.h of the compiler).
+
+Each (sender, receiver, kind) is a channel with its own in-order stream of
+messages.  On gloo a channel is a tag on the pipeline group (gloo matches by
+sender and tag, in order).  On NCCL, where torch puts all traffic between two
+ranks on one communicator and stream, a channel gets its own two-rank process
+group, so the activations one way and the gradients the other never queue
+behind each other (see ``channel_groups``).
+
+Receives follow the posting rule of the communication model: before a step,
+every receive of a channel up to and including the one the step needs is
+posted, in the sender's order; a message that arrives before its op is held.
+Sends are posted when their step is done, in the rank's send order.  Every
+wait has a deadline; a timeout or a failed peer raises PipelineTimeout or
+PipelineError naming this rank, the op that waited and the message.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import torch
+import torch.distributed as dist
+
+from .errors import PipelineError, PipelineTimeout
+from .program import Message, Program
+from .wire import (HEADER_LEN, TensorMeta, decode_header, describe, empty_like_metas,
+                   encode_header, metas_of)
+
+
+def channel_groups(program: Program, pipeline_group, pipelines: List[Tuple[int, ...]],
+                   timeout: timedelta) -> Dict[int, object]:
+    """One two-rank process group per channel, for every pipeline of the job
+    (`pipelines`: each pipeline's global ranks, from copies.pipelines_of_job).
+
+    torch.distributed.new_group is collective over the whole job, so every rank
+    creates every pipeline's groups, in the same order, and keeps its own.  Every
+    rank of the job must construct its Pipeline at the same point (as a pipeline x
+    data-parallel job does)."""
+    mine = tuple(dist.get_process_group_ranks(pipeline_group))
+    channels = sorted({(m.channel, m.src, m.dst) for m in program.messages})
+    groups = {}
+    for pipeline in pipelines:
+        for channel, src, dst in channels:
+            group = dist.new_group([pipeline[src], pipeline[dst]], timeout=timeout)
+            if tuple(pipeline) == mine:
+                groups[channel] = group
+    return groups
+
+
+@dataclass
+class _Posted:
+    message: Message
+    buffers: List[torch.Tensor]
+    works: List[object]
+    metas: List[TensorMeta]
+
+
+@dataclass
+class _Pending:
+    message: Message
+    tensors: List[torch.Tensor]
+    works: List[object] = field(default_factory=list)
+
+
+class Transport:
+    def __init__(self, program: Program, rank: int, group, device: torch.device,
+                 timeout_s: float, static_shapes: bool, groups: Optional[Dict[int, object]]):
+        self.program = program
+        self.rank = rank
+        self.group = group
+        self.device = device
+        self.timeout_s = timeout_s
+        self.static_shapes = static_shapes
+        self.groups = groups  # NCCL: channel -> two-rank group; gloo: None (tags)
+        self._global = [dist.get_global_rank(group, r) if group is not None else r
+                        for r in range(program.num_ranks)]
+        self._metas: Dict[Tuple[int, int], List[TensorMeta]] = {}  # (channel, stage) -> metas
+        self.held_peak = 0
+        self.reset()
+
+    # --- per step -----------------------------------------------------------------
+    def reset(self) -> None:
+        messages = self.program.messages
+        self._unposted: Dict[int, deque] = {}
+        for mid in self.program.ranks[self.rank].receive_order:
+            self._unposted.setdefault(messages[mid].channel, deque()).append(mid)
+        self._posted: Dict[int, _Posted] = {}
+        self._pending_sends: List[_Pending] = []
+        self.held_peak = 0
+
+    # --- primitives with deadlines: each wait gets the pipeline's timeout ----------
+    def _wait(self, work, what: str) -> None:
+        # On CUDA a wait only orders the current stream after the transfer, as
+        # PyTorch's schedules do; a timeout there would block the CPU until the
+        # transfer is done and serialize the GPU behind Python. NCCL's own
+        # watchdog (the process group's timeout) bounds those waits.
+        if self.device.type == "cuda":
+            try:
+                work.wait()
+                return
+            except Exception as error:
+                raise PipelineError(f"{what}: failed: {str(error).splitlines()[0]}") from None
+        try:
+            ok = work.wait(timeout=timedelta(seconds=self.timeout_s))
+        except Exception as error:  # gloo raises on timeout and on a closed peer
+            text = str(error)
+            if "timeout" in text.lower() or "timed out" in text.lower():
+                raise PipelineTimeout(f"{what}: not done within the pipeline's "
+                                      f"timeout of {self.timeout_s:g} s (the peer is slow, hung "
+                                      f"or dead): {text.splitlines()[0] if text else ''}") from None
+            raise PipelineError(f"{what}: failed: "
+                                f"{text.splitlines()[0] if text else type(error).__name__} "
+                                "(the peer probably failed; see its log)") from None
+        if ok is False:
+            raise PipelineTimeout(f"{what}: not done within the pipeline's "
+                                  f"timeout of {self.timeout_s:g} s")
+
+    def _p2p(self, send: bool, tensor: torch.Tensor, message: Message):
+        peer = message.dst if send else message.src
+        if self.groups is not None:
+            group = self.groups[message.channel]
+            op = dist.isend if send else dist.irecv
+            return op(tensor, self._global[peer], group=group)
+        op = dist.isend if send else dist.irecv
+        return op(tensor, self._global[peer], group=self.group, tag=message.channel)
+
+    def _batch(self, send: bool, tensors: Sequence[torch.Tensor], message: Message) -> List:
+        if self.groups is not None and len(tensors) > 1:  # NCCL: one group call per message
+            peer = self._global[message.dst if send else message.src]
+            op = dist.isend if send else dist.irecv
+            return dist.batch_isend_irecv(
+                [dist.P2POp(op, t, peer, self.groups[message.channel]) for t in tensors])
+        return [self._p2p(send, t, message) for t in tensors]
+
+    @staticmethod
+    def describe_message(m: Message) -> str:
+        return (f"the {m.kind} of stage {m.stage}, micro-batch {m.mb} "
+                f"(message {m.id}, rank {m.src} -> rank {m.dst})")
+
+    # --- receives -----------------------------------------------------------------
+    def _post_one(self, mid: int, waiting_op: str) -> None:
+        m = self.program.messages[mid]
+        key = (m.channel, m.stage)
+        metas = self._metas.get(key) if self.static_shapes else None
+        if metas is None:
+            header = torch.empty(HEADER_LEN, dtype=torch.int64, device=self.device)
+            work = self._p2p(False, header, m)
+            self._wait(work, f"{waiting_op}: receiving the header of {self.describe_message(m)}")
+            try:
+                metas = decode_header(header.cpu())
+            except ValueError as error:
+                raise PipelineError(f"{waiting_op}: {self.describe_message(m)}: {error}") from None
+            self._metas[key] = metas
+        buffers = empty_like_metas(metas, self.device)
+        self._posted[mid] = _Posted(m, buffers, self._batch(False, buffers, m), metas)
+
+    def post_until(self, mid: int, waiting_op: str) -> None:
+        """Posts every receive of `mid`'s channel up to and including `mid`."""
+        if mid in self._posted:
+            return
+        queue = self._unposted[self.program.messages[mid].channel]
+        while queue:
+            first = queue.popleft()
+            self._post_one(first, waiting_op)
+            if first == mid:
+                break
+        self.held_peak = max(self.held_peak, len(self._posted))
+
+    def take(self, mid: int, waiting_op: str) -> Tuple[List[torch.Tensor], List[TensorMeta]]:
+        self.post_until(mid, waiting_op)
+        posted = self._posted.pop(mid)
+        for work in posted.works:
+            self._wait(work, f"{waiting_op}: waiting for {self.describe_message(posted.message)}")
+        return posted.buffers, posted.metas
+
+    # --- sends --------------------------------------------------------------------
+    def send(self, mid: int, tensors: Sequence[torch.Tensor], sending_op: str) -> None:
+        m = self.program.messages[mid]
+        # Activations: which tensors carry a gradient back is read before detaching.
+        metas = [TensorMeta(t.dtype, False, tuple(t.shape)) for t in tensors] if m.gradient \
+            else metas_of(tensors)
+        tensors = [t.detach().contiguous() for t in tensors]
+        key = (m.channel, m.stage)
+        known = self._metas.get(key) if self.static_shapes else None
+        pending = _Pending(m, tensors)
+        if known is None:
+            self._metas[key] = metas
+            header = encode_header(metas, self.device)
+            pending.tensors = [header] + pending.tensors
+            pending.works.append(self._p2p(True, header, m))
+        elif known != metas:
+            raise PipelineError(
+                f"{sending_op}: sends {describe(metas)} as {self.describe_message(m)}, "
+                f"but the first such message was {describe(known)}; with static_shapes=True "
+                "(the default) stage outputs keep their shapes; pass static_shapes=False to "
+                "send a header with every message")
+        pending.works += self._batch(True, tensors, m)
+        self._pending_sends.append(pending)
+        self._reap()
+
+    def _reap(self) -> None:
+        # Completed sends release their buffers early; the rest wait in finish().
+        still = []
+        for p in self._pending_sends:
+            if all(w.is_completed() for w in p.works):
+                continue
+            still.append(p)
+        self._pending_sends = still
+
+    def finish(self) -> None:
+        """Waits for every send of the step; checks every receive was taken."""
+        for p in self._pending_sends:
+            for work in p.works:
+                self._wait(work, f"rank {self.rank}, end of step: sending "
+                                 f"{self.describe_message(p.message)}")
+        self._pending_sends = []
+        left = [mid for mid in self._posted] + [m for q in self._unposted.values() for m in q]
+        if left:
+            raise PipelineError(f"rank {self.rank}: end of step: {len(left)} messages were "
+                                "never consumed (the program and the executor disagree)")

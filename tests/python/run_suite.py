@@ -1,0 +1,157 @@
+"""The multi-process PyTorch runtime tests, one named set per ctest test
+(tests/python/CMakeLists.txt): each set is a list of configurations that one
+job of P gloo processes runs in turn (worker_equivalence.py), under a hard
+deadline (launcher.py).
+
+    run_suite.py SET
+
+Differences are relative to max(1, the reference's largest magnitude). fp64
+tolerance 1e-10 (largest measured 4.5e-14: interleaved v = 3, P = 4, twelve
+stages deep); fp32 tolerance 2e-5, from the measured differences (largest
+3.2e-6 on DualPipeV and ZBV gradients at P = 4: the micro-batch gradients are
+summed in another order than the single-process backward's).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import launcher  # noqa: E402
+
+FP64_TOL = 1e-10
+FP32_TOL = 2e-5
+STEPS = 3
+
+
+def cfg(schedule, dtype="float64", steps=STEPS, **sizes):
+    return {"schedule": schedule, "sizes": sizes, "dtype": dtype, "steps": steps,
+            "tol": FP64_TOL if dtype == "float64" else FP32_TOL}
+
+
+def library(P: int):
+    """Every library schedule at P, at two or more M each."""
+    if P == 2:
+        configs = [cfg("gpipe", P=2, M=1), cfg("gpipe", P=2, M=3),
+                   cfg("1f1b", P=2, M=2), cfg("1f1b", P=2, M=5),
+                   cfg("interleaved_1f1b", P=2, M=2, v=2), cfg("interleaved_1f1b", P=2, M=4, v=2),
+                   cfg("interleaved_1f1b", P=2, M=4, v=3), cfg("interleaved_1f1b", P=2, M=2, v=3),
+                   cfg("zb_h1", P=2, M=2), cfg("zb_h1", P=2, M=4),
+                   cfg("zb_h2", P=2, M=3), cfg("zb_h2", P=2, M=4),
+                   cfg("zbv", P=2, M=2), cfg("zbv", P=2, M=5),
+                   cfg("dualpipev", P=2, M=4), cfg("dualpipev", P=2, M=6),
+                   cfg("dualpipe", P=2, M=4), cfg("dualpipe", P=2, M=8),
+                   cfg("chimera", P=2, M=2), cfg("chimera", P=2, M=6)]
+    else:
+        configs = [cfg("gpipe", P=4, M=4), cfg("gpipe", P=4, M=6),
+                   cfg("1f1b", P=4, M=4), cfg("1f1b", P=4, M=8),
+                   cfg("interleaved_1f1b", P=4, M=4, v=2), cfg("interleaved_1f1b", P=4, M=8, v=2),
+                   cfg("interleaved_1f1b", P=4, M=4, v=3), cfg("interleaved_1f1b", P=4, M=8, v=3),
+                   cfg("zb_h1", P=4, M=4), cfg("zb_h1", P=4, M=6),
+                   cfg("zb_h2", P=4, M=5), cfg("zb_h2", P=4, M=8),
+                   cfg("zbv", P=4, M=4), cfg("zbv", P=4, M=8),
+                   cfg("dualpipev", P=4, M=8), cfg("dualpipev", P=4, M=10),
+                   cfg("dualpipe", P=4, M=8), cfg("dualpipe", P=4, M=12),
+                   cfg("chimera", P=4, M=4), cfg("chimera", P=4, M=8)]
+    return configs
+
+
+def fp32(P: int):
+    M2 = 2 * P
+    return [cfg("1f1b", "float32", P=P, M=M2), cfg("dualpipe", "float32", P=P, M=M2),
+            cfg("dualpipev", "float32", P=P, M=M2), cfg("zbv", "float32", P=P, M=M2)]
+
+
+def overlap(P: int):
+    """Schedules with overlap pairs, their halves forced to interleave."""
+    out = []
+    for config in (cfg("dualpipe", P=P, M=2 * P), cfg("dualpipe", P=P, M=4 * P),
+                   cfg("dualpipev", P=P, M=2 * P), cfg("dualpipev", P=P, M=3 * P)):
+        config["overlap"] = "threads"
+        out.append(config)
+    return out
+
+
+def random_set(P: int):
+    """Random schedules the checks accept (random_schedules.py), some with their
+    overlap pairs forced to interleave."""
+    import tempfile
+    import random_schedules
+    import atexit
+    import shutil
+    directory = tempfile.mkdtemp(prefix=f"pipec-random-P{P}-")
+    atexit.register(shutil.rmtree, directory, True)
+    plain = random_schedules.write_accepted(os.environ["PIPEC"], directory, P, count=5,
+                                            seed=20261202 + P)
+    paired = random_schedules.write_accepted(os.environ["PIPEC"], directory, P, count=4,
+                                             seed=20261203 + P, pairs=True)
+    if len(plain) < 3 or len(paired) < 2:
+        raise SystemExit(f"too few random schedules accepted: {len(plain)} and {len(paired)} "
+                         "with pairs")
+    configs = [cfg(path, steps=2) for path in plain]
+    for path in paired:
+        config = cfg(path, steps=2)
+        config["overlap"] = "threads"
+        configs.append(config)
+    return configs
+
+
+def variants(P: int):
+    """Adam, gradients accumulated over two steps (two-copy schedules set the
+    earlier steps' gradients aside while they sum the copies'), and shapes that
+    change from step to step (static_shapes=False)."""
+    out = [dict(cfg("dualpipe", steps=4, P=P, M=2 * P), optimizer="adam", accumulate=2),
+           dict(cfg("chimera", steps=4, P=P, M=P), accumulate=2),
+           dict(cfg("zbv", steps=4, P=P, M=P), optimizer="adam"),
+           dict(cfg("1f1b", P=P, M=P), static_shapes=False),
+           dict(cfg("dualpipev", P=P, M=2 * P), static_shapes=False)]
+    return out
+
+
+def groups_set():
+    """Four processes as two pipelines of two (pipeline x data parallel's layout,
+    without the data-parallel reduction), and the per-channel process groups
+    that NCCL uses, here on gloo."""
+    return [dict(cfg("dualpipe", P=2, M=4), pipelines=2),
+            dict(cfg("zbv", P=2, M=4), pipelines=2, channel_groups=True),
+            dict(cfg("chimera", P=2, M=4), pipelines=2, channel_groups=True),
+            dict(cfg("dualpipe", P=4, M=8), channel_groups=True),
+            dict(cfg("interleaved_1f1b", P=4, M=8, v=2), channel_groups=True)]
+
+
+SETS = {
+    "groups-p4": (4, groups_set),
+    "library-p2": (2, lambda: library(2) + fp32(2) + variants(2)),
+    "library-p4": (4, lambda: library(4) + fp32(4) + variants(4)),
+    "overlap-p2": (2, lambda: overlap(2)),
+    "overlap-p4": (4, lambda: overlap(4)),
+    "random-p2": (2, lambda: random_set(2)),
+    "random-p4": (4, lambda: random_set(4)),
+}
+
+
+def main() -> int:
+    name = sys.argv[1]
+    if name not in SETS:
+        print(f"unknown set {name}; sets: {', '.join(SETS)}")
+        return 2
+    P, make = SETS[name]
+    configs = make()
+    here = os.path.dirname(os.path.abspath(__file__))
+    deadline = 60 + 15 * len(configs) * P / 2
+    results = launcher.launch(P, deadline, [os.path.join(here, "worker_equivalence.py"),
+                                            json.dumps(configs)])
+    ok = all(code == 0 for code, _ in results)
+    for rank, (code, out) in enumerate(results):
+        if not ok:
+            print(f"===== rank {rank} (exit {code}) =====\n{out}")
+        elif rank == 0:
+            print(out)
+    print(f"{name}: {len(configs)} configurations on {P} processes: {'ok' if ok else 'FAILED'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""The JSON program export read back without torch (pipec.program), and
+checked against invariants recomputed here independently of the compiler:
+every message is produced and consumed by exactly the ops that name it, with
+the message's stage and micro-batch; each rank posts a channel's receives in
+the order the sender posts its sends; every (stage, micro-batch) is run once
+forward and freed once (B, or W after I); `live` and the peak follow from the
+ops; every op's chunk holds its stage; loss ranks hold a last stage; and a
+document of another version is refused with a message saying so.
+
+    test_program.py   ($PIPEC: the compiler; runs with any Python 3)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))
+from pipec.compiler import compile_schedule, resolve_schedule  # noqa: E402
+from pipec.program import Program, ProgramFormatError, parse_program  # noqa: E402
+
+CASES = [("gpipe", {"P": 3, "M": 4}), ("1f1b", {"P": 4, "M": 8}),
+         ("interleaved_1f1b", {"P": 2, "M": 4, "v": 3}), ("zb_h1", {"P": 4, "M": 6}),
+         ("zb_h2", {"P": 3, "M": 5}), ("zbv", {"P": 4, "M": 8}),
+         ("dualpipev", {"P": 4, "M": 10}), ("dualpipe", {"P": 4, "M": 8}),
+         ("dualpipe", {"P": 6, "M": 14}), ("chimera", {"P": 4, "M": 8})]
+
+
+def check(program: Program, where: str) -> None:
+    def bad(message):
+        raise SystemExit(f"FAIL {where}: {message}")
+
+    seen_f, freed = set(), set()
+    producers, consumers = {}, {}
+    for rank in program.ranks:
+        slots = {s.chunk: s for s in rank.slots}
+        live = peak = 0
+        for op in rank.ops:
+            if slots[op.chunk].stage != op.stage or slots[op.chunk].copy != op.copy:
+                bad(f"rank {rank.rank} op {op.index}: chunk {op.chunk} does not hold stage {op.stage}")
+            if program.holder(op.stage, op.mb) != (rank.rank, op.chunk):
+                bad(f"rank {rank.rank} op {op.index}: (stage, mb) placed elsewhere")
+            key = (op.stage, op.mb)
+            if op.kind == "F":
+                if key in seen_f:
+                    bad(f"forward of {key} twice")
+                seen_f.add(key)
+            live += 1 if op.kind == "F" else -1 if op.kind in "BW" else 0
+            if op.frees != (op.kind in "BW"):
+                bad(f"rank {rank.rank} op {op.index}: frees is {op.frees} on a {op.kind}")
+            if op.frees:
+                if key in freed:
+                    bad(f"{key} freed twice")
+                freed.add(key)
+            if op.live != live:
+                bad(f"rank {rank.rank} op {op.index}: live {op.live}, recomputed {live}")
+            peak = max(peak, live)
+            for mid in op.sends:
+                producers[mid] = (rank.rank, op)
+            for mid in op.needs:
+                consumers[mid] = (rank.rank, op)
+        if peak != rank.peak_activations:
+            bad(f"rank {rank.rank}: peak {rank.peak_activations}, recomputed {peak}")
+        if live != 0:
+            bad(f"rank {rank.rank}: {live} activations never freed")
+    everything = {(s, mb) for s in range(program.num_stages) for mb in range(program.num_microbatches)}
+    if seen_f != everything or freed != everything:
+        bad("not every (stage, micro-batch) runs forward and is freed exactly once")
+    for m in program.messages:
+        (src, p), (dst, c) = producers.get(m.id, (None, None)), consumers.get(m.id, (None, None))
+        if (src, dst) != (m.src, m.dst) or p is None or c is None:
+            bad(f"message {m.id}: produced by rank {src}, consumed by rank {dst}")
+        if (p.index, c.index) != (m.producer_op, m.consumer_op) or (p.stage, p.mb) != (m.stage, m.mb):
+            bad(f"message {m.id}: ops or (stage, mb) disagree")
+        wanted = (m.stage + 1) if not m.gradient else (m.stage - 1)
+        if c.stage != wanted or c.mb != m.mb:
+            bad(f"message {m.id}: consumed by stage {c.stage}, expected {wanted}")
+    for rank in program.ranks:
+        for channel in {program.messages[mid].channel for mid in rank.receive_order}:
+            mine = [mid for mid in rank.receive_order if program.messages[mid].channel == channel]
+            sender = program.messages[mine[0]].src
+            theirs = [mid for mid in program.ranks[sender].send_order
+                      if program.messages[mid].channel == channel]
+            if mine != theirs:
+                bad(f"channel {channel}: rank {rank.rank} receives in another order than "
+                    f"rank {sender} sends")
+    last = program.num_stages - 1
+    if sorted({f.slots[last][0] for f in program.flows}) != program.loss_ranks:
+        bad("loss ranks are not the ranks holding the last stage")
+
+
+def main() -> int:
+    for schedule, sizes in CASES:
+        program, _ = compile_schedule(schedule, sizes)
+        check(program, f"{schedule} {sizes}")
+        print(f"PASS {schedule} {sizes}: {sum(len(r.ops) for r in program.ranks)} ops, "
+              f"{len(program.messages)} messages, peaks {[r.peak_activations for r in program.ranks]}")
+    text = subprocess.run([os.environ["PIPEC"], "emit", "--target", "json",
+                           str(resolve_schedule("1f1b")), "-D", "P=2", "-D", "M=2"],
+                          capture_output=True, text=True, check=True).stdout
+    doc = json.loads(text)
+    doc["version"] = 99
+    try:
+        parse_program(doc)
+        raise SystemExit("FAIL: a version-99 document was accepted")
+    except ProgramFormatError as error:
+        if "version 99" not in str(error) or "reads version 1" not in str(error):
+            raise SystemExit(f"FAIL: unclear version error: {error}")
+        print(f"PASS refused: {error}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
