@@ -31,7 +31,11 @@ backward (I, then W later) and its interleaved order do not give.
 Limits (checked, with a clear error): schedules whose stages have two copies
 (DualPipe, Chimera) are refused here, because the copies' gradient all-reduce
 in pipec.torch.Pipeline reads `.grad` during the step, before FSDP2 has
-reduced it; and the whole job's size must be P * D.
+reduced it; schedules with a split backward (zb_h1, zb_h2, zbv, dualpipev) are
+refused, because the executor's W (torch.autograd.backward with inputs= the
+parameters) leaves gradients FSDP2 does not reduce (measured: wrong by 0.76 on
+zb_h1 before this check); and the whole job's size must be P * D. gpipe, 1f1b
+and interleaved 1F1B (and any B-only .pipe) run.
 """
 from __future__ import annotations
 
@@ -42,6 +46,7 @@ import torch.distributed as dist
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.fsdp import fully_shard
 
+from .compiler import compile_schedule
 from .errors import PipelineError
 from .pipeline import Pipeline
 
@@ -80,27 +85,35 @@ class DataParallelPipeline:
             module.set_requires_gradient_sync(False)  # accumulate; reduce once per step
             return module
 
+        # Checked before any module is built or sharded (compiled once, cached).
+        program, _ = compile_schedule(schedule, sizes, options.get("compiler"))
+        if any(len(copies) > 1 for copies in program.stage_copies):
+            raise PipelineError(
+                f"rank {dist.get_rank()}: {program.schedule} holds stages twice; "
+                "pipeline x data parallel runs single-copy schedules (see pipec.parallel)")
+        if any(op.kind in ("I", "W") for rank in program.ranks for op in rank.ops):
+            raise PipelineError(
+                f"rank {dist.get_rank()}: {program.schedule} splits backwards into I and W; "
+                "pipeline x data parallel runs schedules with whole backwards (B) only, as "
+                "FSDP2 does not see the W's parameter gradients (see pipec.parallel)")
         # Initial weights are sharded from each rank's full copy, so stage_fn
-        # must be deterministic; broadcasting between copies does not apply.
+        # must be deterministic.
         self.pipe = Pipeline(schedule, sizes, sharded_stage, loss_fn,
                              group=mesh.get_group("pp"), **options)
-        if any(len(copies) > 1 for copies in self.pipe.program.stage_copies):
-            raise PipelineError(
-                f"rank {dist.get_rank()}: {self.pipe.program.schedule} holds stages twice; "
-                "pipeline x data parallel runs single-copy schedules (see pipec.parallel)")
         self.num_stages = self.pipe.num_stages
 
     def modules(self):
         """(stage, module) for every stage this rank holds; parameters are DTensor shards."""
         return self.pipe.modules()
 
-    def step(self, inputs, target=None):
-        """One step on this replica's batch; gradients reduced over the replicas.
+    def step(self, *inputs, target=None, **kwargs):
+        """One step on this replica's batch (arguments as Pipeline.step takes them);
+        gradients reduced over the replicas.
 
         Returns the mean loss over every replica's micro-batches on the ranks
         that compute losses (the same ranks in every replica), None elsewhere.
         """
-        loss = self.pipe.step(inputs, target=target)
+        loss = self.pipe.step(*inputs, target=target, **kwargs)
         for _, module in self.pipe.modules():
             module.set_requires_gradient_sync(True)
             module.finalize_backward()  # reduce-scatter, averaged over "dp"
