@@ -18,6 +18,7 @@ Every process uses one intra-op thread. A benchmark, not a test: nothing is
 asserted; the README quotes its tables.
 """
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -31,7 +32,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "python"))
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
-from gloo_spawn import run_gloo  # noqa: E402
+import launcher  # noqa: E402
 
 # (schedule, extra sizes, stages per rank): schedules both runtimes run.
 SCHEDULES = {
@@ -74,7 +75,10 @@ def _ops_per_rank(order):
     return max(sum(len(a.sub_actions or (a,)) for a in actions) for actions in order.values())
 
 
-def worker(rank, world, runtime, schedule, sizes, width, tokens, steps, out):
+def worker(runtime, schedule, sizes, width, tokens, steps, out):
+    """One rank (launcher.py starts P of them, as torchrun would)."""
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
     torch.set_num_threads(1)
     stage_fn = make_stage(width)
     x, y = _batch(sizes["M"], tokens, width)
@@ -99,10 +103,11 @@ def worker(rank, world, runtime, schedule, sizes, width, tokens, steps, out):
             for p in params:
                 p.grad = None
             pipe.step(x, target=y)
-    seconds = _timed(step, steps)
+    seconds = _timed(step, steps, dist.group.WORLD)
     if rank == 0:
         with open(out, "w") as f:
             f.write(f"{seconds} {ops}")
+    dist.destroy_process_group()
 
 
 def single(schedule, sizes, per_rank, width, tokens, steps):
@@ -130,8 +135,11 @@ def measure(schedule, P, M, width, tokens, steps):
     with tempfile.TemporaryDirectory() as tmp:
         for runtime in ("pipec", "pytorch"):
             out = os.path.join(tmp, runtime)
-            run_gloo(worker, P, runtime, schedule, sizes, width, tokens, steps, out,
-                     deadline_s=900)
+            results = launcher.launch(P, 900, [os.path.abspath(__file__), "--worker", runtime,
+                                               schedule, json.dumps(sizes), str(width),
+                                               str(tokens), str(steps), out])
+            if any(code != 0 for code, _ in results):
+                raise RuntimeError(f"{runtime} {schedule}: " + "\n".join(o for _, o in results))
             seconds, ops = open(out).read().split()
             row[runtime], row["ops"] = float(seconds), int(ops)
     row["single"] = single(schedule, sizes, per_rank, width, tokens, steps)
@@ -172,4 +180,8 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--worker"]:
+        a = sys.argv[2:]
+        worker(a[0], a[1], json.loads(a[2]), int(a[3]), int(a[4]), int(a[5]), a[6])
+    else:
+        main()

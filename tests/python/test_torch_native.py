@@ -10,6 +10,7 @@ runtime match a single-process step of the same modules in fp64 (1e-10), and
 the out-of-order schedule, forced through, makes PyTorch fail (the defect the
 warning names). Registered with ctest (torch-native).
 """
+import datetime
 import os
 import sys
 import tempfile
@@ -23,7 +24,7 @@ sys.path.insert(0, HERE)
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
-from gloo_spawn import run_gloo  # noqa: E402
+import launcher  # noqa: E402
 from pipec import torch_native as tn  # noqa: E402
 from pipec.errors import ScheduleNotFound  # noqa: E402
 
@@ -128,17 +129,29 @@ class Order(unittest.TestCase):
             tn.pipeline_order("nosuch", {"P": 2, "M": 4})
 
 
+# The PyTorch runs: every P = 2 library case, then the out-of-order schedule
+# forced through (last: it leaves the group unusable).
+CASES = [(name, sizes, "raise") for name, sizes, _ in LIBRARY if sizes["P"] == 2]
+CASES.append((SWAPPED, {"P": 2, "M": 2}, "warn"))
+
+
+def worker_main(result_dir):
+    """One rank of the 2-process job (launcher.py starts it, as torchrun would)."""
+    # A short gloo timeout: the last case leaves a rank waiting on a receive.
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=20))
+    run_in_pytorch(dist.get_rank(), dist.get_world_size(), CASES, result_dir)
+
+
 class Run(unittest.TestCase):
     """2-process gloo runs in PyTorch's runtime against single-process steps."""
 
-    CASES = [(name, sizes, "raise") for name, sizes, _ in LIBRARY if sizes["P"] == 2]
-    CASES.append((SWAPPED, {"P": 2, "M": 2}, "warn"))
+    CASES = CASES
 
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
-        # The last case may leave a rank waiting on a receive: gloo's timeout ends it.
-        run_gloo(run_in_pytorch, 2, cls.CASES, cls.tmp.name, deadline_s=600, timeout_s=20)
+        results = launcher.launch(2, 600, [os.path.abspath(__file__), "--worker", cls.tmp.name])
+        cls.outputs = [out for _, out in results]
 
     @classmethod
     def tearDownClass(cls):
@@ -191,4 +204,7 @@ class Run(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    if sys.argv[1:2] == ["--worker"]:
+        worker_main(sys.argv[2])
+    else:
+        unittest.main()
