@@ -63,6 +63,14 @@ def stage_fn(s):
 
 def setup_cases(rank: int) -> None:
     P = dist.get_world_size()
+    # The stages the equivalence tests train are ones TorchScript refuses.
+    try:
+        torch.jit.script(models.Stage(0, 2))
+        print("FAIL: TorchScript accepted the test stage", flush=True)
+        sys.exit(1)
+    except Exception as error:
+        print(f"EXPECTED TorchScript refuses the test stage: {str(error).strip().splitlines()[0]}",
+              flush=True)
     pipe = lambda schedule, sizes, fn=stage_fn, **kw: pipec.torch.Pipeline(  # noqa: E731
         schedule, sizes, fn, models.loss_fn, timeout=10, **kw)
     expect(PipelineError, ["P = 3", f"{P} ranks", f"rank {rank}"],
