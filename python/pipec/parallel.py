@@ -28,14 +28,17 @@ DDP was not chosen: its reducer fires in every backward and needs the last
 micro-batch's backward to run outside no_sync(), which a schedule's split
 backward (I, then W later) and its interleaved order do not give.
 
+Split backwards (I, then W later): resharding after backward is off during
+the step too (as PyTorch's own pipelining sets it), so the W after its I still
+finds the unsharded parameters the graph used, and its gradients are reduced
+with the rest at finalization.
+
 Limits (checked, with a clear error): schedules whose stages have two copies
 (DualPipe, Chimera) are refused here, because the copies' gradient all-reduce
 in pipec.torch.Pipeline reads `.grad` during the step, before FSDP2 has
-reduced it; schedules with a split backward (zb_h1, zb_h2, zbv, dualpipev) are
-refused, because the executor's W (torch.autograd.backward with inputs= the
-parameters) leaves gradients FSDP2 does not reduce (measured: wrong by 0.76 on
-zb_h1 before this check); and the whole job's size must be P * D. gpipe, 1f1b
-and interleaved 1F1B (and any B-only .pipe) run.
+reduced it, and the copies' initial broadcast flattens parameters that are
+DTensor shards; and the whole job's size must be P * D. Every single-copy
+schedule runs (gpipe, 1f1b, interleaved, zb_h1, zb_h2, zbv, dualpipev).
 """
 from __future__ import annotations
 
@@ -83,6 +86,7 @@ class DataParallelPipeline:
             fully_shard(module, mesh=dp_mesh, reshard_after_forward=False)
             module.set_manual_backward_finalization(True)
             module.set_requires_gradient_sync(False)  # accumulate; reduce once per step
+            module.set_reshard_after_backward(False)  # a W after its I needs the unsharded params
             return module
 
         # Checked before any module is built or sharded (compiled once, cached).
@@ -91,11 +95,6 @@ class DataParallelPipeline:
             raise PipelineError(
                 f"rank {dist.get_rank()}: {program.schedule} holds stages twice; "
                 "pipeline x data parallel runs single-copy schedules (see pipec.parallel)")
-        if any(op.kind in ("I", "W") for rank in program.ranks for op in rank.ops):
-            raise PipelineError(
-                f"rank {dist.get_rank()}: {program.schedule} splits backwards into I and W; "
-                "pipeline x data parallel runs schedules with whole backwards (B) only, as "
-                "FSDP2 does not see the W's parameter gradients (see pipec.parallel)")
         # Initial weights are sharded from each rank's full copy, so stage_fn
         # must be deterministic.
         self.pipe = Pipeline(schedule, sizes, sharded_stage, loss_fn,
@@ -116,8 +115,10 @@ class DataParallelPipeline:
         loss = self.pipe.step(*inputs, target=target, **kwargs)
         for _, module in self.pipe.modules():
             module.set_requires_gradient_sync(True)
+            module.set_reshard_after_backward(True)
             module.finalize_backward()  # reduce-scatter, averaged over "dp"
             module.set_requires_gradient_sync(False)
+            module.set_reshard_after_backward(False)
         if loss is None:
             return None
         total = torch.as_tensor(loss, dtype=torch.float64).detach().clone()

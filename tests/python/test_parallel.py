@@ -9,7 +9,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import launcher  # noqa: E402
 
-SCHEDULES = "1f1b,gpipe,interleaved_1f1b"
+SCHEDULES = "1f1b,interleaved_1f1b,zb_h1,zbv,dualpipev"
 
 
 def main() -> int:
