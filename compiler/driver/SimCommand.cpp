@@ -102,6 +102,96 @@ void printTable(const std::vector<Row> &rows, llvm::raw_ostream &out) {
                        r.parameterChunks, r.copies, formatNumber(r.stagesPerRank));
 }
 
+// One (file, sweep point) run: its arguments after the sweep and --model are applied.
+struct RunSetup {
+  ElabOptions elab;
+  CommonArgs args;
+  std::optional<plan::Candidate> inUnits; // set with --model
+};
+
+// Phase 1 of a run: the sweep point's defines and costs, then --model's costs in
+// seconds and bytes below any --costs / --cost given. False (status raised) when
+// --model cannot cost the file.
+bool prepareRun(const std::string &file, const SimArgs::SweepPoint &point, const SimArgs &sim,
+                const CommonArgs &args, const plan::PlanInputs &units, RunSetup &run,
+                int &status) {
+  run.elab = args.elab;
+  run.elab.defines.insert(run.elab.defines.end(), point.defines.begin(), point.defines.end());
+  run.args = args;
+  run.args.costs.insert(run.args.costs.end(), point.costs.begin(), point.costs.end());
+  run.args.checks.costs = run.args.costs; // the memory check sees the swept cost too
+  if (!sim.model.given())
+    return true;
+  std::string error;
+  run.inUnits = costInUnits(file, run.elab, units, error);
+  if (!run.inUnits && !error.empty()) {
+    llvm::errs() << "pipec: error: '" << file << "': " << error << "\n";
+    status = std::max(status, int(kExitUsage));
+    return false;
+  }
+  if (run.inUnits) {
+    std::vector<CostOverride> model = plan::toCostOverrides(run.inUnits->costs);
+    run.args.costs.insert(run.args.costs.begin(), model.begin(), model.end());
+    run.args.checks.costs = run.args.costs;
+  }
+  return true;
+}
+
+// Phase 3, in a table: one row of numbers.
+Row tableRow(const ScheduleIR &ir, const CheckReport &report, const SimResult &result,
+             const std::string &setting) {
+  int64_t peak = 0, chunks = 0;
+  for (const RankMemory &m : report.memory) {
+    peak = std::max(peak, m.peakActivations);
+    chunks = std::max(chunks, m.parameterChunks);
+  }
+  size_t ranks = result.ranks.size();
+  return {ir.name, setting, result.makespan, ranks ? result.totalBubble() / ranks : 0,
+          result.makespan > 0 && ranks ? result.totalBusy() / (result.makespan * ranks) : 1,
+          peak, chunks, ir.copies, CostModel::stagesPerRank(ir)};
+}
+
+// Phase 3, for one schedule: the numbers, as text or JSON, in units when --model is given.
+void printNumbers(const ScheduleIR &ir, const CheckReport &report, const SimResult &result,
+                  const SimArgs &sim, const plan::PlanInputs &units, const RunSetup &run) {
+  if (sim.json && run.inUnits)
+    printSimJson(ir, report, result, llvm::outs(),
+                 [&](llvm::json::OStream &j) { writeUnitsJson(*run.inUnits, j); });
+  else if (sim.json)
+    printSimJson(ir, report, result, llvm::outs());
+  else if (run.inUnits) {
+    printSimText(ir, report, result, llvm::outs());
+    printUnitsSummary(units, *run.inUnits, llvm::outs());
+  } else {
+    llvm::outs() << costRule(ir);
+    printSimText(ir, report, result, llvm::outs());
+  }
+}
+
+// Phase 4, for one schedule: the timeline, the SVG and the trace. Pictures draw
+// times: refuse them, clearly, when one is not finite. Returns the status.
+int drawPictures(const std::string &file, const ScheduleIR &ir, const CheckReport &report,
+                 const SimResult &result, const SimArgs &sim) {
+  bool drawing = sim.timeline || !sim.svgPath.empty() || !sim.tracePath.empty();
+  std::string undrawable = drawing ? undrawableReason(result) : "";
+  if (!undrawable.empty()) {
+    llvm::errs() << "pipec: error: cannot draw the timeline, SVG or trace of '" << file
+                 << "': " << undrawable << "\n";
+    return kExitUsage;
+  }
+  int status = kExitClean;
+  if (sim.timeline)
+    printTimeline(ir, result, llvm::outs());
+  if (!sim.svgPath.empty() &&
+      !writeOutputFile(sim.svgPath, [&](llvm::raw_ostream &o) { writeSvg(ir, result, o); }))
+    status = kExitUsage;
+  if (!sim.tracePath.empty() &&
+      !writeOutputFile(sim.tracePath,
+                       [&](llvm::raw_ostream &o) { writeChromeTrace(ir, report, result, o); }))
+    status = kExitUsage;
+  return status;
+}
+
 } // namespace
 
 int runSim(const std::vector<std::string> &files, const SimArgs &sim, const CommonArgs &args) {
@@ -124,39 +214,23 @@ int runSim(const std::vector<std::string> &files, const SimArgs &sim, const Comm
   std::vector<Row> rows;
   for (const std::string &file : files) {
     for (const SimArgs::SweepPoint &point : sweep) {
-      ElabOptions elab = args.elab;
-      elab.defines.insert(elab.defines.end(), point.defines.begin(), point.defines.end());
-      CommonArgs runArgs = args;
-      runArgs.costs.insert(runArgs.costs.end(), point.costs.begin(), point.costs.end());
-      runArgs.checks.costs = runArgs.costs; // the memory check sees the swept cost too
-      const std::string &setting = point.setting;
-      std::optional<plan::Candidate> inUnits;
-      if (sim.model.given()) {
-        std::string error;
-        inUnits = costInUnits(file, elab, units, error);
-        if (!inUnits && !error.empty()) {
-          llvm::errs() << "pipec: error: '" << file << "': " << error << "\n";
-          status = std::max(status, int(kExitUsage));
-          continue;
-        }
-        if (inUnits) {
-          std::vector<CostOverride> model = plan::toCostOverrides(inUnits->costs);
-          runArgs.costs.insert(runArgs.costs.begin(), model.begin(), model.end());
-          runArgs.checks.costs = runArgs.costs;
-        }
-      }
+      // 1. The run's settings.
+      RunSetup run;
+      if (!prepareRun(file, point, sim, args, units, run, status))
+        continue;
+      // 2. Compile, check and simulate.
       std::string failure, name;
-      auto compilation = compileAndCheck(file, runArgs, elab, status, failure, name);
+      auto compilation = compileAndCheck(file, run.args, run.elab, status, failure, name);
       if (!compilation) {
         // A sweep names the settings that fail: a missing row would read as absent.
         if (table && !sim.sweep.empty())
-          rows.push_back({name, setting, 0, 0, 0, 0, 0, 0, 0, failure});
+          rows.push_back({name, point.setting, 0, 0, 0, 0, 0, 0, 0, failure});
         continue;
       }
       compilation->releaseCheckContext();
       const ScheduleIR &ir = *compilation->ir();
       const CheckReport &report = *compilation->report();
-      CostModel costs = CostModel::build(ir, runArgs.costs);
+      CostModel costs = CostModel::build(ir, run.args.costs);
       SimResult result = simulate(ir, report, costs);
       if (!std::isfinite(result.makespan) || !std::isfinite(result.totalBusy()) ||
           !std::isfinite(result.totalBubble())) {
@@ -164,50 +238,14 @@ int runSim(const std::vector<std::string> &files, const SimArgs &sim, const Comm
         status = std::max(status, int(kExitErrors));
         continue;
       }
+      // 3. The numbers: a table row, or one schedule's report.
       if (table) {
-        int64_t peak = 0, chunks = 0;
-        for (const RankMemory &m : report.memory) {
-          peak = std::max(peak, m.peakActivations);
-          chunks = std::max(chunks, m.parameterChunks);
-        }
-        size_t ranks = result.ranks.size();
-        rows.push_back({ir.name, setting, result.makespan,
-                        ranks ? result.totalBubble() / ranks : 0,
-                        result.makespan > 0 && ranks ? result.totalBusy() / (result.makespan * ranks)
-                                                     : 1,
-                        peak, chunks, ir.copies, CostModel::stagesPerRank(ir)});
+        rows.push_back(tableRow(ir, report, result, point.setting));
         continue;
       }
-      if (sim.json && inUnits)
-        printSimJson(ir, report, result, llvm::outs(),
-                     [&](llvm::json::OStream &j) { writeUnitsJson(*inUnits, j); });
-      else if (sim.json)
-        printSimJson(ir, report, result, llvm::outs());
-      else if (inUnits) {
-        printSimText(ir, report, result, llvm::outs());
-        printUnitsSummary(units, *inUnits, llvm::outs());
-      } else {
-        llvm::outs() << costRule(ir);
-        printSimText(ir, report, result, llvm::outs());
-      }
-      // Pictures and the trace draw times: refuse them, clearly, when one is not finite.
-      bool drawing = sim.timeline || !sim.svgPath.empty() || !sim.tracePath.empty();
-      std::string undrawable = drawing ? undrawableReason(result) : "";
-      if (!undrawable.empty()) {
-        llvm::errs() << "pipec: error: cannot draw the timeline, SVG or trace of '" << file
-                     << "': " << undrawable << "\n";
-        status = std::max(status, int(kExitUsage));
-        continue;
-      }
-      if (sim.timeline)
-        printTimeline(ir, result, llvm::outs());
-      if (!sim.svgPath.empty() &&
-          !writeOutputFile(sim.svgPath, [&](llvm::raw_ostream &o) { writeSvg(ir, result, o); }))
-        status = std::max(status, int(kExitUsage));
-      if (!sim.tracePath.empty() &&
-          !writeOutputFile(sim.tracePath,
-                     [&](llvm::raw_ostream &o) { writeChromeTrace(ir, report, result, o); }))
-        status = std::max(status, int(kExitUsage));
+      printNumbers(ir, report, result, sim, units, run);
+      // 4. The pictures and the trace.
+      status = std::max(status, drawPictures(file, ir, report, result, sim));
     }
   }
   if (table && !rows.empty())
