@@ -7,6 +7,7 @@
 #include "elab/Elaborator.h"
 #include "cost/CostInput.h"
 #include "elab/Domain.h"
+#include "sim/Jitter.h"
 
 #include <string>
 #include <vector>
@@ -82,6 +83,18 @@ struct SimArgs {
   std::vector<SweepPoint> sweep;
   bool timeline = false;
   std::string svgPath, tracePath;
+  // Real conditions (sim/Variability.h, sim/LinkModel.h): --jitter with --samples,
+  // --seed and --threads; --slow RANK=FACTOR (repeatable); --sensitivity; --topology
+  // (a cluster file or preset: messages share its links). Tables: --rank-by.
+  JitterSpec jitter;
+  size_t samples = 1000;
+  uint64_t seed = 1;
+  unsigned threads = 0; // 0: every core
+  std::vector<std::pair<int64_t, double>> slow;
+  bool sensitivity = false;
+  std::string topology;
+  enum class RankBy { Order, Mean, P99 } rankBy = RankBy::Order;
+  bool perturbed() const { return jitter.active() || !slow.empty() || !topology.empty(); }
 };
 
 int runSim(const std::vector<std::string> &files, const SimArgs &sim, const CommonArgs &args);
