@@ -600,8 +600,7 @@ bool parseSimArgs(pipec::SimArgs &sim) {
     // Under --jitter a table's SVG is the step-time distributions side by side.
     if (given(SvgPath) && !sim.jitter.active())
       return conflict("--svg", table,
-                      "a comparison table has no timeline (with --jitter, --svg draws the "
-                      "step-time distributions); simulate one schedule for it");
+                      "a comparison table has no timeline; simulate one schedule for it");
     if (const cl::Option *option = firstGiven({&Timeline, &TracePath}))
       return conflict(spelling(*option), table,
                       "a comparison table has no timeline; simulate one schedule for it");
