@@ -199,6 +199,23 @@ bool prepareRun(const std::string &file, const SimArgs::SweepPoint &point, const
   return true;
 }
 
+// --model under stragglers or contention: the summary in seconds follows the
+// perturbed pipeline (MFU, tokens/s and GPU-hours scale with the step), and every
+// step time in the variability report includes the gradient reductions after it.
+void applyConditionsToUnits(plan::Candidate &c, const SimResult &result,
+                            VariabilityReport &variability) {
+  double quietStep = c.stepTime;
+  c.makespan = result.makespan;
+  c.stepTime = c.makespan + c.tailSeconds;
+  size_t ranks = result.ranks.size();
+  c.bubbleFraction = ranks && c.makespan > 0 ? result.totalBubble() / ranks / c.makespan : 0;
+  double speed = c.stepTime > 0 ? quietStep / c.stepTime : 1;
+  c.mfu *= speed;
+  c.tokensPerSecond *= speed;
+  c.gpuHoursPerMillionTokens /= speed;
+  addStepTail(variability, c.tailSeconds);
+}
+
 // Phase 3, in a table: one row of numbers.
 Row tableRow(const ScheduleIR &ir, const CheckReport &report, const SimResult &result,
              const std::string &setting, const VariabilityReport &variability) {
@@ -334,6 +351,8 @@ int runSim(const std::vector<std::string> &files, const SimArgs &sim, const Comm
           status = std::max(status, int(kExitUsage));
           continue;
         }
+        if (run.inUnits)
+          applyConditionsToUnits(*run.inUnits, result, variability);
       }
       if (!std::isfinite(result.makespan) || !std::isfinite(result.totalBusy()) ||
           !std::isfinite(result.totalBubble())) {

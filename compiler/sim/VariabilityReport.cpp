@@ -14,6 +14,19 @@ std::vector<RankSensitivity> namedSensitiveRanks(const VariabilityReport &report
   return named;
 }
 
+void addStepTail(VariabilityReport &report, double tail) {
+  report.tail += tail;
+  report.quietStepTime += tail;
+  report.stepTime += tail;
+  if (report.jittered) {
+    Distribution &d = report.jittered->stepTime;
+    for (double *v : {&d.mean, &d.min, &d.p50, &d.p90, &d.p99, &d.max})
+      *v += tail;
+    for (double &t : report.jittered->stepTimes)
+      t += tail;
+  }
+}
+
 namespace {
 
 std::string slowText(const std::vector<std::pair<int64_t, double>> &slow) {
@@ -31,6 +44,9 @@ void printSettings(const VariabilityReport &report, llvm::raw_ostream &out) {
     out << "stragglers: " << slowText(report.slow) << "\n";
   if (!report.topology.empty())
     out << "contention: " << report.topology << "\n";
+  if (report.tail > 0)
+    out << "step times include the " << formatNumber(report.tail)
+        << " after the pipeline (gradient reduction)\n";
   if (!report.slow.empty() || !report.topology.empty())
     out << "step time on a quiet cluster: " << formatNumber(report.quietStepTime) << "\n";
 }
@@ -135,6 +151,8 @@ void writeVariabilityJson(const VariabilityReport &report, llvm::json::OStream &
         });
     });
     j.attribute("quiet_step_time", report.quietStepTime);
+    if (report.tail > 0)
+      j.attribute("tail", report.tail);
     if (!report.topology.empty())
       j.attribute("topology", report.topology);
   });

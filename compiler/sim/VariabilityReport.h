@@ -27,7 +27,11 @@ struct VariabilityReport {
   std::optional<VariabilityResult> jittered;
   std::vector<RankSensitivity> sensitivity;     // by rank; empty without --sensitivity
   double sensitivityFactor = 1.1;
+  double tail = 0; // seconds after the pipeline (sim --model: gradient reductions), in every step time
 };
+
+// Adds `tail` to every step time of the report (not to idle times or growths).
+void addStepTail(VariabilityReport &report, double tail);
 
 // The ranks named as most sensitive: the three that grow the step most, when they grow it.
 std::vector<RankSensitivity> namedSensitiveRanks(const VariabilityReport &report);
