@@ -44,6 +44,13 @@ bool analyseVariability(const ScheduleIR &ir, const CheckReport &report, const C
               " ranks (0 to " + std::to_string(ir.numRanks - 1) + ")";
       return false;
     }
+  if (sim.jitter.active() && sim.samples * (size_t(ir.numRanks) + 1) > kMaxSampleValues) {
+    error = "--samples " + std::to_string(sim.samples) + " keeps " +
+            std::to_string(sim.samples * (size_t(ir.numRanks) + 1)) +
+            " values (a step time and an idle time per rank per sample), over the limit of " +
+            std::to_string(kMaxSampleValues) + " (256 MiB): take fewer samples";
+    return false;
+  }
   JitterSpec jitter = sim.jitter;
   if (jitter.kind == JitterSpec::Kind::Trace && !loadTraceRatios(ir, jitter, error))
     return false;

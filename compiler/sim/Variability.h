@@ -38,8 +38,10 @@ struct VariabilityResult {
   std::vector<Distribution> idle;  // by rank: makespan - busy, per sample
 };
 
-// The most samples one run takes: memory is samples x (ranks + 1) doubles.
+// The most samples one run takes, and the most values it keeps: memory is
+// samples x (ranks + 1) doubles, at most 256 MiB.
 constexpr size_t kMaxSamples = 100000;
+constexpr size_t kMaxSampleValues = size_t(1) << 25;
 
 // `samples` runs of `plan`, step k taking base[k] x a multiplier drawn under `jitter`.
 // threads 0: every core.
