@@ -200,20 +200,20 @@ bool prepareRun(const std::string &file, const SimArgs::SweepPoint &point, const
 }
 
 // --model under stragglers or contention: the summary in seconds follows the
-// perturbed pipeline (MFU, tokens/s and GPU-hours scale with the step), and every
-// step time in the variability report includes the gradient reductions after it.
+// perturbed step (MFU, tokens/s and GPU-hours scale with it); the reduction is
+// what the step takes after the pipeline (contended, under a topology).
 void applyConditionsToUnits(plan::Candidate &c, const SimResult &result,
-                            VariabilityReport &variability) {
+                            const VariabilityReport &variability) {
   double quietStep = c.stepTime;
   c.makespan = result.makespan;
-  c.stepTime = c.makespan + c.tailSeconds;
+  c.stepTime = variability.stepTime;
+  c.tailSeconds = c.stepTime - c.makespan;
   size_t ranks = result.ranks.size();
   c.bubbleFraction = ranks && c.makespan > 0 ? result.totalBubble() / ranks / c.makespan : 0;
   double speed = c.stepTime > 0 ? quietStep / c.stepTime : 1;
   c.mfu *= speed;
   c.tokensPerSecond *= speed;
   c.gpuHoursPerMillionTokens /= speed;
-  addStepTail(variability, c.tailSeconds);
 }
 
 // Phase 3, in a table: one row of numbers.
@@ -346,7 +346,9 @@ int runSim(const std::vector<std::string> &files, const SimArgs &sim, const Comm
       VariabilityReport variability;
       if (sim.perturbed() || sim.sensitivity) {
         std::string error;
-        if (!analyseVariability(ir, report, costs, sim, topology, result, variability, error)) {
+        double tail = run.inUnits ? run.inUnits->tailSeconds : 0;
+        if (!analyseVariability(ir, report, costs, sim, topology, tail, result, variability,
+                                error)) {
           llvm::errs() << "pipec: error: '" << file << "': " << error << "\n";
           status = std::max(status, int(kExitUsage));
           continue;

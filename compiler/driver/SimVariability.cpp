@@ -36,7 +36,8 @@ bool loadTraceRatios(const ScheduleIR &ir, JitterSpec &jitter, std::string &erro
 
 bool analyseVariability(const ScheduleIR &ir, const CheckReport &report, const CostModel &costs,
                         const SimArgs &sim, const std::optional<Topology> &topology,
-                        SimResult &result, VariabilityReport &out, std::string &error) {
+                        double tail, SimResult &result, VariabilityReport &out,
+                        std::string &error) {
   for (auto [rank, factor] : sim.slow)
     if (rank >= ir.numRanks) {
       error = "--slow " + std::to_string(rank) + "=" + formatNumber(factor) + " names rank " +
@@ -61,6 +62,10 @@ bool analyseVariability(const ScheduleIR &ir, const CheckReport &report, const C
     links.emplace(*topology, plan->numRanks());
   const LinkModel *linkModel = links ? &*links : nullptr;
   std::vector<double> base = slowedDurations(*plan, costs, sim.slow);
+  // Under a topology the tail is each rank's traffic on its NIC after its last
+  // step, sharing the links with the pipeline; otherwise it is added after.
+  std::vector<double> traffic(linkModel && tail > 0 ? plan->numRanks() : 0, tail);
+  SimPerturbation network{nullptr, linkModel, traffic.empty() ? nullptr : traffic.data()};
 
   out.jitter = jitter.describe();
   out.samples = sim.samples;
@@ -69,14 +74,22 @@ bool analyseVariability(const ScheduleIR &ir, const CheckReport &report, const C
   out.topology = topology ? topology->name + " (" + topology->describe() + ")" : "";
   out.quietStepTime = result.makespan;
   if (!sim.slow.empty() || linkModel)
-    simulate(plan, costs, result, {sim.slow.empty() ? nullptr : base.data(), linkModel});
-  out.stepTime = result.makespan;
+    simulate(plan, costs, result,
+             {sim.slow.empty() ? nullptr : base.data(), linkModel, network.rankTraffic});
+  out.stepTime = result.trafficEnd;
   if (jitter.active())
     out.jittered = runVariability(plan, costs, base, jitter, sim.samples, sim.seed, sim.threads,
-                                  linkModel);
+                                  network);
   if (sim.sensitivity)
     out.sensitivity = rankSensitivity(plan, costs, base, out.sensitivityFactor, sim.threads,
-                                      linkModel);
+                                      network);
+  if (network.rankTraffic) { // already in every step time; the quiet one adds it
+    out.tail = tail;
+    out.tailShared = true;
+    out.quietStepTime += tail;
+  } else if (tail > 0) {
+    addStepTail(out, tail);
+  }
   return true;
 }
 

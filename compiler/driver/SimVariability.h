@@ -13,10 +13,15 @@
 namespace pipec {
 
 // `result` is the plain simulation of `ir`; it becomes the run with stragglers and
-// contention when either is given. False with `error` when the settings do not fit
-// the schedule (a --slow rank it lacks, a trace that cannot be read).
+// contention when either is given. `tail` (sim --model: the gradient reductions
+// after the pipeline, seconds) is in every step time of `out`: under a topology as
+// each rank's traffic on its NIC, sharing it with the pipeline's messages
+// (SimPerturbation::rankTraffic); otherwise added after the pipeline. False with
+// `error` when the settings do not fit the schedule (a --slow rank it lacks, a
+// trace that cannot be read, too many samples to keep).
 bool analyseVariability(const ScheduleIR &ir, const CheckReport &report, const CostModel &costs,
                         const SimArgs &sim, const std::optional<Topology> &topology,
-                        SimResult &result, VariabilityReport &out, std::string &error);
+                        double tail, SimResult &result, VariabilityReport &out,
+                        std::string &error);
 
 } // namespace pipec

@@ -10,6 +10,10 @@
 // ends and after the previous message of its channel arrived. A message that
 // never shared a link arrives at departure + transfer, the plain loop's very
 // expression, so a topology that no two messages share gives the plain results.
+//
+// Rank traffic (SimPerturbation::rankTraffic) is a flow without a message: it
+// leaves on the rank's NIC when the rank's last step ends, shares links like any
+// message, and ends the step when it is the last thing on the wire (trafficEnd).
 #include "sim/LinkModel.h"
 #include "sim/SimulationFinish.h"
 
@@ -31,7 +35,8 @@ struct Event {
 };
 
 struct Flow {
-  uint32_t message;
+  uint32_t message; // kNoMessage: rank traffic
+  uint32_t rank;    // rank traffic: whose
   double start;     // when it left
   double remaining; // serialisation left, in seconds at the full rate
   double rate;      // share of the full rate, in (0, 1]
@@ -42,9 +47,10 @@ struct Flow {
 
 class ContendedLoop {
 public:
-  ContendedLoop(const SimulationPlan &plan, const CostModel &costs, const double *stepDuration,
-                const LinkModel &links, SimResult &result)
-      : plan_(plan), costs_(costs), stepDuration_(stepDuration), links_(links), result_(result),
+  ContendedLoop(const SimulationPlan &plan, const CostModel &costs,
+                const SimPerturbation &perturbation, SimResult &result)
+      : plan_(plan), costs_(costs), stepDuration_(perturbation.stepDuration),
+        rankTraffic_(perturbation.rankTraffic), links_(*perturbation.links), result_(result),
         s_(result.scratch) {}
 
   void run() {
@@ -134,6 +140,8 @@ private:
       else
         depart(id, now);
     }
+    if (rankTraffic_ && step + 1 == plan_.rankStep[r + 1] && rankTraffic_[r] > 0)
+      startFlow({kNoMessage, r, now, rankTraffic_[r], 1.0, now, false, links_.nicPath(r)}, now);
     tryStart(r);
   }
 
@@ -146,9 +154,13 @@ private:
       push(result_.messageArrived[id], id, 0, true);
       return;
     }
+    startFlow({id, 0, now, stageSerial_[stage], 1.0, now, false,
+               links_.path(plan_.comm->from(m), plan_.comm->to(m))},
+              now);
+  }
+
+  void startFlow(const Flow &flow, double now) {
     advanceFlows(now);
-    Flow flow{id, now, stageSerial_[stage], 1.0, now, false,
-              links_.path(plan_.comm->from(m), plan_.comm->to(m))};
     for (uint32_t link : flow.path.link)
       ++linkLoad_[link];
     flows_.push_back(flow);
@@ -162,6 +174,10 @@ private:
     for (uint32_t link : flow.path.link)
       --linkLoad_[link];
     assignRates();
+    if (flow.message == kNoMessage) {
+      result_.trafficEnd = std::max(result_.trafficEnd, now);
+      return;
+    }
     const Message &m = plan_.comm->messages[flow.message];
     int32_t stage = plan_.messageStage(m);
     // Unshared, it arrives exactly where the plain loop has it.
@@ -207,6 +223,7 @@ private:
   const SimulationPlan &plan_;
   const CostModel &costs_;
   const double *stepDuration_;
+  const double *rankTraffic_;
   const LinkModel &links_;
   SimResult &result_;
   SimResult::Scratch &s_;
@@ -222,8 +239,8 @@ private:
 } // namespace
 
 void simulateContended(const SimulationPlan &plan, const CostModel &costs,
-                       const double *stepDuration, const LinkModel &links, SimResult &result) {
-  ContendedLoop(plan, costs, stepDuration, links, result).run();
+                       const SimPerturbation &perturbation, SimResult &result) {
+  ContendedLoop(plan, costs, perturbation, result).run();
 }
 
 } // namespace pipec

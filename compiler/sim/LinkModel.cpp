@@ -54,6 +54,12 @@ LinkModel::Path LinkModel::path(size_t from, size_t to) const {
   return {{uint32_t(nicBase + nicOf(a)), uint32_t(nicBase + nics_ + nicOf(b))}};
 }
 
+LinkModel::Path LinkModel::nicPath(size_t rank) const {
+  uint32_t nicBase = uint32_t(2 * gpus_);
+  int64_t nic = nicOf(gpuOf(rank));
+  return {{uint32_t(nicBase + nic), uint32_t(nicBase + nics_ + nic)}};
+}
+
 std::string LinkModel::linkName(uint32_t link) const {
   int64_t l = link;
   if (l < gpus_)

@@ -49,6 +49,9 @@ public:
     uint32_t link[2];
   };
   Path path(size_t from, size_t to) const;
+  // The links of traffic that leaves the pipeline (a data-parallel reduction with
+  // peers on other nodes): the rank's NIC, up and down.
+  Path nicPath(size_t rank) const;
   // Messages the link carries at full rate at once.
   double lanes(uint32_t link) const {
     return topology_.nicPerGpu() && link >= uint32_t(2 * gpus_) ? double(topology_.nicsPerGpu) : 1.0;

@@ -18,7 +18,8 @@ void classDurations(const SimulationPlan &plan, const CostModel &costs, std::vec
 void finishSimulation(const SimulationPlan &plan, SimResult &result);
 
 // The time-ordered loop under a link model (ContendedLoop.cpp).
+// `perturbation.links` is set.
 void simulateContended(const SimulationPlan &plan, const CostModel &costs,
-                       const double *stepDuration, const LinkModel &links, SimResult &result);
+                       const SimPerturbation &perturbation, SimResult &result);
 
 } // namespace pipec

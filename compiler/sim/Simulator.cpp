@@ -226,6 +226,7 @@ void finishSimulation(const SimulationPlan &plan, SimResult &result) {
     }
   }
   result.makespan = makespan;
+  result.trafficEnd = std::max(result.trafficEnd, makespan);
   for (RankTiming &r : result.ranks) {
     r.bubble = makespan - r.busy;
     r.utilization = makespan > 0 ? r.busy / makespan : 1.0;
@@ -254,8 +255,9 @@ void finishSimulation(const SimulationPlan &plan, SimResult &result) {
 void simulate(std::shared_ptr<const SimulationPlan> plan, const CostModel &costs,
               SimResult &result, const SimPerturbation &perturbation) {
   result.plan = std::move(plan);
+  result.trafficEnd = 0;
   if (perturbation.links)
-    simulateContended(*result.plan, costs, perturbation.stepDuration, *perturbation.links, result);
+    simulateContended(*result.plan, costs, perturbation, result);
   else
     EventLoop(*result.plan, result, perturbation.stepDuration).run(costs);
 }

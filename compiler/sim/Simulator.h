@@ -111,6 +111,9 @@ struct SimResult {
   // of starts is kept.
   double stepStart(uint32_t k) const;
   std::vector<CriticalLink> criticalPath;        // first step to last
+  // Runs with rank traffic (SimPerturbation::rankTraffic): when the last of it
+  // ended, at least the makespan. Otherwise the makespan.
+  double trafficEnd = 0;
   double totalBusy() const;
   double totalBubble() const;
 
@@ -136,6 +139,10 @@ struct SimPerturbation {
   const double *stepDuration = nullptr;
   // Messages occupy the links on their paths and share them (ContendedLoop.cpp).
   const LinkModel *links = nullptr;
+  // With links: per rank, seconds of traffic (at the full rate of its NIC) that the
+  // rank sends and receives once its last step ends, e.g. its data-parallel
+  // gradient reduction; it shares the NIC with the pipeline's messages.
+  const double *rankTraffic = nullptr;
 };
 
 // Runs `plan` under `costs` into `result`, reusing its storage.

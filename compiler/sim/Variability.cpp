@@ -70,7 +70,7 @@ std::vector<double> slowedDurations(const SimulationPlan &plan, const CostModel 
 VariabilityResult runVariability(const std::shared_ptr<const SimulationPlan> &plan,
                                  const CostModel &costs, const std::vector<double> &base,
                                  const JitterSpec &jitter, size_t samples, uint64_t seed,
-                                 unsigned threads, const LinkModel *links) {
+                                 unsigned threads, const SimPerturbation &network) {
   VariabilityResult out;
   size_t ranks = plan->numRanks(), steps = plan->numSteps();
   out.stepTimes.assign(samples, 0.0);
@@ -89,8 +89,8 @@ VariabilityResult runVariability(const std::shared_ptr<const SimulationPlan> &pl
       SplitMix64 rng(sampleSeed(seed, i));
       for (uint32_t k = 0; k < steps; ++k)
         durations[k] = base[k] * sampler.multiplier(rng, kinds[k]);
-      simulate(plan, costs, result, {durations.data(), links});
-      out.stepTimes[i] = result.makespan;
+      simulate(plan, costs, result, {durations.data(), network.links, network.rankTraffic});
+      out.stepTimes[i] = result.trafficEnd;
       for (size_t r = 0; r < ranks; ++r)
         idle[r * samples + i] = result.ranks[r].bubble;
     }
@@ -106,10 +106,10 @@ VariabilityResult runVariability(const std::shared_ptr<const SimulationPlan> &pl
 std::vector<RankSensitivity> rankSensitivity(const std::shared_ptr<const SimulationPlan> &plan,
                                              const CostModel &costs,
                                              const std::vector<double> &base, double factor,
-                                             unsigned threads, const LinkModel *links) {
+                                             unsigned threads, const SimPerturbation &network) {
   size_t ranks = plan->numRanks();
   SimResult baseline;
-  simulate(plan, costs, baseline, {base.data(), links});
+  simulate(plan, costs, baseline, {base.data(), network.links, network.rankTraffic});
   std::vector<RankSensitivity> out(ranks);
   inBlocks(ranks, threadCount(threads, ranks), [&](size_t begin, size_t end) {
     SimResult result;
@@ -117,11 +117,11 @@ std::vector<RankSensitivity> rankSensitivity(const std::shared_ptr<const Simulat
     for (size_t r = begin; r < end; ++r) {
       for (uint32_t k = plan->rankStep[r]; k < plan->rankStep[r + 1]; ++k)
         durations[k] = base[k] * factor;
-      simulate(plan, costs, result, {durations.data(), links});
+      simulate(plan, costs, result, {durations.data(), network.links, network.rankTraffic});
       for (uint32_t k = plan->rankStep[r]; k < plan->rankStep[r + 1]; ++k)
         durations[k] = base[k];
-      double growth = result.makespan - baseline.makespan;
-      out[r] = {int64_t(r), growth, baseline.makespan > 0 ? growth / baseline.makespan : 0};
+      double growth = result.trafficEnd - baseline.trafficEnd;
+      out[r] = {int64_t(r), growth, baseline.trafficEnd > 0 ? growth / baseline.trafficEnd : 0};
     }
   });
   return out;

@@ -43,12 +43,14 @@ struct VariabilityResult {
 constexpr size_t kMaxSamples = 100000;
 constexpr size_t kMaxSampleValues = size_t(1) << 25;
 
-// `samples` runs of `plan`, step k taking base[k] x a multiplier drawn under `jitter`.
+// `samples` runs of `plan`, step k taking base[k] x a multiplier drawn under `jitter`,
+// under `network`'s links and rank traffic (its stepDuration is ignored). A sample's
+// step time is its SimResult::trafficEnd (the makespan without rank traffic).
 // threads 0: every core.
 VariabilityResult runVariability(const std::shared_ptr<const SimulationPlan> &plan,
                                  const CostModel &costs, const std::vector<double> &base,
                                  const JitterSpec &jitter, size_t samples, uint64_t seed,
-                                 unsigned threads, const LinkModel *links);
+                                 unsigned threads, const SimPerturbation &network = {});
 
 // How much the step grows when one rank alone takes `factor` x its durations (on top
 // of `base`), without jitter: one deterministic run per rank.
@@ -60,7 +62,7 @@ struct RankSensitivity {
 std::vector<RankSensitivity> rankSensitivity(const std::shared_ptr<const SimulationPlan> &plan,
                                              const CostModel &costs,
                                              const std::vector<double> &base, double factor,
-                                             unsigned threads, const LinkModel *links);
+                                             unsigned threads, const SimPerturbation &network = {});
 // The ranks by growth, largest first (ties: lower rank first).
 std::vector<RankSensitivity> mostSensitive(std::vector<RankSensitivity> ranks);
 

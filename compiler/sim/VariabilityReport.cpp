@@ -44,7 +44,11 @@ void printSettings(const VariabilityReport &report, llvm::raw_ostream &out) {
     out << "stragglers: " << slowText(report.slow) << "\n";
   if (!report.topology.empty())
     out << "contention: " << report.topology << "\n";
-  if (report.tail > 0)
+  if (report.tail > 0 && report.tailShared)
+    out << "step times include the gradient reduction (" << formatNumber(report.tail)
+        << " on a quiet NIC), run on each rank's NIC after its last step, sharing it with "
+           "pipeline messages\n";
+  else if (report.tail > 0)
     out << "step times include the " << formatNumber(report.tail)
         << " after the pipeline (gradient reduction)\n";
   if (!report.slow.empty() || !report.topology.empty())
@@ -151,8 +155,10 @@ void writeVariabilityJson(const VariabilityReport &report, llvm::json::OStream &
         });
     });
     j.attribute("quiet_step_time", report.quietStepTime);
-    if (report.tail > 0)
+    if (report.tail > 0) {
       j.attribute("tail", report.tail);
+      j.attribute("tail_shares_links", report.tailShared);
+    }
     if (!report.topology.empty())
       j.attribute("topology", report.topology);
   });

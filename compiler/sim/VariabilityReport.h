@@ -28,6 +28,7 @@ struct VariabilityReport {
   std::vector<RankSensitivity> sensitivity;     // by rank; empty without --sensitivity
   double sensitivityFactor = 1.1;
   double tail = 0; // seconds after the pipeline (sim --model: gradient reductions), in every step time
+  bool tailShared = false; // the tail ran on the NICs, sharing them with pipeline messages
 };
 
 // Adds `tail` to every step time of the report (not to idle times or growths).

@@ -64,9 +64,9 @@ int main(int argc, char **argv) {
   std::sort(plainCpu.begin(), plainCpu.end());
 
   VariabilityResult one, many;
-  Timed single = timed([&] { one = runVariability(plan, costs, base, spec, samples, 1, 1, nullptr); });
+  Timed single = timed([&] { one = runVariability(plan, costs, base, spec, samples, 1, 1); });
   Timed parallel =
-      timed([&] { many = runVariability(plan, costs, base, spec, samples, 1, threads, nullptr); });
+      timed([&] { many = runVariability(plan, costs, base, spec, samples, 1, threads); });
   double perSample = single.cpuMs / double(samples);
   llvm::outs() << "ops " << ir.totalOps() << " steps " << plan->numSteps() << " samples " << samples
                << "\nplain re-simulation: median " << plainCpu[plainCpu.size() / 2] << " ms CPU"

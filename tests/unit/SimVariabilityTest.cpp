@@ -62,7 +62,7 @@ TEST_CASE("zero variability is the deterministic simulation, exactly", "[simvar]
     simulate(c.plan, costs, plain);
     std::vector<double> base = slowedDurations(*c.plan, costs, {});
     for (JitterSpec::Kind kind : {JitterSpec::Kind::LogNormal, JitterSpec::Kind::Normal}) {
-      VariabilityResult v = runVariability(c.plan, costs, base, jitter(kind, 0), 5, 42, 2, nullptr);
+      VariabilityResult v = runVariability(c.plan, costs, base, jitter(kind, 0), 5, 42, 2);
       for (double t : v.stepTimes)
         CHECK(t == plain.makespan);
       for (size_t r = 0; r < plain.ranks.size(); ++r)
@@ -70,7 +70,7 @@ TEST_CASE("zero variability is the deterministic simulation, exactly", "[simvar]
     }
     // Per-step durations equal to the classes' give the plain run to the last bit.
     SimResult given;
-    simulate(c.plan, costs, given, {base.data(), nullptr});
+    simulate(c.plan, costs, given, {base.data(), nullptr, nullptr});
     CHECK(given.stepEnd == plain.stepEnd);
     CHECK(given.messageArrived == plain.messageArrived);
   }
@@ -88,7 +88,7 @@ TEST_CASE("one rank's mean step under lognormal jitter is the sum of the means",
   CostModel costs = CostModel::build(c.ir(), {});
   std::vector<double> base = slowedDurations(*c.plan, costs, {});
   VariabilityResult v = runVariability(c.plan, costs, base, jitter(JitterSpec::Kind::LogNormal, 0.2),
-                                       N, 7, 0, nullptr);
+                                       N, 7, 0);
   double mean = 3.0 * M, variance = M * (0.04 + 0.16);
   double standardError = std::sqrt(variance / N);
   CHECK(std::fabs(v.stepTime.mean - mean) <= 4 * standardError);
@@ -109,12 +109,12 @@ TEST_CASE("a straggler on a pure chain adds exactly its extra work", "[simvar]")
     for (double factor : {1.5, 2.0, 0.5}) {
       std::vector<double> slowed = slowedDurations(*c.plan, costs, {{rank, factor}});
       SimResult result;
-      simulate(c.plan, costs, result, {slowed.data(), nullptr});
+      simulate(c.plan, costs, result, {slowed.data(), nullptr, nullptr});
       CHECK(result.makespan - plain.makespan == (factor - 1) * plain.ranks[rank].busy);
     }
   // The sensitivity report says the same for 10%: every rank grows the step by its work / 10.
   std::vector<double> base = slowedDurations(*c.plan, costs, {});
-  for (const RankSensitivity &r : rankSensitivity(c.plan, costs, base, 1.1, 2, nullptr))
+  for (const RankSensitivity &r : rankSensitivity(c.plan, costs, base, 1.1, 2))
     CHECK(r.growth == Approx(0.1 * plain.ranks[r.rank].busy).epsilon(1e-12));
 }
 
@@ -142,7 +142,7 @@ TEST_CASE("two equal transfers on one link each take twice as long; apart, as lo
   LinkModel sharedLinks(shared, 4);
   CHECK(sharedLinks.path(0, 1).link[0] == sharedLinks.path(3, 2).link[0]);
   SimResult contended;
-  simulate(c.plan, costs, contended, {nullptr, &sharedLinks});
+  simulate(c.plan, costs, contended, {nullptr, &sharedLinks, nullptr});
   CHECK(contended.messageArrived[fromFirst] == 1.625);
   CHECK(contended.messageArrived[fromLast] == 1.625);
   CHECK(contended.makespan > plain.makespan);
@@ -151,7 +151,7 @@ TEST_CASE("two equal transfers on one link each take twice as long; apart, as lo
   apart.nicsPerNode = 0; // a NIC per GPU
   LinkModel apartLinks(apart, 4);
   SimResult separate;
-  simulate(c.plan, costs, separate, {nullptr, &apartLinks});
+  simulate(c.plan, costs, separate, {nullptr, &apartLinks, nullptr});
   CHECK(separate.messageArrived[fromFirst] == 1.375);
   CHECK(separate.messageArrived[fromLast] == 1.375);
 }
@@ -170,7 +170,7 @@ TEST_CASE("links no two messages share leave every result unchanged, bit for bit
     topology.gpusPerNode = 1;
     LinkModel links(topology, 2);
     SimResult contended;
-    simulate(c.plan, costs, contended, {nullptr, &links});
+    simulate(c.plan, costs, contended, {nullptr, &links, nullptr});
     CHECK(contended.makespan == plain.makespan);
     CHECK(contended.stepEnd == plain.stepEnd);
     CHECK(contended.messageArrived == plain.messageArrived);
@@ -183,14 +183,14 @@ TEST_CASE("a seed gives the same samples run after run and on any number of thre
   CostModel costs = CostModel::build(c.ir(), {{"p2p", -1, 0.05}});
   std::vector<double> base = slowedDurations(*c.plan, costs, {{2, 1.1}});
   JitterSpec spec = jitter(JitterSpec::Kind::LogNormal, 0.1);
-  VariabilityResult one = runVariability(c.plan, costs, base, spec, 101, 9, 1, nullptr);
+  VariabilityResult one = runVariability(c.plan, costs, base, spec, 101, 9, 1);
   for (unsigned threads : {1u, 2u, 3u, 8u}) {
-    VariabilityResult again = runVariability(c.plan, costs, base, spec, 101, 9, threads, nullptr);
+    VariabilityResult again = runVariability(c.plan, costs, base, spec, 101, 9, threads);
     CHECK(again.stepTimes == one.stepTimes);
     CHECK(again.stepTime.p99 == one.stepTime.p99);
     CHECK(again.idle[3].mean == one.idle[3].mean);
   }
-  VariabilityResult other = runVariability(c.plan, costs, base, spec, 101, 10, 2, nullptr);
+  VariabilityResult other = runVariability(c.plan, costs, base, spec, 101, 10, 2);
   CHECK(other.stepTimes != one.stepTimes);
   // Samples vary, and every percentile lies within the sample's range, in order.
   CHECK(one.stepTime.min < one.stepTime.max);
@@ -238,4 +238,30 @@ TEST_CASE("a lognormal draw keeps the cost as its mean and never goes negative",
   CHECK(smallest > 0);
   // Standard error sqrt(0.25 / N) ~ 0.0011; 4 of them.
   CHECK(std::fabs(sum / N - 1) < 0.0045);
+}
+
+TEST_CASE("a rank's reduction after its last step shares the NIC it runs on", "[simvar]") {
+  // GPipe P=2, M=1: rank 1 ends at 4, rank 0 at 6. Each then reduces its gradients
+  // for 3 (at a NIC's full rate). Both on one node with one NIC: rank 1 runs alone
+  // from 4 to 6 (2 done), then both at half rate: rank 1 ends at 8, rank 0, 1 done
+  // by then, at 10. With a NIC per GPU they do not meet: 9 = makespan + 3.
+  Checked c = check("gpipe", 2, 1);
+  CostModel costs = CostModel::build(c.ir(), {});
+  std::vector<double> traffic = {3, 3};
+  Topology oneNic;
+  oneNic.gpusPerNode = 2;
+  oneNic.nicsPerNode = 1;
+  LinkModel shared(oneNic, 2);
+  SimResult result;
+  simulate(c.plan, costs, result, {nullptr, &shared, traffic.data()});
+  CHECK(result.makespan == 6);
+  CHECK(result.trafficEnd == 10);
+  Topology perGpu = oneNic;
+  perGpu.nicsPerNode = 0;
+  LinkModel apart(perGpu, 2);
+  simulate(c.plan, costs, result, {nullptr, &apart, traffic.data()});
+  CHECK(result.trafficEnd == 9);
+  // Without rank traffic the step ends with the pipeline.
+  simulate(c.plan, costs, result, {nullptr, &apart, nullptr});
+  CHECK(result.trafficEnd == result.makespan);
 }
