@@ -59,11 +59,19 @@ struct ModelArgs {
   bool given() const { return !model.empty(); }
 };
 
+// --rank-by (sim tables and plan): the order of rows, best first.
+enum class RankByStat { Order, Mean, P99 };
+
 struct PlanArgs {
   std::vector<std::string> files; // empty: the schedule library
   bool json = false;
   unsigned threads = 0;
   size_t rows = 20;
+  // --rank-by mean|p99 with --jitter, --samples, --seed (driver/PlanRanking.h).
+  RankByStat rankBy = RankByStat::Order;
+  JitterSpec jitter;
+  size_t samples = 200;
+  uint64_t seed = 1;
 };
 
 int runPlan(const PlanArgs &plan, const ModelArgs &model, const CommonArgs &args);
@@ -93,7 +101,8 @@ struct SimArgs {
   std::vector<std::pair<int64_t, double>> slow;
   bool sensitivity = false;
   std::string topology;
-  enum class RankBy { Order, Mean, P99 } rankBy = RankBy::Order;
+  using RankBy = RankByStat;
+  RankBy rankBy = RankBy::Order;
   bool perturbed() const { return jitter.active() || !slow.empty() || !topology.empty(); }
 };
 

@@ -157,12 +157,13 @@ cl::opt<std::string> TracePath("trace", cl::desc("Write a Chrome/Perfetto trace"
 cl::opt<std::string> Jitter("jitter",
                             cl::desc("Draw each op's duration around its cost: lognormal:CV, "
                                      "normal:CV or trace:FILE (a program's --trace)"),
-                            cl::value_desc("lognormal:CV|normal:CV|trace:FILE"), cl::sub(SimCmd),
-                            cl::cat(Category));
-cl::opt<unsigned> Samples("samples", cl::desc("Simulations drawn under --jitter (default 1000)"),
-                          cl::value_desc("N"), cl::init(1000), cl::sub(SimCmd), cl::cat(Category));
+                            cl::value_desc("lognormal:CV|normal:CV|trace:FILE"),
+                            subs{&SimCmd, &PlanCmd}, cl::cat(Category));
+cl::opt<unsigned> Samples("samples",
+                          cl::desc("Simulations drawn under --jitter (default: sim 1000, plan 200)"),
+                          cl::value_desc("N"), subs{&SimCmd, &PlanCmd}, cl::cat(Category));
 cl::opt<uint64_t> Seed("seed", cl::desc("Seed of --jitter's draws (default 1)"), cl::value_desc("S"),
-                       cl::init(1), cl::sub(SimCmd), cl::cat(Category));
+                       cl::init(1), subs{&SimCmd, &PlanCmd}, cl::cat(Category));
 cl::opt<unsigned> SimThreads("threads",
                              cl::desc("Threads for --jitter and --sensitivity (default: every "
                                       "core; the results do not depend on it)"),
@@ -180,7 +181,7 @@ cl::opt<std::string> TopologyFile("topology",
 enum class RankByOption { Order, Mean, P99 };
 cl::opt<RankByOption> RankBy(
     "rank-by", cl::desc("Order a table by a step-time statistic, best first"),
-    cl::init(RankByOption::Order), cl::sub(SimCmd), cl::cat(Category),
+    cl::init(RankByOption::Order), subs{&SimCmd, &PlanCmd}, cl::cat(Category),
     cl::values(clEnumValN(RankByOption::Mean, "mean", "the mean (the makespan without --jitter)"),
                clEnumValN(RankByOption::P99, "p99", "the 99th percentile (needs --jitter)")));
 
@@ -502,6 +503,42 @@ bool validateBuild() {
   return true;
 }
 
+// --samples (when given) and --seed, checked.
+bool samplesAndSeed(size_t &samples, uint64_t &seed) {
+  if (given(Samples) && (Samples < 1 || Samples > pipec::kMaxSamples))
+    return usage("--samples expects 1 to " + std::to_string(pipec::kMaxSamples) + ", got " +
+                 std::to_string(Samples));
+  if (Seed > uint64_t(INT64_MAX))
+    return usage("--seed expects 0 to " + std::to_string(INT64_MAX));
+  if (given(Samples))
+    samples = Samples;
+  seed = Seed;
+  return true;
+}
+
+// plan --rank-by mean|p99 with --jitter, --samples, --seed (driver/PlanRanking.h).
+bool parsePlanRanking(pipec::PlanArgs &plan) {
+  if (given(Jitter)) {
+    std::string error;
+    std::optional<pipec::JitterSpec> jitter = pipec::parseJitter(Jitter, error);
+    if (!jitter)
+      return usage(error);
+    plan.jitter = *jitter;
+  }
+  if (!given(RankBy)) {
+    if (const cl::Option *option = firstGiven({&Jitter, &Samples, &Seed}))
+      return usage(spelling(*option) + " needs --rank-by mean|p99 in plan");
+    return true;
+  }
+  if (!given(Jitter))
+    return usage("plan --rank-by needs --jitter (the planner's own order is by the "
+                 "deterministic step time)");
+  if (PlanFormat == SimFormat::Json)
+    return conflict("--rank-by", "--format json", "the re-ranking is printed as text");
+  plan.rankBy = RankBy == RankByOption::P99 ? pipec::RankByStat::P99 : pipec::RankByStat::Mean;
+  return samplesAndSeed(plan.samples, plan.seed);
+}
+
 // Reads --jitter, --samples, --seed, --threads, --slow, --sensitivity, --topology
 // and --rank-by.
 bool parseConditions(pipec::SimArgs &sim) {
@@ -513,13 +550,8 @@ bool parseConditions(pipec::SimArgs &sim) {
     sim.jitter = *jitter;
   } else if (const cl::Option *option = firstGiven({&Samples, &Seed}))
     return usage(spelling(*option) + " needs --jitter (without it every run is the same)");
-  if (Samples < 1 || Samples > pipec::kMaxSamples)
-    return usage("--samples expects 1 to " + std::to_string(pipec::kMaxSamples) + ", got " +
-                 std::to_string(Samples));
-  if (Seed > uint64_t(INT64_MAX))
-    return usage("--seed expects 0 to " + std::to_string(INT64_MAX));
-  sim.samples = Samples;
-  sim.seed = Seed;
+  if (!samplesAndSeed(sim.samples, sim.seed))
+    return false;
   sim.threads = SimThreads;
   for (const std::string &entry : Slow) {
     auto [rankText, factorText] = StringRef(entry).split('=');
@@ -740,7 +772,13 @@ int dispatch(int argc, char **argv) {
     pipec::ModelArgs model;
     if (!parseModelArgs(model, /*required=*/true))
       return pipec::kExitUsage;
-    pipec::PlanArgs plan{PlanFiles, PlanFormat == SimFormat::Json, PlanThreads, PlanRows};
+    pipec::PlanArgs plan;
+    plan.files = PlanFiles;
+    plan.json = PlanFormat == SimFormat::Json;
+    plan.threads = PlanThreads;
+    plan.rows = PlanRows;
+    if (!parsePlanRanking(plan))
+      return pipec::kExitUsage;
     return pipec::runPlan(plan, model, args);
   }
   if (!CheckCmd && !EmitCmd && !SimCmd && !BuildCmd) {
