@@ -216,6 +216,41 @@ void applyConditionsToUnits(plan::Candidate &c, const SimResult &result,
   c.gpuHoursPerMillionTokens /= speed;
 }
 
+// Before the runs: --model's inputs (costs in seconds and bytes, below any --costs /
+// --cost given) and --topology's network. False after printing why.
+bool loadInputs(const SimArgs &sim, plan::PlanInputs &units, std::optional<Topology> &topology) {
+  std::string error;
+  if (sim.model.given() && !loadPlanInputs(sim.model, units, error)) {
+    llvm::errs() << "pipec: error: " << error << "\n";
+    return false;
+  }
+  if (!sim.topology.empty() && !(topology = plan::readTopology(sim.topology, error))) {
+    llvm::errs() << "pipec: error: --topology: " << error << "\n";
+    return false;
+  }
+  return true;
+}
+
+// Phase 2b: stragglers, contention, jitter and sensitivity, when asked for
+// (SimVariability.h); under --model the summary in seconds follows. False after
+// printing why the settings do not fit the schedule.
+bool underConditions(const std::string &file, const ScheduleIR &ir, const CheckReport &report,
+                     const CostModel &costs, const SimArgs &sim,
+                     const std::optional<Topology> &topology, RunSetup &run, SimResult &result,
+                     VariabilityReport &variability) {
+  if (!sim.perturbed() && !sim.sensitivity)
+    return true;
+  std::string error;
+  double tail = run.inUnits ? run.inUnits->tailSeconds : 0;
+  if (!analyseVariability(ir, report, costs, sim, topology, tail, result, variability, error)) {
+    llvm::errs() << "pipec: error: '" << file << "': " << error << "\n";
+    return false;
+  }
+  if (run.inUnits)
+    applyConditionsToUnits(*run.inUnits, result, variability);
+  return true;
+}
+
 // Phase 3, in a table: one row of numbers.
 Row tableRow(const ScheduleIR &ir, const CheckReport &report, const SimResult &result,
              const std::string &setting, const VariabilityReport &variability) {
@@ -300,26 +335,10 @@ int runSim(const std::vector<std::string> &files, const SimArgs &sim, const Comm
   if (sweep.empty())
     sweep.push_back({"-", {}, {}}); // one run without a sweep value
 
-  // --model: costs in seconds and bytes, below any --costs / --cost given.
   plan::PlanInputs units;
-  if (sim.model.given()) {
-    std::string error;
-    if (!loadPlanInputs(sim.model, units, error)) {
-      llvm::errs() << "pipec: error: " << error << "\n";
-      return kExitUsage;
-    }
-  }
-
-  // --topology: messages share the links of this network.
   std::optional<Topology> topology;
-  if (!sim.topology.empty()) {
-    std::string error;
-    topology = plan::readTopology(sim.topology, error);
-    if (!topology) {
-      llvm::errs() << "pipec: error: --topology: " << error << "\n";
-      return kExitUsage;
-    }
-  }
+  if (!loadInputs(sim, units, topology))
+    return kExitUsage;
 
   std::vector<Row> rows;
   for (const std::string &file : files) {
@@ -344,17 +363,9 @@ int runSim(const std::vector<std::string> &files, const SimArgs &sim, const Comm
       SimResult result = simulate(ir, report, costs);
       // Stragglers, contention and jitter, when asked for: `result` then has the first two.
       VariabilityReport variability;
-      if (sim.perturbed() || sim.sensitivity) {
-        std::string error;
-        double tail = run.inUnits ? run.inUnits->tailSeconds : 0;
-        if (!analyseVariability(ir, report, costs, sim, topology, tail, result, variability,
-                                error)) {
-          llvm::errs() << "pipec: error: '" << file << "': " << error << "\n";
-          status = std::max(status, int(kExitUsage));
-          continue;
-        }
-        if (run.inUnits)
-          applyConditionsToUnits(*run.inUnits, result, variability);
+      if (!underConditions(file, ir, report, costs, sim, topology, run, result, variability)) {
+        status = std::max(status, int(kExitUsage));
+        continue;
       }
       if (!std::isfinite(result.makespan) || !std::isfinite(result.totalBusy()) ||
           !std::isfinite(result.totalBubble())) {
