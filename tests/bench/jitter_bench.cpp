@@ -8,6 +8,7 @@
 #include "frontend/Compilation.h"
 #include "sim/Variability.h"
 
+#include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -68,16 +69,18 @@ int main(int argc, char **argv) {
   Timed parallel =
       timed([&] { many = runVariability(plan, costs, base, spec, samples, 1, threads); });
   double perSample = single.cpuMs / double(samples);
+  double plainMs = plainCpu[plainCpu.size() / 2];
+  auto ms = [](double v) { return llvm::format("%.2f", v); };
   llvm::outs() << "ops " << ir.totalOps() << " steps " << plan->numSteps() << " samples " << samples
-               << "\nplain re-simulation: median " << plainCpu[plainCpu.size() / 2] << " ms CPU"
-               << "\none jittered sample: " << perSample << " ms CPU ("
-               << perSample / plainCpu[plainCpu.size() / 2] << " x the plain run)"
-               << "\n" << samples << " samples, 1 thread: " << single.wallMs << " ms wall, "
-               << single.cpuMs << " ms CPU"
-               << "\n" << samples << " samples, " << threads << " threads: " << parallel.wallMs
-               << " ms wall, " << parallel.cpuMs << " ms CPU"
+               << "\nplain re-simulation: median " << ms(plainMs) << " ms CPU"
+               << "\none jittered sample: " << ms(perSample) << " ms CPU ("
+               << ms(perSample / plainMs) << " x the plain run)"
+               << "\n" << samples << " samples, 1 thread: " << ms(single.wallMs) << " ms wall, "
+               << ms(single.cpuMs) << " ms CPU"
+               << "\n" << samples << " samples, " << threads << " threads: " << ms(parallel.wallMs)
+               << " ms wall, " << ms(parallel.cpuMs) << " ms CPU"
                << "\nsame samples on 1 and " << threads << " threads: "
                << (one.stepTimes == many.stepTimes ? "yes" : "NO") << "\nstep time mean "
-               << one.stepTime.mean << " p99 " << one.stepTime.p99 << "\n";
+               << ms(one.stepTime.mean) << " p99 " << ms(one.stepTime.p99) << "\n";
   return one.stepTimes == many.stepTimes ? 0 : 1;
 }
