@@ -41,6 +41,8 @@ public:
   double explicitPair(int64_t forwardStage) const { return fb_[forwardStage]; }
   // Transfer time of one activation or gradient of `stage` (latency + size / bandwidth).
   double transfer(int64_t stage) const;
+  // Its latency part; the rest is serialisation, what a shared link slows (sim/LinkModel.h).
+  double latency(int64_t stage) const { return latency_[stage]; }
   double activationBytes(int64_t stage) const { return activationBytes_[stage]; }
   bool hasSubOps(int64_t stage) const { return hasSubOps_[stage]; }
   // Sub-operation cost of `stage`, forward (true) or backward (false).

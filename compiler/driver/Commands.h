@@ -7,6 +7,7 @@
 #include "elab/Elaborator.h"
 #include "cost/CostInput.h"
 #include "elab/Domain.h"
+#include "sim/Jitter.h"
 
 #include <string>
 #include <vector>
@@ -58,11 +59,19 @@ struct ModelArgs {
   bool given() const { return !model.empty(); }
 };
 
+// --rank-by (sim tables and plan): the order of rows, best first.
+enum class RankByStat { Order, Mean, P99 };
+
 struct PlanArgs {
   std::vector<std::string> files; // empty: the schedule library
   bool json = false;
   unsigned threads = 0;
   size_t rows = 20;
+  // --rank-by mean|p99 with --jitter, --samples, --seed (driver/PlanRanking.h).
+  RankByStat rankBy = RankByStat::Order;
+  JitterSpec jitter;
+  size_t samples = 200;
+  uint64_t seed = 1;
 };
 
 int runPlan(const PlanArgs &plan, const ModelArgs &model, const CommonArgs &args);
@@ -82,6 +91,19 @@ struct SimArgs {
   std::vector<SweepPoint> sweep;
   bool timeline = false;
   std::string svgPath, tracePath;
+  // Real conditions (sim/Variability.h, sim/LinkModel.h): --jitter with --samples,
+  // --seed and --threads; --slow RANK=FACTOR (repeatable); --sensitivity; --topology
+  // (a cluster file or preset: messages share its links). Tables: --rank-by.
+  JitterSpec jitter;
+  size_t samples = 1000;
+  uint64_t seed = 1;
+  unsigned threads = 0; // 0: every core
+  std::vector<std::pair<int64_t, double>> slow;
+  bool sensitivity = false;
+  std::string topology;
+  using RankBy = RankByStat;
+  RankBy rankBy = RankBy::Order;
+  bool perturbed() const { return jitter.active() || !slow.empty() || !topology.empty(); }
 };
 
 int runSim(const std::vector<std::string> &files, const SimArgs &sim, const CommonArgs &args);

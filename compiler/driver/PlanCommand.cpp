@@ -2,6 +2,7 @@
 // model, a cluster and a training setup, by simulated step time among the
 // layouts that fit in memory; when none fits, says which change would.
 #include "driver/Commands.h"
+#include "driver/PlanRanking.h"
 #include "driver/PlanSetup.h"
 
 #include "plan/PlanReport.h"
@@ -38,10 +39,17 @@ int runPlan(const PlanArgs &args, const ModelArgs &model, const CommonArgs &comm
     llvm::errs() << "pipec: error: " << problem << "\n";
   if (!result.errors.empty())
     return kExitErrors;
+  std::vector<CandidateSpread> spreads; // --rank-by: re-ranked under jitter
+  if (args.rankBy != RankByStat::Order && !rankByVariability(args, inputs, result, spreads, error)) {
+    llvm::errs() << "pipec: error: --rank-by: " << error << "\n";
+    return kExitErrors;
+  }
   if (args.json)
     plan::printPlanJson(inputs, result, llvm::outs());
   else
     plan::printPlanText(inputs, result, llvm::outs(), args.rows);
+  if (!spreads.empty())
+    printSpreads(args, result, spreads, llvm::outs());
   if (result.recommended)
     return kExitClean;
   if (result.candidates.empty())

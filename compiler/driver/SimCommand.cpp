@@ -1,19 +1,28 @@
 // `pipec sim`: simulates checked schedules under a cost model.
 //  - one file: the numbers (text or JSON), optionally a timeline, an SVG and a trace;
 //  - several files (--compare) and/or --sweep NAME=v1,v2: one table, one row each.
+// Under real conditions (--jitter, --slow, --sensitivity, --topology; SimVariability.h)
+// a run also reports the step time's distribution and the ranks it is sensitive to;
+// a table gains mean/p50/p90/p99 columns, --rank-by orders it, and its --svg is
+// the step-time distributions side by side.
 #include "driver/Commands.h"
 #include "driver/PlanSetup.h"
 #include "driver/Reporting.h"
 #include "driver/SimUnits.h"
+#include "driver/SimVariability.h"
 
 #include "diag/DiagnosticRenderer.h"
 
+#include "plan/ClusterTopology.h"
 #include "sim/SimOutputs.h"
+#include "sim/SvgDistribution.h"
+#include "sim/SvgSensitivity.h"
 
 #include "llvm/Support/raw_ostream.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -29,6 +38,8 @@ struct Row {
   int64_t peakActivations, parameterChunks, copies;
   double stagesPerRank;
   std::string failure; // set: the setting did not pass the checks, and why
+  std::optional<Distribution> stepTime; // under --jitter
+  std::vector<double> samples;          // under --jitter: for the distribution plot
 };
 
 // The normalisation rule, stated where the numbers are: default costs are one
@@ -86,20 +97,233 @@ void reportNonFiniteResult(Compilation &compilation, const CommonArgs &args) {
   renderText(diags, llvm::errs(), args.color);
 }
 
-void printTable(const std::vector<Row> &rows, llvm::raw_ostream &out) {
-  const char *kRow = "{:<22} {:<10} {:>10} {:>10} {:>9} {:>12} {:>10} {:>12} {:>7} {:>4}\n";
+void printTable(const std::vector<Row> &rows, SimArgs::RankBy rankBy, llvm::raw_ostream &out) {
+  const char *kRow = "{:<22} {:<10} {:>10} {:>10} {:>9} {:>12} {:>10} {:>12} {:>7} {:>4}";
+  const char *kStats = " {:>10} {:>10} {:>10} {:>10}";
+  bool stats = std::any_of(rows.begin(), rows.end(), [](const Row &r) { return r.stepTime; });
   out << "costs per stage = rank share / v, v = stages per rank (given costs are per stage)\n";
+  if (rankBy != SimArgs::RankBy::Order)
+    out << "ranked by " << (rankBy == SimArgs::RankBy::P99 ? "p99" : stats ? "mean" : "makespan")
+        << " step time, best first\n";
   out << fmt::format(kRow, "schedule", "setting", "makespan", "bubble", "bubble %", "utilization",
                      "peak act.", "params/rank", "copies", "v");
-  for (const Row &r : rows)
-    if (!r.failure.empty())
+  out << (stats ? fmt::format(kStats, "mean", "p50", "p90", "p99") : "") << "\n";
+  for (const Row &r : rows) {
+    if (!r.failure.empty()) {
       out << fmt::format("{:<22} {:<10} {}\n", r.schedule, r.setting, r.failure);
-    else
-      out << fmt::format(kRow, r.schedule, r.setting, formatNumber(r.makespan),
+      continue;
+    }
+    out << fmt::format(kRow, r.schedule, r.setting, formatNumber(r.makespan),
                        formatNumber(r.meanBubble),
                        formatNumber(r.makespan > 0 ? 100 * r.meanBubble / r.makespan : 0) + "%",
                        formatNumber(100 * r.utilization) + "%", r.peakActivations,
                        r.parameterChunks, r.copies, formatNumber(r.stagesPerRank));
+    if (r.stepTime)
+      out << fmt::format(kStats, formatNumber(r.stepTime->mean), formatNumber(r.stepTime->p50),
+                         formatNumber(r.stepTime->p90), formatNumber(r.stepTime->p99));
+    out << "\n";
+  }
+}
+
+// --rank-by: best first by the chosen statistic (the makespan without jitter);
+// failed settings last, each group in its original order.
+void rankRows(std::vector<Row> &rows, SimArgs::RankBy rankBy) {
+  if (rankBy == SimArgs::RankBy::Order)
+    return;
+  auto key = [&](const Row &r) {
+    if (!r.stepTime)
+      return r.makespan;
+    return rankBy == SimArgs::RankBy::P99 ? r.stepTime->p99 : r.stepTime->mean;
+  };
+  std::stable_sort(rows.begin(), rows.end(), [&](const Row &a, const Row &b) {
+    if (a.failure.empty() != b.failure.empty())
+      return a.failure.empty();
+    return a.failure.empty() && key(a) < key(b);
+  });
+}
+
+// The distribution plot of a table under --jitter: one column per row that ran.
+int writeDistributionPlot(const std::vector<Row> &rows, const SimArgs &sim) {
+  std::vector<DistributionColumn> columns;
+  for (const Row &r : rows)
+    if (r.stepTime)
+      columns.push_back({r.setting == "-" ? r.schedule : r.schedule + " " + r.setting, r.samples,
+                         *r.stepTime});
+  std::string title = sim.jitter.describe() + ", " + std::to_string(sim.samples) +
+                      " samples, seed " + std::to_string(sim.seed);
+  bool drawn = true;
+  if (!writeOutputFile(sim.svgPath, [&](llvm::raw_ostream &o) {
+        drawn = writeDistributionSvg(columns, title, o);
+      }))
+    return kExitUsage;
+  if (!drawn) {
+    llvm::errs() << "pipec: error: cannot draw the step-time distributions: no schedule ran, or a "
+                    "step time is not finite\n";
+    return kExitUsage;
+  }
+  return kExitClean;
+}
+
+// One (file, sweep point) run: its arguments after the sweep and --model are applied.
+struct RunSetup {
+  ElabOptions elab;
+  CommonArgs args;
+  std::optional<plan::Candidate> inUnits; // set with --model
+};
+
+// Phase 1 of a run: the sweep point's defines and costs, then --model's costs in
+// seconds and bytes below any --costs / --cost given. False (status raised) when
+// --model cannot cost the file.
+bool prepareRun(const std::string &file, const SimArgs::SweepPoint &point, const SimArgs &sim,
+                const CommonArgs &args, const plan::PlanInputs &units, RunSetup &run,
+                int &status) {
+  run.elab = args.elab;
+  run.elab.defines.insert(run.elab.defines.end(), point.defines.begin(), point.defines.end());
+  run.args = args;
+  run.args.costs.insert(run.args.costs.end(), point.costs.begin(), point.costs.end());
+  run.args.checks.costs = run.args.costs; // the memory check sees the swept cost too
+  if (!sim.model.given())
+    return true;
+  std::string error;
+  run.inUnits = costInUnits(file, run.elab, units, error);
+  if (!run.inUnits && !error.empty()) {
+    llvm::errs() << "pipec: error: '" << file << "': " << error << "\n";
+    status = std::max(status, int(kExitUsage));
+    return false;
+  }
+  if (run.inUnits) {
+    std::vector<CostOverride> model = plan::toCostOverrides(run.inUnits->costs);
+    run.args.costs.insert(run.args.costs.begin(), model.begin(), model.end());
+    run.args.checks.costs = run.args.costs;
+  }
+  return true;
+}
+
+// --model under stragglers or contention: the summary in seconds follows the
+// perturbed step (MFU, tokens/s and GPU-hours scale with it); the reduction is
+// what the step takes after the pipeline (contended, under a topology).
+void applyConditionsToUnits(plan::Candidate &c, const SimResult &result,
+                            const VariabilityReport &variability) {
+  double quietStep = c.stepTime;
+  c.makespan = result.makespan;
+  c.stepTime = variability.stepTime;
+  c.tailSeconds = c.stepTime - c.makespan;
+  size_t ranks = result.ranks.size();
+  c.bubbleFraction = ranks && c.makespan > 0 ? result.totalBubble() / ranks / c.makespan : 0;
+  double speed = c.stepTime > 0 ? quietStep / c.stepTime : 1;
+  c.mfu *= speed;
+  c.tokensPerSecond *= speed;
+  c.gpuHoursPerMillionTokens /= speed;
+}
+
+// Before the runs: --model's inputs (costs in seconds and bytes, below any --costs /
+// --cost given) and --topology's network. False after printing why.
+bool loadInputs(const SimArgs &sim, plan::PlanInputs &units, std::optional<Topology> &topology) {
+  std::string error;
+  if (sim.model.given() && !loadPlanInputs(sim.model, units, error)) {
+    llvm::errs() << "pipec: error: " << error << "\n";
+    return false;
+  }
+  if (!sim.topology.empty() && !(topology = plan::readTopology(sim.topology, error))) {
+    llvm::errs() << "pipec: error: --topology: " << error << "\n";
+    return false;
+  }
+  return true;
+}
+
+// Phase 2b: stragglers, contention, jitter and sensitivity, when asked for
+// (SimVariability.h); under --model the summary in seconds follows. False after
+// printing why the settings do not fit the schedule.
+bool underConditions(const std::string &file, const ScheduleIR &ir, const CheckReport &report,
+                     const CostModel &costs, const SimArgs &sim,
+                     const std::optional<Topology> &topology, RunSetup &run, SimResult &result,
+                     VariabilityReport &variability) {
+  if (!sim.perturbed() && !sim.sensitivity)
+    return true;
+  std::string error;
+  double tail = run.inUnits ? run.inUnits->tailSeconds : 0;
+  if (!analyseVariability(ir, report, costs, sim, topology, tail, result, variability, error)) {
+    llvm::errs() << "pipec: error: '" << file << "': " << error << "\n";
+    return false;
+  }
+  if (run.inUnits)
+    applyConditionsToUnits(*run.inUnits, result, variability);
+  return true;
+}
+
+// Phase 3, in a table: one row of numbers.
+Row tableRow(const ScheduleIR &ir, const CheckReport &report, const SimResult &result,
+             const std::string &setting, const VariabilityReport &variability) {
+  int64_t peak = 0, chunks = 0;
+  for (const RankMemory &m : report.memory) {
+    peak = std::max(peak, m.peakActivations);
+    chunks = std::max(chunks, m.parameterChunks);
+  }
+  size_t ranks = result.ranks.size();
+  Row row{ir.name, setting, result.makespan, ranks ? result.totalBubble() / ranks : 0,
+          result.makespan > 0 && ranks ? result.totalBusy() / (result.makespan * ranks) : 1,
+          peak, chunks, ir.copies, CostModel::stagesPerRank(ir), "", std::nullopt, {}};
+  if (variability.jittered) {
+    row.stepTime = variability.jittered->stepTime;
+    row.samples = variability.jittered->stepTimes;
+  }
+  return row;
+}
+
+// Phase 3, for one schedule: the numbers, as text or JSON, in units when --model is given.
+void printNumbers(const ScheduleIR &ir, const CheckReport &report, const SimResult &result,
+                  const SimArgs &sim, const plan::PlanInputs &units, const RunSetup &run,
+                  const VariabilityReport &variability) {
+  bool varied = sim.perturbed() || sim.sensitivity;
+  if (sim.json && (run.inUnits || varied))
+    printSimJson(ir, report, result, llvm::outs(), [&](llvm::json::OStream &j) {
+      if (varied)
+        writeVariabilityJson(variability, j);
+      if (run.inUnits)
+        writeUnitsJson(*run.inUnits, j);
+    });
+  else if (sim.json)
+    printSimJson(ir, report, result, llvm::outs());
+  else if (run.inUnits) {
+    printSimText(ir, report, result, llvm::outs());
+    printUnitsSummary(units, *run.inUnits, llvm::outs());
+  } else {
+    llvm::outs() << costRule(ir);
+    printSimText(ir, report, result, llvm::outs());
+  }
+  if (!sim.json && varied)
+    printVariabilityText(variability, llvm::outs());
+}
+
+// Phase 4, for one schedule: the timeline, the SVG and the trace. Pictures draw
+// times: refuse them, clearly, when one is not finite. Returns the status.
+int drawPictures(const std::string &file, const ScheduleIR &ir, const CheckReport &report,
+                 const SimResult &result, const SimArgs &sim,
+                 const VariabilityReport &variability) {
+  bool drawing = sim.timeline || !sim.svgPath.empty() || !sim.tracePath.empty();
+  std::string undrawable = drawing ? undrawableReason(result) : "";
+  if (!undrawable.empty()) {
+    llvm::errs() << "pipec: error: cannot draw the timeline, SVG or trace of '" << file
+                 << "': " << undrawable << "\n";
+    return kExitUsage;
+  }
+  int status = kExitClean;
+  if (sim.timeline)
+    printTimeline(ir, result, llvm::outs());
+  RankShading shading;
+  for (const RankSensitivity &r : variability.sensitivity)
+    shading.growth.push_back(r.growth);
+  shading.factor = variability.sensitivityFactor;
+  const RankShading *shaded = shading.growth.empty() ? nullptr : &shading;
+  if (!sim.svgPath.empty() && !writeOutputFile(sim.svgPath, [&](llvm::raw_ostream &o) {
+        writeSvg(ir, result, o, shaded);
+      }))
+    status = kExitUsage;
+  if (!sim.tracePath.empty() &&
+      !writeOutputFile(sim.tracePath,
+                       [&](llvm::raw_ostream &o) { writeChromeTrace(ir, report, result, o); }))
+    status = kExitUsage;
+  return status;
 }
 
 } // namespace
@@ -111,107 +335,60 @@ int runSim(const std::vector<std::string> &files, const SimArgs &sim, const Comm
   if (sweep.empty())
     sweep.push_back({"-", {}, {}}); // one run without a sweep value
 
-  // --model: costs in seconds and bytes, below any --costs / --cost given.
   plan::PlanInputs units;
-  if (sim.model.given()) {
-    std::string error;
-    if (!loadPlanInputs(sim.model, units, error)) {
-      llvm::errs() << "pipec: error: " << error << "\n";
-      return kExitUsage;
-    }
-  }
+  std::optional<Topology> topology;
+  if (!loadInputs(sim, units, topology))
+    return kExitUsage;
 
   std::vector<Row> rows;
   for (const std::string &file : files) {
     for (const SimArgs::SweepPoint &point : sweep) {
-      ElabOptions elab = args.elab;
-      elab.defines.insert(elab.defines.end(), point.defines.begin(), point.defines.end());
-      CommonArgs runArgs = args;
-      runArgs.costs.insert(runArgs.costs.end(), point.costs.begin(), point.costs.end());
-      runArgs.checks.costs = runArgs.costs; // the memory check sees the swept cost too
-      const std::string &setting = point.setting;
-      std::optional<plan::Candidate> inUnits;
-      if (sim.model.given()) {
-        std::string error;
-        inUnits = costInUnits(file, elab, units, error);
-        if (!inUnits && !error.empty()) {
-          llvm::errs() << "pipec: error: '" << file << "': " << error << "\n";
-          status = std::max(status, int(kExitUsage));
-          continue;
-        }
-        if (inUnits) {
-          std::vector<CostOverride> model = plan::toCostOverrides(inUnits->costs);
-          runArgs.costs.insert(runArgs.costs.begin(), model.begin(), model.end());
-          runArgs.checks.costs = runArgs.costs;
-        }
-      }
+      // 1. The run's settings.
+      RunSetup run;
+      if (!prepareRun(file, point, sim, args, units, run, status))
+        continue;
+      // 2. Compile, check and simulate.
       std::string failure, name;
-      auto compilation = compileAndCheck(file, runArgs, elab, status, failure, name);
+      auto compilation = compileAndCheck(file, run.args, run.elab, status, failure, name);
       if (!compilation) {
         // A sweep names the settings that fail: a missing row would read as absent.
         if (table && !sim.sweep.empty())
-          rows.push_back({name, setting, 0, 0, 0, 0, 0, 0, 0, failure});
+          rows.push_back({name, point.setting, 0, 0, 0, 0, 0, 0, 0, failure, std::nullopt, {}});
         continue;
       }
       compilation->releaseCheckContext();
       const ScheduleIR &ir = *compilation->ir();
       const CheckReport &report = *compilation->report();
-      CostModel costs = CostModel::build(ir, runArgs.costs);
+      CostModel costs = CostModel::build(ir, run.args.costs);
       SimResult result = simulate(ir, report, costs);
+      // Stragglers, contention and jitter, when asked for: `result` then has the first two.
+      VariabilityReport variability;
+      if (!underConditions(file, ir, report, costs, sim, topology, run, result, variability)) {
+        status = std::max(status, int(kExitUsage));
+        continue;
+      }
       if (!std::isfinite(result.makespan) || !std::isfinite(result.totalBusy()) ||
           !std::isfinite(result.totalBubble())) {
         reportNonFiniteResult(*compilation, args);
         status = std::max(status, int(kExitErrors));
         continue;
       }
+      // 3. The numbers: a table row, or one schedule's report.
       if (table) {
-        int64_t peak = 0, chunks = 0;
-        for (const RankMemory &m : report.memory) {
-          peak = std::max(peak, m.peakActivations);
-          chunks = std::max(chunks, m.parameterChunks);
-        }
-        size_t ranks = result.ranks.size();
-        rows.push_back({ir.name, setting, result.makespan,
-                        ranks ? result.totalBubble() / ranks : 0,
-                        result.makespan > 0 && ranks ? result.totalBusy() / (result.makespan * ranks)
-                                                     : 1,
-                        peak, chunks, ir.copies, CostModel::stagesPerRank(ir)});
+        rows.push_back(tableRow(ir, report, result, point.setting, variability));
         continue;
       }
-      if (sim.json && inUnits)
-        printSimJson(ir, report, result, llvm::outs(),
-                     [&](llvm::json::OStream &j) { writeUnitsJson(*inUnits, j); });
-      else if (sim.json)
-        printSimJson(ir, report, result, llvm::outs());
-      else if (inUnits) {
-        printSimText(ir, report, result, llvm::outs());
-        printUnitsSummary(units, *inUnits, llvm::outs());
-      } else {
-        llvm::outs() << costRule(ir);
-        printSimText(ir, report, result, llvm::outs());
-      }
-      // Pictures and the trace draw times: refuse them, clearly, when one is not finite.
-      bool drawing = sim.timeline || !sim.svgPath.empty() || !sim.tracePath.empty();
-      std::string undrawable = drawing ? undrawableReason(result) : "";
-      if (!undrawable.empty()) {
-        llvm::errs() << "pipec: error: cannot draw the timeline, SVG or trace of '" << file
-                     << "': " << undrawable << "\n";
-        status = std::max(status, int(kExitUsage));
-        continue;
-      }
-      if (sim.timeline)
-        printTimeline(ir, result, llvm::outs());
-      if (!sim.svgPath.empty() &&
-          !writeOutputFile(sim.svgPath, [&](llvm::raw_ostream &o) { writeSvg(ir, result, o); }))
-        status = std::max(status, int(kExitUsage));
-      if (!sim.tracePath.empty() &&
-          !writeOutputFile(sim.tracePath,
-                     [&](llvm::raw_ostream &o) { writeChromeTrace(ir, report, result, o); }))
-        status = std::max(status, int(kExitUsage));
+      printNumbers(ir, report, result, sim, units, run, variability);
+      // 4. The pictures and the trace.
+      status = std::max(status, drawPictures(file, ir, report, result, sim, variability));
     }
   }
-  if (table && !rows.empty())
-    printTable(rows, llvm::outs());
+  if (table && !rows.empty()) {
+    rankRows(rows, sim.rankBy);
+    printTable(rows, sim.rankBy, llvm::outs());
+    if (!sim.svgPath.empty()) // with a table, only under --jitter (parseSimArgs)
+      status = std::max(status, writeDistributionPlot(rows, sim));
+  }
   return status;
 }
 

@@ -2,6 +2,7 @@
 // a subcommand cannot honour, and dispatches to a subcommand (Commands.h); it
 // holds no compiler logic.
 #include "driver/Commands.h"
+#include "sim/Variability.h"
 #include "diag/WarningFlags.h"
 
 #include "PipecVersion.h"
@@ -16,6 +17,7 @@
 #include "llvm/Support/Process.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <initializer_list>
@@ -153,6 +155,37 @@ cl::opt<std::string> SvgPath("svg", cl::desc("Write the timeline as SVG"),
                              cl::value_desc("out.svg"), cl::sub(SimCmd), cl::cat(Category));
 cl::opt<std::string> TracePath("trace", cl::desc("Write a Chrome/Perfetto trace"),
                                cl::value_desc("out.json"), cl::sub(SimCmd), cl::cat(Category));
+// Real conditions: variability, stragglers, contention (sim/Variability.h, sim/LinkModel.h).
+cl::opt<std::string> Jitter("jitter",
+                            cl::desc("Draw each op's duration around its cost: lognormal:CV, "
+                                     "normal:CV or trace:FILE (a program's --trace)"),
+                            cl::value_desc("lognormal:CV|normal:CV|trace:FILE"),
+                            subs{&SimCmd, &PlanCmd}, cl::cat(Category));
+cl::opt<unsigned> Samples("samples",
+                          cl::desc("Simulations drawn under --jitter (default: sim 1000, plan 200)"),
+                          cl::value_desc("N"), subs{&SimCmd, &PlanCmd}, cl::cat(Category));
+cl::opt<uint64_t> Seed("seed", cl::desc("Seed of --jitter's draws (default 1)"), cl::value_desc("S"),
+                       cl::init(1), subs{&SimCmd, &PlanCmd}, cl::cat(Category));
+cl::opt<unsigned> SimThreads("threads",
+                             cl::desc("Threads for --jitter and --sensitivity (default: every "
+                                      "core; the results do not depend on it)"),
+                             cl::value_desc("N"), cl::init(0), cl::sub(SimCmd), cl::cat(Category));
+cl::list<std::string> Slow("slow", cl::desc("A straggler: rank RANK's ops take FACTOR x their cost "
+                                            "(repeatable)"),
+                           cl::value_desc("RANK=FACTOR"), cl::sub(SimCmd), cl::cat(Category));
+cl::opt<bool> Sensitivity("sensitivity",
+                          cl::desc("Step growth when each rank alone is 10% slower"),
+                          cl::sub(SimCmd), cl::cat(Category));
+cl::opt<std::string> TopologyFile("topology",
+                                  cl::desc("Messages share the links of this cluster's network"),
+                                  cl::value_desc("cluster.json|preset"), cl::sub(SimCmd),
+                                  cl::cat(Category));
+enum class RankByOption { Order, Mean, P99 };
+cl::opt<RankByOption> RankBy(
+    "rank-by", cl::desc("Order a table by a step-time statistic, best first"),
+    cl::init(RankByOption::Order), subs{&SimCmd, &PlanCmd}, cl::cat(Category),
+    cl::values(clEnumValN(RankByOption::Mean, "mean", "the mean (the makespan without --jitter)"),
+               clEnumValN(RankByOption::P99, "p99", "the 99th percentile (needs --jitter)")));
 
 // --- the planner's inputs (sim and plan) -----------------------------------------
 // With --model, sim reports seconds and bytes; plan needs them.
@@ -476,6 +509,85 @@ bool validateBuild() {
   return true;
 }
 
+// --samples (when given) and --seed, checked.
+bool samplesAndSeed(size_t &samples, uint64_t &seed) {
+  if (given(Samples) && (Samples < 1 || Samples > pipec::kMaxSamples))
+    return usage("--samples expects 1 to " + std::to_string(pipec::kMaxSamples) + ", got " +
+                 std::to_string(Samples));
+  if (Seed > uint64_t(INT64_MAX))
+    return usage("--seed expects 0 to " + std::to_string(INT64_MAX));
+  if (given(Samples))
+    samples = Samples;
+  seed = Seed;
+  return true;
+}
+
+// plan --rank-by mean|p99 with --jitter, --samples, --seed (driver/PlanRanking.h).
+bool parsePlanRanking(pipec::PlanArgs &plan) {
+  if (given(Jitter)) {
+    std::string error;
+    std::optional<pipec::JitterSpec> jitter = pipec::parseJitter(Jitter, error);
+    if (!jitter)
+      return usage(error);
+    plan.jitter = *jitter;
+  }
+  if (!given(RankBy)) {
+    if (const cl::Option *option = firstGiven({&Jitter, &Samples, &Seed}))
+      return usage(spelling(*option) + " needs --rank-by mean|p99 in plan");
+    return true;
+  }
+  if (!given(Jitter))
+    return usage("plan --rank-by needs --jitter (the planner's own order is by the "
+                 "deterministic step time)");
+  if (PlanFormat == SimFormat::Json)
+    return conflict("--rank-by", "--format json", "the re-ranking is printed as text");
+  plan.rankBy = RankBy == RankByOption::P99 ? pipec::RankByStat::P99 : pipec::RankByStat::Mean;
+  return samplesAndSeed(plan.samples, plan.seed);
+}
+
+// Reads --jitter, --samples, --seed, --threads, --slow, --sensitivity, --topology
+// and --rank-by.
+bool parseConditions(pipec::SimArgs &sim) {
+  if (given(Jitter)) {
+    std::string error;
+    std::optional<pipec::JitterSpec> jitter = pipec::parseJitter(Jitter, error);
+    if (!jitter)
+      return usage(error);
+    sim.jitter = *jitter;
+  } else if (const cl::Option *option = firstGiven({&Samples, &Seed}))
+    return usage(spelling(*option) + " needs --jitter (without it every run is the same)");
+  if (!samplesAndSeed(sim.samples, sim.seed))
+    return false;
+  sim.threads = SimThreads;
+  for (const std::string &entry : Slow) {
+    auto [rankText, factorText] = StringRef(entry).split('=');
+    unsigned long long rank;
+    double factor;
+    if (rankText.trim().getAsInteger(10, rank) || rank > (1ull << 31) ||
+        factorText.trim().getAsDouble(factor) || !std::isfinite(factor) || factor <= 0)
+      return usage("--slow expects RANK=FACTOR, a rank number and a finite factor above 0 "
+                   "(1.1: 10% slower), got '" + entry + "'");
+    for (const auto &seen : sim.slow)
+      if (seen.first == int64_t(rank))
+        return usage("--slow names rank " + std::to_string(rank) + " twice");
+    sim.slow.emplace_back(int64_t(rank), factor);
+  }
+  sim.sensitivity = Sensitivity;
+  sim.topology = TopologyFile;
+  if (given(TopologyFile) && TopologyFile.empty())
+    return usage("--topology expects a cluster file or a preset (h100, h800, h200)");
+  using RankByMode = pipec::SimArgs::RankBy;
+  sim.rankBy = RankBy == RankByOption::Mean ? RankByMode::Mean
+               : RankBy == RankByOption::P99 ? RankByMode::P99
+                                             : RankByMode::Order;
+  if (RankBy == RankByOption::P99 && !sim.jitter.active())
+    return usage("--rank-by p99 needs --jitter (without it every percentile is the makespan)");
+  bool table = Compare || given(Sweep) || SimFiles.size() > 1;
+  if (given(RankBy) && !table)
+    return usage("--rank-by orders a table: use it with --compare, --sweep or several files");
+  return true;
+}
+
 // Reads --sweep and the output options.
 bool parseSimArgs(pipec::SimArgs &sim) {
   if (!requirePath(SvgPath) || !requirePath(TracePath))
@@ -513,6 +625,8 @@ bool parseSimArgs(pipec::SimArgs &sim) {
   sim.timeline = Timeline;
   sim.svgPath = SvgPath;
   sim.tracePath = TracePath;
+  if (!parseConditions(sim))
+    return false;
 
   // A table (--compare, --sweep, several files) has one row per run: nothing
   // per-run to draw, and it is text only.
@@ -521,9 +635,16 @@ bool parseSimArgs(pipec::SimArgs &sim) {
                       : SimFiles.size() > 1 ? "several input files"
                                             : "";
   if (!table.empty()) {
-    if (const cl::Option *option = firstGiven({&Timeline, &SvgPath, &TracePath}))
+    // Under --jitter a table's SVG is the step-time distributions side by side.
+    if (given(SvgPath) && !sim.jitter.active())
+      return conflict("--svg", table,
+                      "a comparison table has no timeline; simulate one schedule for it");
+    if (const cl::Option *option = firstGiven({&Timeline, &TracePath}))
       return conflict(spelling(*option), table,
                       "a comparison table has no timeline; simulate one schedule for it");
+    if (Sensitivity)
+      return conflict("--sensitivity", table, "the sensitivity report is per schedule; "
+                                              "simulate one schedule for it");
     if (sim.json)
       return conflict("--format json", table, "the comparison table is text only");
   }
@@ -661,7 +782,13 @@ int dispatch(int argc, char **argv) {
     pipec::ModelArgs model;
     if (!parseModelArgs(model, /*required=*/true))
       return pipec::kExitUsage;
-    pipec::PlanArgs plan{PlanFiles, PlanFormat == SimFormat::Json, PlanThreads, PlanRows};
+    pipec::PlanArgs plan;
+    plan.files = PlanFiles;
+    plan.json = PlanFormat == SimFormat::Json;
+    plan.threads = PlanThreads;
+    plan.rows = PlanRows;
+    if (!parsePlanRanking(plan))
+      return pipec::kExitUsage;
     return pipec::runPlan(plan, model, args);
   }
   if (!CheckCmd && !EmitCmd && !SimCmd && !BuildCmd) {

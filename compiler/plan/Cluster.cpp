@@ -116,7 +116,8 @@ std::optional<Cluster> parseCluster(llvm::StringRef text, llvm::StringRef name, 
   for (const auto &entry : *object) {
     static const char *kKnown[] = {"preset", "gpus", "gpus_per_node", "memory_bytes", "peak_flops",
                                    "sustained_fraction", "intra_node_bandwidth",
-                                   "inter_node_bandwidth", "intra_node_latency", "inter_node_latency"};
+                                   "inter_node_bandwidth", "intra_node_latency", "inter_node_latency",
+                                   "topology" /* read by ClusterTopology.cpp */};
     if (!llvm::is_contained(kKnown, entry.first.str()))
       f.fail(entry.first.str(), "is not a cluster field");
   }

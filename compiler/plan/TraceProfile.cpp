@@ -9,6 +9,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <map>
 
 namespace pipec::plan {
 
@@ -37,9 +38,9 @@ std::optional<Slice> parseLabel(llvm::StringRef name) {
 
 } // namespace
 
-std::optional<std::vector<StageProfile>> profileTrace(llvm::StringRef json, llvm::StringRef name,
-                                                      const std::vector<std::vector<int64_t>> &stageOf,
-                                                      std::string &error) {
+std::optional<std::vector<TracedOp>> traceOps(llvm::StringRef json, llvm::StringRef name,
+                                              const std::vector<std::vector<int64_t>> &stageOf,
+                                              std::string &error) {
   std::optional<llvm::json::Object> object = parseJsonObject(json, name, error);
   if (!object)
     return std::nullopt;
@@ -48,11 +49,6 @@ std::optional<std::vector<StageProfile>> profileTrace(llvm::StringRef json, llvm
     error = name.str() + ": field 'traceEvents' is missing or not an array";
     return std::nullopt;
   }
-  int64_t stages = 0;
-  for (const auto &chunks : stageOf)
-    for (int64_t s : chunks)
-      stages = std::max(stages, s + 1);
-
   // An op's slice runs from when the rank starts it, so it includes any wait
   // for its input; a message's arrow ends where the message arrived. The op
   // computed from the later of its start and its last input's arrival.
@@ -126,22 +122,37 @@ std::optional<std::vector<StageProfile>> profileTrace(llvm::StringRef json, llvm
       std::prev(after)->arrival = std::max(std::prev(after)->arrival, ts);
   }
 
+  std::vector<TracedOp> ops;
+  for (const std::vector<Timed> &rank : slices)
+    for (const Timed &slice : rank)
+      if (slice.kind >= 0)
+        ops.push_back({slice.stage, slice.kind, (slice.end - slice.arrival) * 1e-6}); // microseconds
+  return ops;
+}
+
+std::optional<std::vector<StageProfile>> profileTrace(llvm::StringRef json, llvm::StringRef name,
+                                                      const std::vector<std::vector<int64_t>> &stageOf,
+                                                      std::string &error) {
+  std::optional<std::vector<TracedOp>> ops = traceOps(json, name, stageOf, error);
+  if (!ops)
+    return std::nullopt;
+  int64_t stages = 0;
+  for (const auto &chunks : stageOf)
+    for (int64_t s : chunks)
+      stages = std::max(stages, s + 1);
   std::vector<StageProfile> profile(static_cast<size_t>(stages));
   std::vector<std::array<double, 4>> sums(size_t(stages), {0, 0, 0, 0});
-  for (const std::vector<Timed> &rank : slices)
-    for (const Timed &slice : rank) {
-      if (slice.kind < 0)
-        continue;
-      StageProfile &p = profile[slice.stage];
-      OpProfile *ops[] = {&p.F, &p.B, &p.I, &p.W};
-      ++ops[slice.kind]->samples;
-      sums[slice.stage][size_t(slice.kind)] += (slice.end - slice.arrival) * 1e-6; // microseconds
-    }
+  for (const TracedOp &op : *ops) {
+    StageProfile &p = profile[op.stage];
+    OpProfile *kinds[] = {&p.F, &p.B, &p.I, &p.W};
+    ++kinds[op.kind]->samples;
+    sums[op.stage][size_t(op.kind)] += op.seconds;
+  }
   for (size_t s = 0; s < profile.size(); ++s) {
-    OpProfile *ops[] = {&profile[s].F, &profile[s].B, &profile[s].I, &profile[s].W};
+    OpProfile *measured[] = {&profile[s].F, &profile[s].B, &profile[s].I, &profile[s].W};
     for (int k = 0; k < 4; ++k)
-      if (ops[k]->samples > 0)
-        ops[k]->seconds = sums[s][size_t(k)] / double(ops[k]->samples);
+      if (measured[k]->samples > 0)
+        measured[k]->seconds = sums[s][size_t(k)] / double(measured[k]->samples);
   }
   return profile;
 }
@@ -153,6 +164,36 @@ std::optional<std::vector<StageProfile>> readTraceProfile(llvm::StringRef path,
   if (!text)
     return std::nullopt;
   return profileTrace(*text, path, stageOf, error);
+}
+
+std::optional<std::array<std::vector<double>, 4>>
+readTraceRatios(llvm::StringRef path, const std::vector<std::vector<int64_t>> &stageOf,
+                std::string &error) {
+  std::optional<std::string> text = readTextFile(path, error);
+  if (!text)
+    return std::nullopt;
+  std::optional<std::vector<TracedOp>> ops = traceOps(*text, path, stageOf, error);
+  if (!ops)
+    return std::nullopt;
+  // Each duration over the mean of its own stage and kind: the shape of the
+  // variability, without the stages' different costs.
+  std::map<std::pair<size_t, int>, std::pair<double, int64_t>> means;
+  for (const TracedOp &op : *ops) {
+    auto &[sum, count] = means[{op.stage, op.kind}];
+    sum += op.seconds;
+    ++count;
+  }
+  std::array<std::vector<double>, 4> ratios;
+  for (const TracedOp &op : *ops) {
+    auto [sum, count] = means[{op.stage, op.kind}];
+    if (sum > 0)
+      ratios[size_t(op.kind)].push_back(op.seconds / (sum / double(count)));
+  }
+  if (ratios[0].empty() && ratios[1].empty() && ratios[2].empty() && ratios[3].empty()) {
+    error = path.str() + ": the trace has no timed F, B, I or W op to draw durations from";
+    return std::nullopt;
+  }
+  return ratios;
 }
 
 std::string profileCostsJson(const std::vector<StageProfile> &profile) {

@@ -25,7 +25,10 @@ void printSimJson(const ScheduleIR &ir, const CheckReport &report, const SimResu
 // not finite; see undrawableReason.
 bool printTimeline(const ScheduleIR &ir, const SimResult &sim, llvm::raw_ostream &out,
                    unsigned width = 120);
-bool writeSvg(const ScheduleIR &ir, const SimResult &sim, llvm::raw_ostream &out);
+struct RankShading;
+// `shading` (sim --sensitivity): each rank's label shaded by its sensitivity (SvgSensitivity.h).
+bool writeSvg(const ScheduleIR &ir, const SimResult &sim, llvm::raw_ostream &out,
+              const RankShading *shading = nullptr);
 bool writeChromeTrace(const ScheduleIR &ir, const CheckReport &report, const SimResult &sim,
                       llvm::raw_ostream &out);
 // Why the times of `sim` cannot be drawn ("the makespan is inf"), or "" when they can.

@@ -1,5 +1,8 @@
 #include "sim/Simulator.h"
 
+#include "sim/LinkModel.h"
+#include "sim/SimulationFinish.h"
+
 #include <algorithm>
 #include <cassert>
 #include <unordered_map>
@@ -96,13 +99,11 @@ SimulationPlan buildSimulationPlan(const ScheduleIR &ir, const CommPlan &comm) {
 
 namespace {
 
-constexpr uint32_t kNoMessage = ~0u; // SimResult::stepStart knows it too
-
 // The event loop over one plan; every array it touches is in `result`.
 class EventLoop {
 public:
-  EventLoop(const SimulationPlan &plan, SimResult &result)
-      : plan_(plan), result_(result), s_(result.scratch) {}
+  EventLoop(const SimulationPlan &plan, SimResult &result, const double *stepDuration)
+      : plan_(plan), result_(result), s_(result.scratch), stepDuration_(stepDuration) {}
 
   void run(const CostModel &costs) {
     prepare(costs);
@@ -114,17 +115,12 @@ public:
       s_.ready.pop_back();
       advance(r);
     }
-    finish();
+    finishSimulation(plan_, result_);
   }
 
 private:
   void prepare(const CostModel &costs) {
-    s_.classDuration.resize(plan_.classes.size());
-    for (size_t c = 0; c < plan_.classes.size(); ++c) {
-      const StepClass &k = plan_.classes[c];
-      s_.classDuration[c] = k.pair ? costs.pair(k.forwardStage, k.kind, k.stage)
-                                   : costs.op(k.kind, k.stage);
-    }
+    classDurations(plan_, costs, s_.classDuration);
     s_.stageTransfer.resize(plan_.numStages);
     for (int64_t s = 0; s < plan_.numStages; ++s)
       s_.stageTransfer[s] = costs.transfer(s);
@@ -159,7 +155,8 @@ private:
       uint32_t input = s_.latestInput[k];
       if (input != kNoMessage)
         start = std::max(start, result_.messageArrived[input]);
-      double finish = start + s_.classDuration[plan_.stepClass(k)];
+      double finish = start + (stepDuration_ ? stepDuration_[k]
+                                             : s_.classDuration[plan_.stepClass(k)]);
       result_.stepEnd[k] = finish;
       busy += finish - start;
       sendOutputs(r, k, finish);
@@ -186,57 +183,83 @@ private:
     }
   }
 
-  void finish() {
-    // Steps that never ran end at 0, not at their count of missing inputs.
-    for (size_t r = 0; r < plan_.numRanks(); ++r)
-      std::fill(result_.stepEnd.begin() + s_.next[r], result_.stepEnd.begin() + plan_.rankStep[r + 1],
-                0.0);
-    double makespan = 0;
-    int32_t lastRank = -1;
-    for (size_t r = 0; r < plan_.numRanks(); ++r) {
-      uint32_t first = plan_.rankStep[r], end = plan_.rankStep[r + 1];
-      if (end > first && result_.stepEnd[end - 1] >= makespan) {
-        makespan = result_.stepEnd[end - 1];
-        lastRank = static_cast<int32_t>(r);
-      }
-    }
-    result_.makespan = makespan;
-    for (RankTiming &r : result_.ranks) {
-      r.bubble = makespan - r.busy;
-      r.utilization = makespan > 0 ? r.busy / makespan : 1.0;
-    }
-    // Critical path: from the last step back through whatever made each step wait
-    // (an input that arrived after the rank was free).
-    if (lastRank < 0)
-      return;
-    int32_t rank = lastRank;
-    int64_t step = static_cast<int64_t>(plan_.rankStep[rank + 1]) - 1;
-    while (step >= static_cast<int64_t>(plan_.rankStep[rank])) {
-      uint32_t k = static_cast<uint32_t>(step);
-      result_.criticalPath.push_back({rank, k});
-      uint32_t input = s_.latestInput[k];
-      if (input != kNoMessage && result_.messageArrived[input] > rankFree(rank, k)) {
-        const Message &m = plan_.comm->messages[input];
-        step = plan_.producerStep(m);
-        rank = plan_.comm->from(m);
-      } else {
-        --step;
-      }
-    }
-    std::reverse(result_.criticalPath.begin(), result_.criticalPath.end());
-  }
-
   const SimulationPlan &plan_;
   SimResult &result_;
   SimResult::Scratch &s_;
+  const double *stepDuration_;
 };
 
 } // namespace
 
+void classDurations(const SimulationPlan &plan, const CostModel &costs, std::vector<double> &out) {
+  out.resize(plan.classes.size());
+  for (size_t c = 0; c < plan.classes.size(); ++c) {
+    const StepClass &k = plan.classes[c];
+    out[c] = k.pair ? costs.pair(k.forwardStage, k.kind, k.stage) : costs.op(k.kind, k.stage);
+  }
+}
+
+void stepDurations(const SimulationPlan &plan, const CostModel &costs, std::vector<double> &out) {
+  std::vector<double> byClass;
+  classDurations(plan, costs, byClass);
+  out.resize(plan.numSteps());
+  for (uint32_t k = 0; k < plan.numSteps(); ++k)
+    out[k] = byClass[plan.stepClass(k)];
+}
+
+void finishSimulation(const SimulationPlan &plan, SimResult &result) {
+  const SimResult::Scratch &s = result.scratch;
+  auto rankFree = [&](size_t rank, uint32_t k) {
+    return k > plan.rankStep[rank] ? result.stepEnd[k - 1] : 0.0;
+  };
+  // Steps that never ran end at 0, not at their count of missing inputs.
+  for (size_t r = 0; r < plan.numRanks(); ++r)
+    std::fill(result.stepEnd.begin() + s.next[r], result.stepEnd.begin() + plan.rankStep[r + 1],
+              0.0);
+  double makespan = 0;
+  int32_t lastRank = -1;
+  for (size_t r = 0; r < plan.numRanks(); ++r) {
+    uint32_t first = plan.rankStep[r], end = plan.rankStep[r + 1];
+    if (end > first && result.stepEnd[end - 1] >= makespan) {
+      makespan = result.stepEnd[end - 1];
+      lastRank = static_cast<int32_t>(r);
+    }
+  }
+  result.makespan = makespan;
+  result.trafficEnd = std::max(result.trafficEnd, makespan);
+  for (RankTiming &r : result.ranks) {
+    r.bubble = makespan - r.busy;
+    r.utilization = makespan > 0 ? r.busy / makespan : 1.0;
+  }
+  // Critical path: from the last step back through whatever made each step wait
+  // (an input that arrived after the rank was free).
+  if (lastRank < 0)
+    return;
+  int32_t rank = lastRank;
+  int64_t step = static_cast<int64_t>(plan.rankStep[rank + 1]) - 1;
+  while (step >= static_cast<int64_t>(plan.rankStep[rank])) {
+    uint32_t k = static_cast<uint32_t>(step);
+    result.criticalPath.push_back({rank, k});
+    uint32_t input = s.latestInput[k];
+    if (input != kNoMessage && result.messageArrived[input] > rankFree(rank, k)) {
+      const Message &m = plan.comm->messages[input];
+      step = plan.producerStep(m);
+      rank = plan.comm->from(m);
+    } else {
+      --step;
+    }
+  }
+  std::reverse(result.criticalPath.begin(), result.criticalPath.end());
+}
+
 void simulate(std::shared_ptr<const SimulationPlan> plan, const CostModel &costs,
-              SimResult &result) {
+              SimResult &result, const SimPerturbation &perturbation) {
   result.plan = std::move(plan);
-  EventLoop(*result.plan, result).run(costs);
+  result.trafficEnd = 0;
+  if (perturbation.links)
+    simulateContended(*result.plan, costs, perturbation, result);
+  else
+    EventLoop(*result.plan, result, perturbation.stepDuration).run(costs);
 }
 
 SimResult simulate(const ScheduleIR &ir, const CheckReport &report, const CostModel &costs) {

@@ -9,6 +9,10 @@
 //     the schedule and its communication plan;
 //   - simulate(plan, costs, result): looks up one duration per distinct step kind
 //     and runs the loop; reusing `result` allocates nothing after the first run.
+// A run may also take one duration per step instead of its kind's (jitter and
+// stragglers, sim/Variability.h) and a link model under which messages that
+// share a network link share its bandwidth (sim/LinkModel.h). Without them the
+// loop is the one above, unchanged to the last bit.
 #pragma once
 
 #include "check/Checks.h"
@@ -107,6 +111,9 @@ struct SimResult {
   // of starts is kept.
   double stepStart(uint32_t k) const;
   std::vector<CriticalLink> criticalPath;        // first step to last
+  // Runs with rank traffic (SimPerturbation::rankTraffic): when the last of it
+  // ended, at least the makespan. Otherwise the makespan.
+  double trafficEnd = 0;
   double totalBusy() const;
   double totalBubble() const;
 
@@ -124,9 +131,27 @@ struct SimResult {
   } scratch;
 };
 
+class LinkModel;
+
+// What one run changes from the cost model's quiet cluster. Empty: the plain loop.
+struct SimPerturbation {
+  // One duration per global step (plan.numSteps() entries) in place of its class's.
+  const double *stepDuration = nullptr;
+  // Messages occupy the links on their paths and share them (ContendedLoop.cpp).
+  const LinkModel *links = nullptr;
+  // With links: per rank, seconds of traffic (at the full rate of its NIC) that the
+  // rank sends and receives once its last step ends, e.g. its data-parallel
+  // gradient reduction; it shares the NIC with the pipeline's messages.
+  const double *rankTraffic = nullptr;
+};
+
 // Runs `plan` under `costs` into `result`, reusing its storage.
 void simulate(std::shared_ptr<const SimulationPlan> plan, const CostModel &costs,
-              SimResult &result);
+              SimResult &result, const SimPerturbation &perturbation = {});
+
+// Each step's duration under `costs`, as the plain loop takes it (its class's),
+// into `out` (numSteps entries): the base that perturbations scale.
+void stepDurations(const SimulationPlan &plan, const CostModel &costs, std::vector<double> &out);
 
 // Builds the plan and runs it once. Requires a report whose checks passed (report.comm is set).
 SimResult simulate(const ScheduleIR &ir, const CheckReport &report, const CostModel &costs);

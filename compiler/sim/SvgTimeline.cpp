@@ -4,6 +4,7 @@
 // one frame; idle time shows as the grey row background. A legend and a time
 // axis sit below.
 #include "sim/SimOutputs.h"
+#include "sim/SvgSensitivity.h"
 
 #include <algorithm>
 #include <cmath>
@@ -27,8 +28,9 @@ constexpr int kMaxTicks = 20;
 
 class SvgWriter {
 public:
-  SvgWriter(const ScheduleIR &ir, const SimResult &sim, llvm::raw_ostream &out)
-      : ir_(ir), sim_(sim), out_(out) {
+  SvgWriter(const ScheduleIR &ir, const SimResult &sim, llvm::raw_ostream &out,
+            const RankShading *shading)
+      : ir_(ir), sim_(sim), out_(out), shading_(shading) {
     // Aim for readable cells: the shortest step at least ~18 px wide.
     double shortest = sim.makespan;
     for (uint32_t k = 0; k < sim.stepEnd.size(); ++k)
@@ -88,6 +90,8 @@ private:
   void row(size_t r) {
     double top = y(r);
     rect(x(0), top, sim_.makespan * scale_, kRowHeight, "#eeeeee", 1, "idle");
+    if (shading_) // sim --sensitivity: the label's box shaded by the rank's sensitivity
+      drawRankShade(out_, *shading_, r, 2, top, kLeft - 6, kRowHeight);
     text(kLeft - 8, top + kRowHeight / 2, "rank " + std::to_string(r), "end", "#333333");
     const std::vector<Op> &ops = ir_.ranks[r].ops;
     for (uint32_t k = sim_.firstStep(r); k < sim_.endStep(r); ++k) {
@@ -149,15 +153,17 @@ private:
   const ScheduleIR &ir_;
   const SimResult &sim_;
   llvm::raw_ostream &out_;
+  const RankShading *shading_;
   double scale_ = 20;
 };
 
 } // namespace
 
-bool writeSvg(const ScheduleIR &ir, const SimResult &sim, llvm::raw_ostream &out) {
+bool writeSvg(const ScheduleIR &ir, const SimResult &sim, llvm::raw_ostream &out,
+              const RankShading *shading) {
   if (!undrawableReason(sim).empty())
     return false;
-  SvgWriter(ir, sim, out).write();
+  SvgWriter(ir, sim, out, shading).write();
   return true;
 }
 

@@ -1,0 +1,89 @@
+#include "driver/PlanRanking.h"
+
+#include "frontend/Compilation.h"
+#include "plan/StageCosts.h"
+#include "sim/SimOutputs.h"
+#include "sim/Variability.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace pipec {
+
+namespace {
+
+bool spreadOf(const PlanArgs &args, const plan::PlanInputs &inputs, const plan::Candidate &c,
+              CandidateSpread &spread, std::string &error) {
+  ElabOptions elab;
+  elab.defines = c.params;
+  elab.limits = inputs.limits;
+  Compilation compilation(c.schedule);
+  if (!compilation.runAll(elab, CheckOptions{})) {
+    error = "'" + c.schedule + "' no longer checks at the planned parameters";
+    return false;
+  }
+  const ScheduleIR &ir = *compilation.ir();
+  CostModel costs = CostModel::build(ir, plan::toCostOverrides(c.costs));
+  auto simPlan = std::make_shared<const SimulationPlan>(
+      buildSimulationPlan(ir, *compilation.report()->comm));
+  std::vector<double> base = slowedDurations(*simPlan, costs, {});
+  VariabilityResult v = runVariability(simPlan, costs, base, args.jitter, args.samples, args.seed,
+                                       args.threads);
+  spread.mean = v.stepTime.mean + c.tailSeconds;
+  spread.p99 = v.stepTime.p99 + c.tailSeconds;
+  return true;
+}
+
+} // namespace
+
+bool rankByVariability(const PlanArgs &args, const plan::PlanInputs &inputs,
+                       plan::PlanResult &result, std::vector<CandidateSpread> &spreads,
+                       std::string &error) {
+  // Candidates come fitting first, by deterministic step time (Planner.h).
+  size_t fitting = 0;
+  while (fitting < result.candidates.size() && result.candidates[fitting].fits)
+    ++fitting;
+  size_t jittered = std::min(fitting, kMaxJitteredCandidates);
+  spreads.clear();
+  for (size_t i = 0; i < jittered; ++i) {
+    CandidateSpread spread{i};
+    if (!spreadOf(args, inputs, result.candidates[i], spread, error))
+      return false;
+    spreads.push_back(spread);
+  }
+  bool byP99 = args.rankBy == RankByStat::P99;
+  std::stable_sort(spreads.begin(), spreads.end(), [&](const CandidateSpread &a,
+                                                       const CandidateSpread &b) {
+    return byP99 ? a.p99 < b.p99 : a.mean < b.mean;
+  });
+  std::vector<plan::Candidate> reordered;
+  for (CandidateSpread &s : spreads) {
+    reordered.push_back(result.candidates[s.candidate]);
+    s.candidate = reordered.size() - 1;
+  }
+  std::copy(reordered.begin(), reordered.end(), result.candidates.begin());
+  if (!spreads.empty())
+    result.recommended = 0;
+  return true;
+}
+
+void printSpreads(const PlanArgs &args, const plan::PlanResult &result,
+                  const std::vector<CandidateSpread> &spreads, llvm::raw_ostream &out) {
+  out << "\nranked by " << (args.rankBy == RankByStat::P99 ? "p99" : "mean")
+      << " step time under " << args.jitter.describe() << " (" << args.samples
+      << " samples, seed " << args.seed << "; the " << spreads.size()
+      << " best fitting candidates by deterministic step time):\n";
+  const char *kRow = "{:<4} {:<22} {:<16} {:>14} {:>12} {:>12}\n";
+  out << fmt::format(kRow, "rank", "schedule", "layout", "deterministic", "mean", "p99");
+  for (size_t i = 0; i < spreads.size(); ++i) {
+    const plan::Candidate &c = result.candidates[spreads[i].candidate];
+    std::string layout;
+    for (const auto &[name, value] : c.params)
+      layout += (layout.empty() ? "" : " ") + name + "=" + std::to_string(value);
+    out << fmt::format(kRow, i + 1, c.name, layout, formatNumber(c.stepTime) + " s",
+                       formatNumber(spreads[i].mean) + " s", formatNumber(spreads[i].p99) + " s");
+  }
+}
+
+} // namespace pipec
