@@ -202,7 +202,9 @@ int runSim(const std::vector<std::string> &files, const SimArgs &sim, const Comm
       if (sim.timeline)
         printTimeline(ir, result, llvm::outs());
       if (!sim.svgPath.empty() &&
-          !writeOutputFile(sim.svgPath, [&](llvm::raw_ostream &o) { writeSvg(ir, result, o); }))
+          !writeOutputFile(sim.svgPath, [&](llvm::raw_ostream &o) {
+            writeSvg(ir, result, o, SvgOptions{inUnits ? "s" : ""});
+          }))
         status = std::max(status, int(kExitUsage));
       if (!sim.tracePath.empty() &&
           !writeOutputFile(sim.tracePath,

@@ -7,6 +7,7 @@
 #include "PipecVersion.h"
 #include "support/SafeText.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/Twine.h"
@@ -540,9 +541,16 @@ cl::opt<bool> FmtCheck("check",
                        cl::desc("Print a diff and exit 1 if a file is not formatted"),
                        cl::sub(FmtCmd), cl::cat(Category));
 
+cl::opt<uint64_t> LspMemoryBudget(
+    "memory-budget",
+    cl::desc("Bytes the analyses of all open documents may hold together, estimated "
+             "(default: 768 MiB); the least recently edited are released first"),
+    cl::value_desc("BYTES"), cl::init(pipec::limits::kLspMemoryBytes), cl::sub(LspCmd),
+    cl::cat(Category));
+
 int dispatchFmtOrLsp() {
   if (LspCmd)
-    return pipec::runLsp();
+    return pipec::runLsp(LspMemoryBudget);
   if (FmtInPlace && FmtCheck)
     return conflict("-i", "--check", "--check only reports"), pipec::kExitUsage;
   if (FmtInPlace && llvm::is_contained(FmtFiles, "-"))
@@ -623,10 +631,34 @@ int runSynthCommand(int argc, char **argv) {
   std::_Exit(pipec::kExitUsage);
 }
 
+// A first argument that is not an option names a subcommand: one pipec does
+// not have is a usage error whatever follows it (LLVM would take it for a
+// positional argument and print the general help for `pipec nosuch --help`).
+bool knownSubcommand(int argc, char **argv) {
+  if (argc < 2 || argv[1][0] == '-')
+    return true;
+  StringRef name = argv[1];
+  std::vector<std::string> known;
+  for (cl::SubCommand *command : cl::getRegisteredSubcommands()) {
+    if (command->getName() == name && !name.empty())
+      return true;
+    if (!command->getName().empty()) // not the top level
+      known.push_back(command->getName().str());
+  }
+  llvm::sort(known);
+  std::string names;
+  for (const std::string &known1 : known)
+    names += (names.empty() ? "" : ", ") + known1;
+  return usage("unknown subcommand '" + pipec::commentSafe(name.str()) + "'; the subcommands are " +
+               names + " (run 'pipec --help')");
+}
+
 // Parses the command line and runs the subcommand; returns the exit status.
 int dispatch(int argc, char **argv) {
   cl::HideUnrelatedOptions(Category);
   cl::SetVersionPrinter([](raw_ostream &out) { out << "pipec " << PIPEC_VERSION << "\n"; });
+  if (!knownSubcommand(argc, argv))
+    return pipec::kExitUsage;
   if (!cl::ParseCommandLineOptions(argc, argv,
                                    "pipec: check, simulate and compile pipeline-parallel "
                                    "training schedules\n",

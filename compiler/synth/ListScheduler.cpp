@@ -214,7 +214,9 @@ std::optional<RankOrders> listSchedule(const SynthProblem &p, const ListVariant 
     meanOp[r] /= 3.0 * std::max<size_t>(1, l.rankStages[r].size());
   }
   int total = p.numOps();
-  for (int committed = 0; committed < total;) {
+  for (int committed = 0, steps = 0; committed < total; ++steps) {
+    if ((steps & 63) == 0 && p.pastDeadline())
+      return std::nullopt; // --time ran out in the middle of a construction
     int bestOp = -1;
     double bestStart = 0;
     for (int r = 0; r < l.ranks; ++r) {
@@ -431,7 +433,9 @@ std::optional<RankOrders> phasedSchedule(const SynthProblem &p, const PhasedVari
     else
       --pendingW[r];
   };
-  for (int committed = 0, totalOps = p.numOps(); committed < totalOps;) {
+  for (int committed = 0, totalOps = p.numOps(), steps = 0; committed < totalOps; ++steps) {
+    if ((steps & 63) == 0 && p.pastDeadline())
+      return std::nullopt; // --time ran out in the middle of a construction
     int bestOp = -1;
     double bestStart = 0;
     for (int r = 0; r < ranks; ++r) {
