@@ -88,7 +88,9 @@ int runSim(const std::vector<std::string> &files, const SimArgs &sim, const Comm
 int runCheck(const std::vector<std::string> &files, const CommonArgs &args);
 int runEmit(const std::string &file, EmitTarget target, const std::string &output,
             const CommonArgs &args);
-int runImport(const std::string &file, const std::string &output, const CommonArgs &args);
+// `microbatches`: --microbatches N, the schedule's M (0: from the CSV).
+int runImport(const std::string &file, const std::string &output, int64_t microbatches,
+              const CommonArgs &args);
 
 enum class BuildTarget { Cpu, Cuda };
 

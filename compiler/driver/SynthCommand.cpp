@@ -50,6 +50,10 @@ std::string readFileDefines(const SynthArgs &args, synth::SynthRequest &request)
     long long number;
     if (name.empty() || value.empty() || value.getAsInteger(10, number))
       return "-D expects NAME=INTEGER, got '" + define + "'";
+    for (const auto &[seen, previous] : request.defines)
+      if (seen == name)
+        return "-D " + name.str() + " is given twice (" + std::to_string(previous) + " and " +
+               value.str() + ")";
     request.defines.emplace_back(name.str(), int64_t(number));
   }
   return "";

@@ -250,6 +250,11 @@ cl::opt<ImportSource> From("from", cl::desc("The format of the input"), cl::Requ
 cl::opt<std::string> ImportOutput("o", cl::desc("Output file (default: standard output)"),
                                   cl::value_desc("file.pipe"), cl::init("-"),
                                   cl::sub(ImportCmd), cl::cat(Category));
+cl::opt<int64_t> ImportMicrobatches(
+    "microbatches",
+    cl::desc("The schedule's micro-batches (default: one more than the CSV's highest); "
+             "those the CSV never runs are then reported by check"),
+    cl::value_desc("N"), cl::init(0), cl::sub(ImportCmd), cl::cat(Category));
 cl::opt<pipec::DiagFormat> ImportFormat(
     "format", cl::desc("How to print diagnostics"), cl::init(pipec::DiagFormat::Text),
     cl::sub(ImportCmd), cl::cat(Category),
@@ -528,7 +533,13 @@ bool parseSimArgs(pipec::SimArgs &sim) {
   return true;
 }
 
-bool validateImport() { return requirePath(ImportOutput); }
+bool validateImport() {
+  if (given(ImportMicrobatches) && (ImportMicrobatches < 1 || ImportMicrobatches > pipec::kMaxMicrobatches))
+    return usage("--microbatches expects a whole number from 1 to " +
+                 std::to_string(pipec::kMaxMicrobatches) + ", got " +
+                 std::to_string(ImportMicrobatches));
+  return requirePath(ImportOutput);
+}
 
 // --- fmt and lsp --------------------------------------------------------------------
 cl::SubCommand FmtCmd("fmt", "Print schedule files in the canonical layout");
@@ -677,7 +688,7 @@ int dispatch(int argc, char **argv) {
     args.errorLimit = ErrorLimit;
     if (!validateImport())
       return pipec::kExitUsage;
-    return pipec::runImport(ImportFile, ImportOutput, args);
+    return pipec::runImport(ImportFile, ImportOutput, ImportMicrobatches, args);
   }
   if (PlanCmd) {
     pipec::ModelArgs model;

@@ -162,10 +162,14 @@ void Server::analysed(Event &event) {
   if (!document)
     return; // closed or changed since: the newest text is analysed next
   if (document->tooLarge) {
-    auto mb = [](uint64_t bytes) { return (bytes + (1 << 20) - 1) >> 20; };
+    auto size = [](uint64_t bytes) {
+      return bytes >= (uint64_t(1) << 20) ? std::to_string(bytes >> 20) + " MiB"
+             : bytes >= 1024              ? std::to_string(bytes >> 10) + " KiB"
+                                          : std::to_string(bytes) + " bytes";
+    };
     document->analysis->compilation->diags().warn(DiagKind::LspMemoryBudget, llvm::SMRange(),
-                                                  mb(document->bytes()),
-                                                  mb(documents_.budget()));
+                                                  size(document->bytes()),
+                                                  size(documents_.budget()));
     publishDiagnostics(*document->analysis);
     document->analysis.reset();
     return;

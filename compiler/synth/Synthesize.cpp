@@ -158,7 +158,7 @@ std::vector<PhasedVariant> phasedVariants(const SynthProblem &p) {
 // The costs as the front end read them warn of what synth would otherwise take
 // silently (W larger than B, say): pass the warnings on, without the skeleton's
 // locations, which are synth's own text.
-void reportCostWarnings(const Compilation &base,
+void reportCostWarnings(Compilation &base,
                         const std::function<void(const std::string &)> &progress) {
   for (const Diagnostic &d : base.diags().diagnostics())
     if (d.severity == Severity::Warning)
@@ -276,11 +276,12 @@ SynthOutcome synthesize(const SynthRequest &request,
   size_t perPass = phased.size() + greedy.size();
   for (size_t k = 0; k < (p.overlap ? 2 : 1) * perPass; ++k) {
     const SynthProblem &q = k < perPass ? p : unpaired;
-    if (!starts.empty() && (std::chrono::steady_clock::now() > deadline ||
-                            starts.front().first <= outcome.bound + 1e-9 * outcome.bound)) {
-      outcome.stats.timedOut = std::chrono::steady_clock::now() > deadline;
+    if (p.pastDeadline()) { // with or without a start: nothing more can be built
+      outcome.stats.timedOut = true;
       break;
     }
+    if (!starts.empty() && starts.front().first <= outcome.bound + 1e-9 * outcome.bound)
+      break;
     size_t v = k % perPass;
     std::optional<RankOrders> orders = v < phased.size()
                                            ? phasedSchedule(q, phased[v])
