@@ -36,6 +36,11 @@ const char *colorOf(OpKind kind, int32_t chunk) {
   return "#999999";
 }
 
+// Labels in white on the dark chunk-0 colours, in black on the light ones.
+const char *labelColorOf(OpKind kind, int32_t chunk) {
+  return chunk == 0 && kind != OpKind::I ? "#ffffff" : "#111111";
+}
+
 const char *kindName(OpKind kind) {
   switch (kind) {
   case OpKind::F: return "F forward";
@@ -97,7 +102,7 @@ public:
     out_ << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << formatNumber(width_)
          << "\" height=\"" << formatNumber(height)
          << "\" font-family=\"sans-serif\" font-size=\"11\">\n";
-    out_ << "<title>" << escaped(heading) << "</title>\n";
+    out_ << "<title>" << escaped(heading + ": " + subtitle()) << "</title>\n";
     definitions();
     text(10, 18, heading, "start", "#111111", "title", 13);
     text(10, 34, subtitle(), "start", "#555555", "subtitle");
@@ -147,6 +152,8 @@ private:
 
   void definitions() {
     // The second flow's cells are striped: told apart without relying on shade.
+    if (!secondFlow_)
+      return;
     out_ << "<defs><pattern id=\"second-flow\" width=\"6\" height=\"6\" "
             "patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\">"
             "<rect width=\"2\" height=\"6\" fill=\"#ffffff\" fill-opacity=\"0.45\"/>"
@@ -195,8 +202,8 @@ private:
     std::string label = std::to_string(ir_.indexInFlow(o)) + (second ? "'" : "");
     double size = std::min(11.0, h - 4);
     if (w >= textWidth(label) * size / 11 + 4)
-      text((x(start) + x(end)) / 2, top + h / 2, label, "middle", "#111111", nullptr,
-           size < 11 ? size : 0);
+      text((x(start) + x(end)) / 2, top + h / 2, label, "middle", labelColorOf(o.kind, o.chunk),
+         nullptr, size < 11 ? size : 0);
   }
 
   void row(size_t r) {

@@ -275,13 +275,17 @@ SynthOutcome synthesize(const SynthRequest &request,
   unpaired.overlap = false;
   size_t perPass = phased.size() + greedy.size();
   for (size_t k = 0; k < (p.overlap ? 2 : 1) * perPass; ++k) {
-    const SynthProblem &q = k < perPass ? p : unpaired;
-    if (p.pastDeadline()) { // with or without a start: nothing more can be built
-      outcome.stats.timedOut = true;
+    if (!starts.empty() && (p.pastDeadline() ||
+                            starts.front().first <= outcome.bound + 1e-9 * outcome.bound)) {
+      outcome.stats.timedOut = p.pastDeadline();
       break;
     }
-    if (!starts.empty() && starts.front().first <= outcome.bound + 1e-9 * outcome.bound)
-      break;
+    // Until a first schedule exists, constructions run to their end whatever
+    // --time says (synth always answers with a schedule when one fits: past
+    // --time by at most one construction); after it, each stops at the deadline.
+    SynthProblem q = k < perPass ? p : unpaired;
+    if (starts.empty())
+      q.deadline = std::chrono::steady_clock::time_point::max();
     size_t v = k % perPass;
     std::optional<RankOrders> orders = v < phased.size()
                                            ? phasedSchedule(q, phased[v])
@@ -297,12 +301,6 @@ SynthOutcome synthesize(const SynthRequest &request,
                      [](const auto &a, const auto &b) { return a.first < b.first; });
     if (starts.size() > kStarts)
       starts.pop_back();
-  }
-  if (starts.empty() && p.pastDeadline()) {
-    outcome.error = "--time " + number(request.seconds) + " s ran out before a first schedule "
-                    "was constructed (P=" + std::to_string(p.layout.ranks) + ", M=" +
-                    std::to_string(p.microbatches) + "); raise --time";
-    return outcome;
   }
   if (starts.empty()) {
     outcome.error = "no schedule fits the budget of " + std::to_string(p.budget) +
