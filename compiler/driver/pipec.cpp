@@ -15,6 +15,7 @@
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Process.h"
+#include "llvm/Support/Signals.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdio>
@@ -747,6 +748,10 @@ int checkStandardOutput(int status) {
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
+  // Standard output closed by its reader (`pipec emit ... | head`): an I/O error,
+  // exit status 2 as documented, without a message (no one is reading), rather
+  // than LLVM's default of 74.
+  sys::SetOneShotPipeSignalFunction([] { std::_Exit(pipec::kExitUsage); });
   std::set_new_handler(outOfMemory);
   install_bad_alloc_error_handler([](void *, const char *, bool) { outOfMemory(); });
   return checkStandardOutput(dispatch(argc, argv));
