@@ -2,6 +2,7 @@
 // a subcommand cannot honour, and dispatches to a subcommand (Commands.h); it
 // holds no compiler logic.
 #include "driver/Commands.h"
+#include "driver/TorchCsvInput.h"
 #include "diag/WarningFlags.h"
 
 #include "PipecVersion.h"
@@ -752,6 +753,7 @@ int main(int argc, char **argv) {
   // exit status 2 as documented, without a message (no one is reading), rather
   // than LLVM's default of 74.
   sys::SetOneShotPipeSignalFunction([] { std::_Exit(pipec::kExitUsage); });
+  pipec::registerTorchCsvInput(); // `pipec check FILE.csv` reads it as import would
   std::set_new_handler(outOfMemory);
   install_bad_alloc_error_handler([](void *, const char *, bool) { outOfMemory(); });
   return checkStandardOutput(dispatch(argc, argv));

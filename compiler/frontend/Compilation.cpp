@@ -3,14 +3,10 @@
 #include "sema/NameResolver.h"
 #include "syntax/Parser.h"
 
-#include "frontend/InputFile.h"
-#include "interop/PipeWriter.h"
-#include "interop/TorchCsvReader.h"
-#include "interop/TorchImport.h"
+#include "frontend/InputTranslator.h"
+#include "support/InputFile.h"
 
 #include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/Path.h"
-#include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
 
@@ -31,31 +27,6 @@ std::unique_ptr<Compilation> Compilation::fromText(std::string name, llvm::Strin
   return compilation;
 }
 
-namespace {
-
-// A PyTorch schedule CSV given where a .pipe is expected (`pipec check x.csv`):
-// read as `pipec import --from torch-csv` reads it (errors located in the CSV),
-// then the written .pipe text is what the later phases see, as a second buffer
-// named after the CSV, so their messages say where the text came from.
-// Returns that buffer's id, or 0 when the CSV has errors (reported).
-unsigned importTorchCsv(llvm::SourceMgr &sources, DiagnosticEngine &diags,
-                        const std::string &path, unsigned csvBuffer) {
-  std::optional<TorchCsv> csv = readTorchCsv(csvBuffer, diags, ElabLimits().maxOps);
-  std::optional<ImportedSchedule> schedule;
-  if (csv)
-    schedule = inferSchedule(*csv, ElabLimits(), diags);
-  std::string text;
-  llvm::raw_string_ostream out(text);
-  if (!schedule ||
-      !writePipe(*schedule, scheduleNameFor(path), llvm::sys::path::filename(path), diags, out))
-    return 0;
-  out.flush();
-  return sources.AddNewSourceBuffer(
-      llvm::MemoryBuffer::getMemBufferCopy(text, path + " (as imported)"), llvm::SMLoc());
-}
-
-} // namespace
-
 bool Compilation::load() {
   if (buffer_ != 0)
     return true;
@@ -67,8 +38,10 @@ bool Compilation::load() {
       return false;
     }
     buffer_ = sources_.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
-    if (llvm::StringRef(path_).endswith_insensitive(".csv"))
-      buffer_ = importTorchCsv(sources_, diags_, path_, buffer_);
+    // Another format where a .pipe is expected (`pipec check x.csv`): its
+    // translator's .pipe text is what the later phases see.
+    if (InputTranslator translate = inputTranslatorFor(path_))
+      buffer_ = translate(sources_, diags_, path_, buffer_);
     return buffer_ != 0;
   });
 }

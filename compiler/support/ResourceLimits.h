@@ -35,7 +35,7 @@ inline constexpr uint64_t kMaxPoints = 100'000;
 // start fewer when the system refuses one (support/WorkerThreads.h).
 inline constexpr unsigned kMaxThreads = 256;
 
-// Bytes of one input file: see frontend/InputFile.h for the measurement behind it.
+// Bytes of one input file: see support/InputFile.h for the measurement behind it.
 inline constexpr uint64_t kMaxInputBytes = uint64_t(12) << 20;
 
 // Seconds a time budget (synth --time) may ask for: one day.
