@@ -122,7 +122,9 @@ OpenDocument &DocumentStore::open(const std::string &uri, int64_t version, std::
 void DocumentStore::change(OpenDocument &document, int64_t version, std::string text) {
   document.version = version;
   document.text = std::move(text);
-  ++document.edit;
+  // From the session's clock, not counted per document: a document closed and
+  // opened again never reuses an edit number an analysis in flight still carries.
+  document.edit = ++clock_;
   document.wanted = true;
   document.tooLarge = false;
   document.touched = ++clock_;

@@ -71,7 +71,7 @@ struct OpenDocument {
   std::string uri, path;
   int64_t version = 0;
   std::string text;                   // the newest text
-  uint64_t edit = 0;                  // counts changes; an analysis of an older one is stale
+  uint64_t edit = 0;                  // names the newest change; an analysis of another is stale
   uint64_t touched = 0;               // the session's clock at its last edit or request
   std::unique_ptr<Document> analysis; // of edit `analysedEdit`; null: none yet, or released
   uint64_t analysedEdit = 0;
