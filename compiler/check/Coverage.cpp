@@ -76,6 +76,11 @@ bool checkCoverage(const ScheduleIR &ir, DiagnosticEngine &diags, OpIndex &index
   index.weight.assign(cells, {});
 
   bool ok = true;
+  // An I that runs again (DuplicateOp) needs a W of its own as well: with I, W,
+  // I the second run's weight gradient is never computed, which is reported as
+  // IWithoutW beside the DuplicateOp (both errors, at the second I).
+  std::vector<uint32_t> inputRuns(cells, 0), weightRuns(cells, 0);
+  std::vector<OpRef> repeatedInputs;
   for (size_t r = 0; r < ir.ranks.size(); ++r) {
     const std::vector<Op> &ops = ir.ranks[r].ops;
     for (uint32_t i = 0; i < ops.size(); ++i) {
@@ -84,8 +89,25 @@ bool checkCoverage(const ScheduleIR &ir, DiagnosticEngine &diags, OpIndex &index
       std::vector<OpRef> &table = op.kind == OpKind::F   ? index.forward
                                   : op.kind == OpKind::W ? index.weight
                                                          : index.backward;
-      ok &= record(ir, diags, table, key, static_cast<int32_t>(r), i);
+      bool first = record(ir, diags, table, key, static_cast<int32_t>(r), i);
+      ok &= first;
+      if (op.kind == OpKind::I && inputRuns[key]++ > 0)
+        repeatedInputs.push_back({static_cast<int32_t>(r), i});
+      if (op.kind == OpKind::W)
+        ++weightRuns[key];
     }
+  }
+  for (const OpRef &repeat : repeatedInputs) {
+    const Op &i = ir.ranks[repeat.rank].ops[repeat.index];
+    size_t key = index.key(i.stage, i.microbatch);
+    if (inputRuns[key] <= weightRuns[key] || !index.weight[key].valid())
+      continue; // as many W's as I's, or no W at all (reported below, at the first I)
+    weightRuns[key] = inputRuns[key]; // once per (stage, micro-batch)
+    if (Diagnostic *d = reportAtOp(diags, DiagKind::IWithoutW, ir, repeat.rank, i,
+                                   "the weight-gradient half of this second run of " +
+                                       describeOp(ir, i) + " never runs"))
+      d->note("each I needs its own W; remove the repeated I, or add a 'W' after it");
+    ok = false;
   }
 
   std::map<std::pair<int32_t, int32_t>, Missing> missingForward, missingBackward;

@@ -15,17 +15,13 @@ OpRef consumerOf(const ScheduleIR &ir, const OpIndex &index, const Op &op) {
   return {};
 }
 
-} // namespace
+constexpr uint32_t kNone = ~0u;
 
-CommPlan deriveCommPlan(const ScheduleIR &ir, const OpIndex &index) {
-  constexpr uint32_t kNone = ~0u;
-  CommPlan plan;
-  size_t ranks = ir.ranks.size();
-  plan.ranks.resize(ranks);
-
-  // Steps. An op's step is found by walking its rank's ops with a step counter,
-  // so no per-op table of steps is kept.
-  for (size_t r = 0; r < ranks; ++r) {
+// Phase 1, steps: a rank's steps are its ops, a pair counting once. An op's step
+// is found by walking its rank's ops with a step counter, so no per-op table of
+// steps is kept.
+void numberSteps(const ScheduleIR &ir, CommPlan &plan) {
+  for (size_t r = 0; r < ir.ranks.size(); ++r) {
     const std::vector<Op> &ops = ir.ranks[r].ops;
     plan.ranks[r].stepOp.reserve(std::count_if(
         ops.begin(), ops.end(), [](const Op &op) { return op.pair != PairRole::Second; }));
@@ -33,23 +29,31 @@ CommPlan deriveCommPlan(const ScheduleIR &ir, const OpIndex &index) {
       if (ops[i].pair != PairRole::Second)
         plan.ranks[r].stepOp.push_back(i);
   }
+}
 
-  // Messages; for every op, the message it receives (at most one).
-  // Flat over all ops (rank r's are from opBegin[r]): no per-rank vectors.
-  std::vector<size_t> opBegin(ranks + 1, 0);
+// For every op, the message it receives (at most one), flat over all ops:
+// rank r's are from opBegin[r] (no per-rank vectors).
+struct ReceivedBy {
+  std::vector<size_t> opBegin;
+  std::vector<uint32_t> message; // kNone: the op receives nothing
+};
+
+// Phase 2, messages: one per op whose consumer is on another rank, in each
+// sender's program order, each on the channel of its (sender, receiver, kind).
+ReceivedBy collectMessages(const ScheduleIR &ir, const OpIndex &index, CommPlan &plan) {
+  size_t ranks = ir.ranks.size();
+  ReceivedBy received;
+  received.opBegin.assign(ranks + 1, 0);
   for (size_t r = 0; r < ranks; ++r)
-    opBegin[r + 1] = opBegin[r] + ir.ranks[r].ops.size();
-  std::vector<uint32_t> received(opBegin.back(), kNone);
+    received.opBegin[r + 1] = received.opBegin[r] + ir.ranks[r].ops.size();
+  received.message.assign(received.opBegin.back(), kNone);
   // Exact sizes first: growing the largest arrays by doubling would cost up to 2x.
   size_t total = 0;
-  for (size_t r = 0; r < ranks; ++r) {
-    size_t sends = 0;
+  for (size_t r = 0; r < ranks; ++r)
     for (const Op &op : ir.ranks[r].ops) {
       OpRef consumer = consumerOf(ir, index, op);
-      sends += consumer.valid() && consumer.rank != static_cast<int32_t>(r);
+      total += consumer.valid() && consumer.rank != static_cast<int32_t>(r);
     }
-    total += sends;
-  }
   plan.messages.reserve(total);
   // Channel ids of the current sender, by (receiver, kind); only touched slots are reset.
   std::vector<uint32_t> channelTo(2 * ranks, kNone);
@@ -66,11 +70,12 @@ CommPlan deriveCommPlan(const ScheduleIR &ir, const OpIndex &index) {
         continue;
       MessageKind kind = ops[i].kind == OpKind::F ? MessageKind::Activation
                                                   : MessageKind::Gradient;
-      uint32_t &channel = channelTo[2 * consumer.rank + (kind == MessageKind::Gradient)];
+      uint32_t slot = 2 * consumer.rank + (kind == MessageKind::Gradient);
+      uint32_t &channel = channelTo[slot];
       if (channel == kNone) {
         channel = plan.numChannels++;
         plan.channels.push_back({static_cast<int32_t>(r), consumer.rank});
-        touched.push_back(2 * consumer.rank + (kind == MessageKind::Gradient));
+        touched.push_back(slot);
       }
       uint32_t id = static_cast<uint32_t>(plan.messages.size());
       Message &m = plan.messages.emplace_back();
@@ -79,51 +84,68 @@ CommPlan deriveCommPlan(const ScheduleIR &ir, const OpIndex &index) {
       m.producer = i;
       m.consumer = consumer.index;
       m.producerStep = step;
-      m.consumerStep = 0; // set below, walking the consumer's rank
-      received[opBegin[consumer.rank] + consumer.index] = id;
+      m.consumerStep = 0; // set by planReceives, walking the consumer's rank
+      received.message[received.opBegin[consumer.rank] + consumer.index] = id;
     }
     plan.ranks[r].sends.last = static_cast<uint32_t>(plan.messages.size()); // program order
     for (uint32_t slot : touched)
       channelTo[slot] = kNone;
     touched.clear();
   }
-  // Each channel's messages in send order: ids grow in the sender's program
-  // order, so a counting sort by channel over ascending ids gives it (and within
-  // a channel, "sent before m" is "smaller id than m").
-  std::vector<uint32_t> posted(plan.numChannels + 1, 0); // per channel: next to post
+  return received;
+}
+
+// Each channel's messages in send order, as one array: channel c's are
+// order[begin[c] .. end[c]).
+struct ChannelQueues {
+  std::vector<uint32_t> begin, end, order;
+};
+
+// Phase 3: message ids grow in the sender's program order, so a counting sort
+// by channel over ascending ids gives each channel's send order (and within a
+// channel, "sent before m" is "smaller id than m").
+ChannelQueues orderByChannel(const CommPlan &plan) {
+  ChannelQueues queues;
+  std::vector<uint32_t> start(plan.numChannels + 1, 0);
   for (const Message &m : plan.messages)
-    ++posted[m.channel + 1];
+    ++start[m.channel + 1];
   for (uint32_t c = 0; c < plan.numChannels; ++c)
-    posted[c + 1] += posted[c];
-  std::vector<uint32_t> channelOrder(plan.messages.size());
-  std::vector<uint32_t> channelEnd(posted.begin() + 1, posted.end());
-  {
-    std::vector<uint32_t> cursor(posted.begin(), posted.end() - 1);
-    for (uint32_t id = 0; id < plan.messages.size(); ++id)
-      channelOrder[cursor[plan.messages[id].channel]++] = id;
-  }
-  // Posting order: before each step, on the channel of every message the step
-  // consumes, each receive up to that message not yet posted. What is posted
-  // and not yet consumed is held.
-  for (size_t r = 0; r < ranks; ++r) {
+    start[c + 1] += start[c];
+  queues.order.resize(plan.messages.size());
+  queues.begin.assign(start.begin(), start.end() - 1);
+  queues.end.assign(start.begin() + 1, start.end());
+  std::vector<uint32_t> cursor = queues.begin;
+  for (uint32_t id = 0; id < plan.messages.size(); ++id)
+    queues.order[cursor[plan.messages[id].channel]++] = id;
+  return queues;
+}
+
+// Phase 4, posting order: before each step, on the channel of every message the
+// step consumes, each receive up to that message not yet posted. What is posted
+// and not yet consumed is held; the most held, and where, is kept per rank.
+void planReceives(const ScheduleIR &ir, const ReceivedBy &received, ChannelQueues queues,
+                  CommPlan &plan) {
+  std::vector<uint32_t> &posted = queues.begin; // per channel: the next to post
+  for (size_t r = 0; r < ir.ranks.size(); ++r) {
     const std::vector<Op> &ops = ir.ranks[r].ops;
     RankComm &rank = plan.ranks[r];
-    auto first = received.begin() + opBegin[r], last = received.begin() + opBegin[r + 1];
+    auto first = received.message.begin() + received.opBegin[r];
+    auto last = received.message.begin() + received.opBegin[r + 1];
     rank.receives.reserve((last - first) - std::count(first, last, kNone));
     size_t consumed = 0;
     for (uint32_t step = 0; step < rank.stepOp.size(); ++step) {
       uint32_t end = step + 1 < rank.stepOp.size() ? rank.stepOp[step + 1]
                                                    : static_cast<uint32_t>(ops.size());
       for (uint32_t i = rank.stepOp[step]; i < end; ++i) {
-        uint32_t id = received[opBegin[r] + i];
+        uint32_t id = received.message[received.opBegin[r] + i];
         if (id == kNone)
           continue;
         plan.messages[id].consumerStep = step;
         ++consumed;
         uint32_t channel = plan.messages[id].channel;
         uint32_t &next = posted[channel];
-        while (next < channelEnd[channel] && channelOrder[next] <= id)
-          rank.receives.push_back(channelOrder[next++]);
+        while (next < queues.end[channel] && queues.order[next] <= id)
+          rank.receives.push_back(queues.order[next++]);
       }
       uint32_t held = static_cast<uint32_t>(rank.receives.size() - consumed);
       if (held > rank.peakHeld) {
@@ -132,6 +154,16 @@ CommPlan deriveCommPlan(const ScheduleIR &ir, const OpIndex &index) {
       }
     }
   }
+}
+
+} // namespace
+
+CommPlan deriveCommPlan(const ScheduleIR &ir, const OpIndex &index) {
+  CommPlan plan;
+  plan.ranks.resize(ir.ranks.size());
+  numberSteps(ir, plan);
+  ReceivedBy received = collectMessages(ir, index, plan);
+  planReceives(ir, received, orderByChannel(plan), plan);
   return plan;
 }
 

@@ -5,6 +5,8 @@
 // same collected list can be printed as text today and as JSON/SARIF later.
 #pragma once
 
+#include "support/ResourceLimits.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringRef.h"
@@ -131,7 +133,7 @@ public:
   // Like clang's -ferror-limit: after this many errors, one TooManyErrors
   // diagnostic is kept and every later report is dropped (still counted).
   // 0: no limit.
-  static constexpr unsigned kDefaultErrorLimit = 20;
+  static constexpr unsigned kDefaultErrorLimit = limits::kErrorsShown;
   void setErrorLimit(unsigned limit) { errorLimit_ = limit; }
   unsigned errorLimit() const { return errorLimit_; }
   // Warnings a policy turns off are dropped (not counted); those it makes

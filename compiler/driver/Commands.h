@@ -29,7 +29,7 @@ struct CommonArgs {
   WarningPolicy warnings; // -W flags: warnings off, or errors, one by one
   bool timePasses = false;
   bool color = false;
-  unsigned errorLimit = 20; // --error-limit: errors shown before stopping, 0 = all
+  unsigned errorLimit = limits::kErrorsShown; // --error-limit: errors shown before stopping, 0 = all
   // --costs FILE then --cost NAME=V, in order: the memory check, the simulator and
   // the overlap plans of `emit/build --target cuda`.
   std::vector<CostOverride> costs;
@@ -110,7 +110,9 @@ int runSim(const std::vector<std::string> &files, const SimArgs &sim, const Comm
 int runCheck(const std::vector<std::string> &files, const CommonArgs &args);
 int runEmit(const std::string &file, EmitTarget target, const std::string &output,
             const CommonArgs &args);
-int runImport(const std::string &file, const std::string &output, const CommonArgs &args);
+// `microbatches`: --microbatches N, the schedule's M (0: from the CSV).
+int runImport(const std::string &file, const std::string &output, int64_t microbatches,
+              const CommonArgs &args);
 
 enum class BuildTarget { Cpu, Cuda };
 
@@ -133,8 +135,9 @@ struct FmtArgs {
   bool color = false;   // diagnostics of files that do not parse
 };
 int runFmt(const std::vector<std::string> &files, const FmtArgs &args);
-// A Language Server on stdin/stdout until `exit` or end of input.
-int runLsp();
+// A Language Server on stdin/stdout until `exit` or end of input; the analyses
+// it keeps stay within `memoryBudget` bytes (estimated; lsp/DocumentStore.h).
+int runLsp(uint64_t memoryBudget);
 // --- synth (SynthCommand.cpp): search for a schedule and write it as .pipe ---
 struct SynthArgs {
   std::string placement = "one"; // one, interleaved, v, bidirectional

@@ -56,7 +56,8 @@ bool elaboratesCleanly(const std::string &text, const CommonArgs &args) {
 
 } // namespace
 
-int runImport(const std::string &file, const std::string &output, const CommonArgs &args) {
+int runImport(const std::string &file, const std::string &output, int64_t microbatches,
+              const CommonArgs &args) {
   if (args.format != DiagFormat::Text && output == "-") {
     llvm::errs() << "pipec: error: --format other than text prints diagnostics on standard "
                     "output; write the schedule elsewhere with -o FILE.pipe\n";
@@ -74,6 +75,17 @@ int runImport(const std::string &file, const std::string &output, const CommonAr
       schedule = inferSchedule(*csv, args.elab.limits, diags);
       if (schedule) // the order came from PyTorch, or is going there
         checkTorchLossOrder(*csv, diags);
+    }
+    // --microbatches N: the schedule's M as the user states it; the CSV's own
+    // micro-batches must fit, and those it leaves out are check's to report.
+    if (schedule && microbatches > 0) {
+      if (microbatches < schedule->numMicrobatches) {
+        llvm::errs() << "pipec: error: --microbatches " << microbatches << ": the CSV runs micro-batch "
+                     << schedule->numMicrobatches - 1 << "\n";
+        return kExitUsage;
+      }
+      schedule->numMicrobatches = microbatches;
+      schedule->flows.back().end = microbatches;
     }
     llvm::raw_string_ostream out(text);
     if (schedule &&

@@ -7,11 +7,20 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace pipec {
 
-int runLsp() {
+int runLsp(uint64_t memoryBudget) {
   lsp::Transport transport(stdin, llvm::outs());
-  return lsp::Server(transport).run();
+  int status = lsp::Server(transport, memoryBudget).run();
+  // The reader thread may be blocked on standard input and the analysis thread
+  // in the middle of an elaboration; neither can be interrupted and neither has
+  // anything to save, so the process ends here rather than waiting for them.
+  llvm::outs().flush();
+  std::fflush(stderr);
+  std::_Exit(status);
 }
 
 } // namespace pipec

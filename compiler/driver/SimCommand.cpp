@@ -298,7 +298,7 @@ void printNumbers(const ScheduleIR &ir, const CheckReport &report, const SimResu
 // Phase 4, for one schedule: the timeline, the SVG and the trace. Pictures draw
 // times: refuse them, clearly, when one is not finite. Returns the status.
 int drawPictures(const std::string &file, const ScheduleIR &ir, const CheckReport &report,
-                 const SimResult &result, const SimArgs &sim,
+                 const SimResult &result, const SimArgs &sim, const RunSetup &run,
                  const VariabilityReport &variability) {
   bool drawing = sim.timeline || !sim.svgPath.empty() || !sim.tracePath.empty();
   std::string undrawable = drawing ? undrawableReason(result) : "";
@@ -314,9 +314,11 @@ int drawPictures(const std::string &file, const ScheduleIR &ir, const CheckRepor
   for (const RankSensitivity &r : variability.sensitivity)
     shading.growth.push_back(r.growth);
   shading.factor = variability.sensitivityFactor;
-  const RankShading *shaded = shading.growth.empty() ? nullptr : &shading;
+  SvgOptions svg;
+  svg.unit = run.inUnits ? "s" : "";
+  svg.shading = shading.growth.empty() ? nullptr : &shading;
   if (!sim.svgPath.empty() && !writeOutputFile(sim.svgPath, [&](llvm::raw_ostream &o) {
-        writeSvg(ir, result, o, shaded);
+        writeSvg(ir, result, o, svg);
       }))
     status = kExitUsage;
   if (!sim.tracePath.empty() &&
@@ -380,7 +382,7 @@ int runSim(const std::vector<std::string> &files, const SimArgs &sim, const Comm
       }
       printNumbers(ir, report, result, sim, units, run, variability);
       // 4. The pictures and the trace.
-      status = std::max(status, drawPictures(file, ir, report, result, sim, variability));
+      status = std::max(status, drawPictures(file, ir, report, result, sim, run, variability));
     }
   }
   if (table && !rows.empty()) {

@@ -10,6 +10,7 @@
 #include "cost/CostInput.h"
 #include "interop/PipeWriter.h"
 #include "synth/ExactSynth.h"
+#include "support/NumberText.h"
 #include "synth/Synthesize.h"
 
 #include "llvm/ADT/StringRef.h"
@@ -49,6 +50,10 @@ std::string readFileDefines(const SynthArgs &args, synth::SynthRequest &request)
     long long number;
     if (name.empty() || value.empty() || value.getAsInteger(10, number))
       return "-D expects NAME=INTEGER, got '" + define + "'";
+    for (const auto &[seen, previous] : request.defines)
+      if (seen == name)
+        return "-D " + name.str() + " is given twice (" + std::to_string(previous) + " and " +
+               value.str() + ")";
     request.defines.emplace_back(name.str(), int64_t(number));
   }
   return "";
@@ -167,12 +172,14 @@ int runSynth(const SynthArgs &args) {
       llvm::errs() << "\n";
     return kExitErrors;
   }
-  char summary[200];
-  std::snprintf(summary, sizeof summary,
-                "makespan %.6g, lower bound %.6g, gap %.1f%%, peak activations %lld, %.2f s",
-                outcome.makespan, outcome.bound, 100 * outcome.gap(),
-                (long long)outcome.peakActivations, outcome.seconds);
-  llvm::errs() << "pipec synth: " << summary << "\n";
+  // Every number is finite here (synthesize refuses a makespan that is not); a
+  // bound is printed only when one was proven (0: none).
+  std::string bound = outcome.bound > 0 ? ", lower bound " + formatNumber(outcome.bound) +
+                                              ", gap " + formatFixed(100 * outcome.gap(), 1) + "%"
+                                        : "";
+  llvm::errs() << "pipec synth: makespan " << formatNumber(outcome.makespan) << bound
+               << ", peak activations " << outcome.peakActivations << ", "
+               << formatFixed(outcome.seconds, 2) << " s\n";
   if (!writeOutputFile(args.output, [&](llvm::raw_ostream &out) { out << outcome.text; }))
     return kExitUsage;
   return kExitClean;

@@ -2,12 +2,14 @@
 // a subcommand cannot honour, and dispatches to a subcommand (Commands.h); it
 // holds no compiler logic.
 #include "driver/Commands.h"
+#include "driver/TorchCsvInput.h"
 #include "sim/Variability.h"
 #include "diag/WarningFlags.h"
 
 #include "PipecVersion.h"
 #include "support/SafeText.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/Twine.h"
@@ -15,6 +17,7 @@
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Process.h"
+#include "llvm/Support/Signals.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
@@ -286,6 +289,11 @@ cl::opt<ImportSource> From("from", cl::desc("The format of the input"), cl::Requ
 cl::opt<std::string> ImportOutput("o", cl::desc("Output file (default: standard output)"),
                                   cl::value_desc("file.pipe"), cl::init("-"),
                                   cl::sub(ImportCmd), cl::cat(Category));
+cl::opt<int64_t> ImportMicrobatches(
+    "microbatches",
+    cl::desc("The schedule's micro-batches (default: one more than the CSV's highest); "
+             "those the CSV never runs are then reported by check"),
+    cl::value_desc("N"), cl::init(0), cl::sub(ImportCmd), cl::cat(Category));
 cl::opt<pipec::DiagFormat> ImportFormat(
     "format", cl::desc("How to print diagnostics"), cl::init(pipec::DiagFormat::Text),
     cl::sub(ImportCmd), cl::cat(Category),
@@ -654,7 +662,13 @@ bool parseSimArgs(pipec::SimArgs &sim) {
   return true;
 }
 
-bool validateImport() { return requirePath(ImportOutput); }
+bool validateImport() {
+  if (given(ImportMicrobatches) && (ImportMicrobatches < 1 || ImportMicrobatches > pipec::kMaxMicrobatches))
+    return usage("--microbatches expects a whole number from 1 to " +
+                 std::to_string(pipec::kMaxMicrobatches) + ", got " +
+                 std::to_string(ImportMicrobatches));
+  return requirePath(ImportOutput);
+}
 
 // --- fmt and lsp --------------------------------------------------------------------
 cl::SubCommand FmtCmd("fmt", "Print schedule files in the canonical layout");
@@ -667,9 +681,16 @@ cl::opt<bool> FmtCheck("check",
                        cl::desc("Print a diff and exit 1 if a file is not formatted"),
                        cl::sub(FmtCmd), cl::cat(Category));
 
+cl::opt<uint64_t> LspMemoryBudget(
+    "memory-budget",
+    cl::desc("Bytes the analyses of all open documents may hold together, estimated "
+             "(default: 768 MiB); the least recently edited are released first"),
+    cl::value_desc("BYTES"), cl::init(pipec::limits::kLspMemoryBytes), cl::sub(LspCmd),
+    cl::cat(Category));
+
 int dispatchFmtOrLsp() {
   if (LspCmd)
-    return pipec::runLsp();
+    return pipec::runLsp(LspMemoryBudget);
   if (FmtInPlace && FmtCheck)
     return conflict("-i", "--check", "--check only reports"), pipec::kExitUsage;
   if (FmtInPlace && llvm::is_contained(FmtFiles, "-"))
@@ -750,10 +771,34 @@ int runSynthCommand(int argc, char **argv) {
   std::_Exit(pipec::kExitUsage);
 }
 
+// A first argument that is not an option names a subcommand: one pipec does
+// not have is a usage error whatever follows it (LLVM would take it for a
+// positional argument and print the general help for `pipec nosuch --help`).
+bool knownSubcommand(int argc, char **argv) {
+  if (argc < 2 || argv[1][0] == '-')
+    return true;
+  StringRef name = argv[1];
+  std::vector<std::string> known;
+  for (cl::SubCommand *command : cl::getRegisteredSubcommands()) {
+    if (command->getName() == name && !name.empty())
+      return true;
+    if (!command->getName().empty()) // not the top level
+      known.push_back(command->getName().str());
+  }
+  llvm::sort(known);
+  std::string names;
+  for (const std::string &known1 : known)
+    names += (names.empty() ? "" : ", ") + known1;
+  return usage("unknown subcommand '" + pipec::commentSafe(name.str()) + "'; the subcommands are " +
+               names + " (run 'pipec --help')");
+}
+
 // Parses the command line and runs the subcommand; returns the exit status.
 int dispatch(int argc, char **argv) {
   cl::HideUnrelatedOptions(Category);
   cl::SetVersionPrinter([](raw_ostream &out) { out << "pipec " << PIPEC_VERSION << "\n"; });
+  if (!knownSubcommand(argc, argv))
+    return pipec::kExitUsage;
   if (!cl::ParseCommandLineOptions(argc, argv,
                                    "pipec: check, simulate and compile pipeline-parallel "
                                    "training schedules\n",
@@ -776,7 +821,7 @@ int dispatch(int argc, char **argv) {
     }
     if (!validateImport())
       return pipec::kExitUsage;
-    return pipec::runImport(ImportFile, ImportOutput, args);
+    return pipec::runImport(ImportFile, ImportOutput, ImportMicrobatches, args);
   }
   if (PlanCmd) {
     pipec::ModelArgs model;
@@ -841,6 +886,11 @@ int checkStandardOutput(int status) {
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
+  // Standard output closed by its reader (`pipec emit ... | head`): an I/O error,
+  // exit status 2 as documented, without a message (no one is reading), rather
+  // than LLVM's default of 74.
+  sys::SetOneShotPipeSignalFunction([] { std::_Exit(pipec::kExitUsage); });
+  pipec::registerTorchCsvInput(); // `pipec check FILE.csv` reads it as import would
   std::set_new_handler(outOfMemory);
   install_bad_alloc_error_handler([](void *, const char *, bool) { outOfMemory(); });
   return checkStandardOutput(dispatch(argc, argv));

@@ -32,7 +32,7 @@ struct ParamDefine {
 // explanation of what is wrong, or "" when it parsed.
 std::string parseParamDefine(llvm::StringRef text, ParamDefine &out);
 
-inline constexpr uint64_t kDefaultMaxPoints = 100000;
+inline constexpr uint64_t kDefaultMaxPoints = limits::kMaxPoints;
 
 // One factor of the product.
 struct DomainAxis {

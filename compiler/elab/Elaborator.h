@@ -7,6 +7,7 @@
 
 #include "diag/Diagnostics.h"
 #include "elab/ScheduleIR.h"
+#include "support/ResourceLimits.h"
 #include "syntax/AST.h"
 
 #include <optional>
@@ -15,9 +16,10 @@
 
 namespace pipec {
 
+// Defaults from support/ResourceLimits.h, as every command's.
 struct ElabLimits {
-  uint64_t maxOps = 20'000'000;          // about 640 MB of IR
-  uint64_t maxIterations = 200'000'000;  // loop iterations, all ranks together
+  uint64_t maxOps = limits::kMaxOps;               // about 640 MB of IR
+  uint64_t maxIterations = limits::kMaxIterations; // loop iterations, all ranks together
 };
 
 struct ElabOptions {

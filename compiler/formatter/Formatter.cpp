@@ -45,14 +45,18 @@ bool blocksFormatting(DiagKind kind) {
 FormatResult formatSource(llvm::StringRef name, llvm::StringRef source) {
   FormatResult result;
   result.compilation = Compilation::fromText(name.str(), source);
-  result.compilation->diags().setErrorLimit(0); // a syntax error past the limit counts too
+  // The same error limit as every command (a line of junk must not print megabytes);
+  // a file that reaches it is not formatted, since a syntax error past the limit
+  // would go unseen.
+  result.compilation->diags().setErrorLimit(limits::kErrorsShown);
   // The ops to compare with, from the same run that looks for syntax errors.
   std::optional<std::string> before;
   if (result.compilation->runFrontEnd(ElabOptions())) {
     before = irText(*result.compilation->ir());
   } else if (!result.compilation->ast()) {
     const auto &found = result.compilation->diags().diagnostics();
-    if (std::any_of(found.begin(), found.end(),
+    if (result.compilation->diags().stopped() ||
+        std::any_of(found.begin(), found.end(),
                     [](const Diagnostic &d) { return blocksFormatting(d.kind); })) {
       result.status = FormatResult::Rejected;
       return result;

@@ -3,6 +3,7 @@
 #include "sema/NameResolver.h"
 #include "syntax/Parser.h"
 
+#include "frontend/InputTranslator.h"
 #include "support/InputFile.h"
 
 #include "llvm/Support/MemoryBuffer.h"
@@ -37,9 +38,14 @@ bool Compilation::load() {
       return false;
     }
     buffer_ = sources_.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
-    return true;
+    // Another format where a .pipe is expected (`pipec check x.csv`): its
+    // translator's .pipe text is what the later phases see.
+    if (InputTranslator translate = inputTranslatorFor(path_))
+      buffer_ = translate(sources_, diags_, path_, buffer_);
+    return buffer_ != 0;
   });
 }
+
 
 bool Compilation::parse() {
   return timed("parse", [&] {

@@ -1,5 +1,7 @@
 #include "frontend/DomainCheck.h"
 
+#include "support/WorkerThreads.h"
+
 #include "llvm/ADT/DenseMap.h"
 
 #include <algorithm>
@@ -7,7 +9,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <thread>
 
 namespace pipec {
 
@@ -45,14 +46,7 @@ public:
 
   PointSummary run() {
     size_t points = domain_.points.size();
-    unsigned jobs = options_.jobs ? options_.jobs : std::thread::hardware_concurrency();
-    jobs = std::max(1u, std::min<unsigned>(jobs, unsigned(std::min<size_t>(points, 256))));
-    std::vector<std::thread> pool;
-    for (unsigned j = 1; j < jobs; ++j)
-      pool.emplace_back([this] { work(); });
-    work();
-    for (std::thread &thread : pool)
-      thread.join();
+    runOnThreads(clampThreads(options_.jobs, points), [this] { work(); });
     return report();
   }
 

@@ -6,6 +6,7 @@
 #include "llvm/Support/Path.h"
 
 #include <optional>
+#include <tuple>
 
 namespace pipec {
 
@@ -75,8 +76,75 @@ void writeLets(const PlacementPlan &plan, llvm::raw_ostream &out) {
       out << "  let " << name << " = " << value << ";\n";
 }
 
-void writeOp(const ImportedOp &op, llvm::raw_ostream &out) {
-  out << ast::opKindName(op.kind) << '(' << op.chunk << ", mb = " << op.microbatch << ')';
+PipeOp pipeOp(const ImportedOp &op) {
+  return {ast::opKindName(op.kind)[0], op.chunk, op.microbatch};
+}
+
+// `followedBy`: `next` is `step` one micro-batch later (by `by`): a loop's next iteration.
+bool followedBy(const PipeStep &step, const PipeStep &next, int64_t by) {
+  if (next.count != step.count)
+    return false;
+  for (int k = 0; k < step.count; ++k)
+    if (next.ops[k].kind != step.ops[k].kind || next.ops[k].chunk != step.ops[k].chunk ||
+        next.ops[k].microbatch != step.ops[k].microbatch + by)
+      return false;
+  return true;
+}
+
+// "F(0, mb = 3) & B(1, mb = 0)"; inside a loop over `loop`, micro-batches
+// relative to the first iteration ("mb = i + 3").
+std::string stepText(const PipeStep &step, const char *loop = nullptr) {
+  std::string out;
+  for (int k = 0; k < step.count; ++k) {
+    const PipeOp &op = step.ops[k];
+    std::string m = std::to_string(op.microbatch);
+    if (loop)
+      m = op.microbatch == 0 ? loop : std::string(loop) + " + " + m;
+    out += std::string(k ? " & " : "") + op.kind + "(" + std::to_string(op.chunk) +
+           ", mb = " + m + ")";
+  }
+  return out;
+}
+
+// A rank's program with runs written as loops: a body of up to four steps
+// that repeats with every micro-batch one higher becomes
+// `for i in 0..n { F(0, mb = i + 3); B(0, mb = i); }`.
+std::string loopedProgram(const std::vector<PipeStep> &steps, const std::string &indent) {
+  constexpr size_t kMaxBody = 4, kMinCovered = 4;
+  std::string out;
+  for (size_t at = 0; at < steps.size();) {
+    size_t bestBody = 0, bestRepeats = 0;
+    for (size_t body = 1; body <= kMaxBody && at + 2 * body <= steps.size(); ++body) {
+      size_t repeats = 1;
+      while (at + (repeats + 1) * body <= steps.size()) {
+        bool same = true;
+        for (size_t k = 0; same && k < body; ++k)
+          same = followedBy(steps[at + k], steps[at + repeats * body + k], int64_t(repeats));
+        if (!same)
+          break;
+        ++repeats;
+      }
+      if (repeats >= 2 && repeats * body >= kMinCovered &&
+          repeats * body > bestRepeats * bestBody)
+        bestBody = body, bestRepeats = repeats;
+    }
+    if (!bestBody) {
+      out += indent + stepText(steps[at]) + ";\n";
+      ++at;
+      continue;
+    }
+    out += indent + "for i in 0.." + std::to_string(bestRepeats) + " {";
+    if (bestBody == 1) {
+      out += " " + stepText(steps[at], "i") + "; }\n";
+    } else {
+      out += "\n";
+      for (size_t k = 0; k < bestBody; ++k)
+        out += indent + "  " + stepText(steps[at + k], "i") + ";\n";
+      out += indent + "}\n";
+    }
+    at += bestBody * bestRepeats;
+  }
+  return out;
 }
 
 bool isKeyword(llvm::StringRef word) {
@@ -116,6 +184,35 @@ std::string escapeForComment(llvm::StringRef text) {
   return escaped;
 }
 
+void writeExplicitSchedule(const ExplicitSchedule &s, llvm::raw_ostream &out) {
+  for (const std::string &line : s.header)
+    out << "// " << line << "\n";
+  // The sizes are fixed: parameters, so that -D P=<its value> is accepted, with
+  // a requirement that names the tool for any other value.
+  out << "schedule " << s.name << "(P = " << s.ranks << ", M = " << s.microbatches << ") {\n";
+  for (auto [param, value, what] : {std::make_tuple('P', s.ranks, "ranks"),
+                                    std::make_tuple('M', s.microbatches, "micro-batches")})
+    out << "  require " << param << " == " << value << " : \"written by " << s.tool << " for "
+        << value << " " << what << "; run it again for another " << param << "\";\n";
+  out << "  ranks P;\n"
+      << "  stages " << s.stages << ";\n"
+      << "  microbatches M;\n";
+  if (s.copies > 1)
+    out << "  copies " << s.copies << ";\n";
+  out << s.placement;
+  for (size_t r = 0; r < s.programs.size(); ++r) {
+    out << "\n  rank " << r << " {\n";
+    if (s.loops) {
+      out << loopedProgram(s.programs[r], "    ");
+    } else {
+      for (const PipeStep &step : s.programs[r])
+        out << "    " << stepText(step) << ";\n";
+    }
+    out << "  }\n";
+  }
+  out << "}\n";
+}
+
 bool writePipe(const ImportedSchedule &schedule, llvm::StringRef name, llvm::StringRef source,
                DiagnosticEngine &diags, llvm::raw_ostream &out) {
   bool flows = schedule.flows.size() > 1;
@@ -141,51 +238,51 @@ bool writePipe(const ImportedSchedule &schedule, llvm::StringRef name, llvm::Str
     plans.push_back(std::move(*plan));
   }
 
-  out << "// Imported by `pipec import --from torch-csv` from " << escapeForComment(source)
-      << ".\n"
-      << "// Every op names its chunk and its global micro-batch, in the CSV's order.\n"
-      << "schedule " << name << "() {\n"
-      << "  ranks " << schedule.numRanks << ";\n"
-      << "  stages " << schedule.numStages << ";\n"
-      << "  microbatches " << schedule.numMicrobatches << ";\n";
-  if (schedule.copies > 1)
-    out << "  copies " << schedule.copies << ";\n";
+  ExplicitSchedule s;
+  s.header = {"Imported by `pipec import --from torch-csv` from " + escapeForComment(source) + ".",
+              "Every op names its chunk and its global micro-batch, in the CSV's order."};
+  s.name = name.str();
+  s.tool = "pipec import";
+  s.ranks = schedule.numRanks;
+  s.stages = schedule.numStages;
+  s.microbatches = schedule.numMicrobatches;
+  s.copies = schedule.copies;
+  llvm::raw_string_ostream placement(s.placement);
   for (const PlacementPlan &plan : plans)
-    writeLets(plan, out);
+    writeLets(plan, placement);
   if (!flows) {
-    out << "  ";
-    writePlacement(plans[0], 2, out);
-    out << "\n";
+    placement << "  ";
+    writePlacement(plans[0], 2, placement);
+    placement << "\n";
   } else {
     for (size_t f = 0; f < schedule.flows.size(); ++f) {
       const ImportedFlow &flow = schedule.flows[f];
       std::string head = "  flow f" + std::to_string(f) + ": microbatches " +
                          std::to_string(flow.begin) + ".." + std::to_string(flow.end) + " { ";
-      out << head;
-      writePlacement(plans[f], head.size(), out);
-      out << " }\n";
+      placement << head;
+      writePlacement(plans[f], head.size(), placement);
+      placement << " }\n";
     }
   }
-  for (size_t r = 0; r < schedule.ranks.size(); ++r) {
-    out << "\n  rank " << r << " {\n";
-    const std::vector<ImportedOp> &ops = schedule.ranks[r];
+  placement.flush();
+  for (const std::vector<ImportedOp> &ops : schedule.ranks) {
+    std::vector<PipeStep> &steps = s.programs.emplace_back();
     for (size_t i = 0; i < ops.size(); ++i) {
-      out << "    ";
+      PipeStep step;
       if (ops[i].pair == PairRole::First && i + 1 < ops.size()) {
         // The pair in the order the CSV wrote it: `B & F` stays backward first.
         bool backwardFirst = ops[i].backwardWrittenFirst;
-        writeOp(ops[backwardFirst ? i + 1 : i], out);
-        out << " & ";
-        writeOp(ops[backwardFirst ? i : i + 1], out);
+        step.count = 2;
+        step.ops[0] = pipeOp(ops[backwardFirst ? i + 1 : i]);
+        step.ops[1] = pipeOp(ops[backwardFirst ? i : i + 1]);
         ++i;
       } else {
-        writeOp(ops[i], out);
+        step.ops[0] = pipeOp(ops[i]);
       }
-      out << ";\n";
+      steps.push_back(step);
     }
-    out << "  }\n";
   }
-  out << "}\n";
+  writeExplicitSchedule(s, out);
   return true;
 }
 

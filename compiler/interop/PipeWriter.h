@@ -1,7 +1,11 @@
-// Writes an imported schedule as an explicit .pipe file: literal topology, one
-// placement (or one flow per placement), and a `rank N { }` program per rank
-// whose every op names its chunk and micro-batch. Placements are written as
-// the closed form they match (s, s % R, a V, ...), else as a lookup, else as
+// The one writer of explicit .pipe files, for `pipec import` and `pipec synth`:
+// a header comment, the fixed sizes as parameters that only their own value
+// satisfies (`schedule s(P = 4, M = 8) { require P == 4 ...`, so `-D P=4` is
+// accepted and `-D P=8` is a clear error), literal stages, one placement (or
+// one flow per placement), and a `rank N { }` program per rank whose every op
+// names its chunk and micro-batch, optionally with runs that repeat one
+// micro-batch later written as `for` loops. For import, placements are written
+// as the closed form they match (s, s % R, a V, ...), else as a lookup, else as
 // packed tables (PlacementExpr.h), so that the file stays within the front
 // end's limits on statements and lines.
 #pragma once
@@ -12,7 +16,36 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <string>
+#include <vector>
+
 namespace pipec {
+
+// One op as a program writes it: `F(chunk, mb = m)`.
+struct PipeOp {
+  char kind = 'F'; // F, B, I or W
+  int32_t chunk = 0;
+  int64_t microbatch = 0;
+};
+
+// A step of a rank's program: one op, or a pair `A & B` in the order written.
+struct PipeStep {
+  PipeOp ops[2];
+  int count = 1;
+};
+
+// A schedule with every op explicit, as import and synth produce it.
+struct ExplicitSchedule {
+  std::vector<std::string> header; // comment lines, without "// "
+  std::string name;
+  int64_t ranks = 1, stages = 1, microbatches = 1, copies = 1;
+  std::string tool;      // "pipec import", "pipec synth": named by the size requirements
+  std::string placement; // lets, then `place` or `flow` lines, each "  ...\n"
+  std::vector<std::vector<PipeStep>> programs; // per rank
+  bool loops = false;    // write runs that repeat one micro-batch later as `for` loops
+};
+
+void writeExplicitSchedule(const ExplicitSchedule &schedule, llvm::raw_ostream &out);
 
 // Reports CsvPlacementTooIrregular and writes nothing when a placement cannot
 // be written within a statement's token limit; returns whether it wrote.

@@ -28,6 +28,15 @@ constexpr const char *kExample = "a cell holds one action such as 0F0, 3I1, 3W1 
 
 bool isBlank(char c) { return c == ' ' || c == '\t'; }
 
+// The type of a cell that is one action <stage><TYPE>[<micro-batch>], or "".
+llvm::StringRef actionType(llvm::StringRef cell) {
+  llvm::StringRef rest = cell.drop_while(llvm::isDigit);
+  if (rest.size() == cell.size())
+    return "";
+  llvm::StringRef type = rest.take_while([](char c) { return llvm::isAlpha(c) || c == '_'; });
+  return rest.drop_front(type.size()).drop_while(llvm::isDigit).empty() ? type : "";
+}
+
 llvm::SMRange rangeOf(const char *begin, const char *end) {
   return {llvm::SMLoc::getFromPointer(begin), llvm::SMLoc::getFromPointer(end)};
 }
@@ -232,6 +241,7 @@ std::optional<TorchCsv> readTorchCsv(unsigned buffer, DiagnosticEngine &diags,
     text = text.drop_front(3);
   unsigned malformed = 0;
   uint64_t actions = 0;
+  bool communication = false; // reported once for the whole file
   const char *trailingBlank = nullptr; // the first of the blank lines that end the file
   while (!text.empty()) {
     auto [line, rest] = text.split('\n');
@@ -256,6 +266,25 @@ std::optional<TorchCsv> readTorchCsv(unsigned buffer, DiagnosticEngine &diags,
       cell = cell.trim(" \t");
       if (cell.empty())
         continue; // PyTorch's idle slot
+      llvm::StringRef type = actionType(cell);
+      // PyTorch's gradient reduction after a stage's last backward ("0REDUCE_GRAD",
+      // "0WAIT_REDUCE_GRAD"), which a plain `pipeline_order` of GPipe or 1F1B has:
+      // pipec's programs reduce gradients at the end of the step, so it is skipped.
+      if (type == "REDUCE_GRAD" || type == "WAIT_REDUCE_GRAD")
+        continue;
+      if (llvm::is_contained(kNonComputeTypes, type)) {
+        if (!communication)
+          diags
+              .report(DiagKind::MalformedCsvCell, rangeOf(cell.begin(), cell.end()),
+                      "'" + cell.str() + "' is a communication action: this CSV is PyTorch's "
+                      "\"compute_comms\" format (sends, receives, unshards), and pipec imports "
+                      "the compute-only order; the file's other communication actions are not "
+                      "listed")
+              .note("dump the schedule with _dump_csv(path, format=\"compute_only\"), or write "
+                    "its pipeline_order rather than pipeline_order_with_comms");
+        communication = true;
+        continue;
+      }
       std::optional<TorchCell> parsed = CellParser(cell, diags).parse();
       if (!parsed) {
         if (diags.stopped()) // the error limit: nothing more would be shown
@@ -279,7 +308,7 @@ std::optional<TorchCsv> readTorchCsv(unsigned buffer, DiagnosticEngine &diags,
       row.push_back(*parsed);
     }
   }
-  if (malformed != 0)
+  if (malformed != 0 || communication)
     return std::nullopt;
   if (trailingBlank) {
     // Python's csv module reads a blank line as a row with no cells, and

@@ -200,21 +200,13 @@ private:
     return true;
   }
 
-  // Chunk numbers per rank: by first flow, then by first appearance in the row.
+  // Chunk numbers per rank: by first flow, then in stage order (chunk 0 holds
+  // the rank's lowest stage), whatever order the row runs them in.
   void numberChunks() {
     std::vector<std::map<int64_t, std::pair<size_t, size_t>>> order(out_.numRanks);
     for (size_t f = 0; f < out_.flows.size(); ++f)
       for (int64_t s = 0; s < out_.numStages; ++s)
-        order[rankOf(s, out_.flows[f].begin)].emplace(s, std::make_pair(f, SIZE_MAX));
-    for (size_t r = 0; r < csv_.rows.size(); ++r) {
-      size_t position = 0;
-      for (const TorchCell &cell : csv_.rows[r])
-        for (const TorchAction *a : {&cell.first, cell.second ? &*cell.second : nullptr})
-          if (a) {
-            auto &first = order[r][a->stage].second;
-            first = std::min(first, position++);
-          }
-    }
+        order[rankOf(s, out_.flows[f].begin)].emplace(s, std::make_pair(f, size_t(s)));
     chunkOf_.assign(out_.numRanks, {});
     for (int64_t r = 0; r < out_.numRanks; ++r) {
       std::vector<std::pair<std::pair<size_t, size_t>, int64_t>> slots;

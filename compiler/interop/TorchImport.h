@@ -8,8 +8,9 @@
 // Chimera, one copy per direction), micro-batches are grouped into flows:
 // maximal runs of consecutive micro-batches that place every stage on the
 // same ranks. A rank's chunks are numbered by the first flow that uses them,
-// then by first appearance in the rank's row, so the shipped schedules import
-// with the chunk numbers they were written with. PyTorch's notation names
+// then in stage order (chunk 0 holds the rank's lowest stage), so the shipped
+// schedules import with the chunk numbers they were written with, and a row that
+// runs a later stage first does not renumber its chunks. PyTorch's notation names
 // stages, not chunks: a rank that held one stage in two chunks (two copies on
 // one rank) imports with one chunk for it.
 #pragma once

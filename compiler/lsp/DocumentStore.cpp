@@ -84,26 +84,97 @@ std::string pathFromUri(llvm::StringRef uri) {
   return path;
 }
 
-Document &DocumentStore::update(const std::string &uri, int64_t version, std::string text) {
-  Document &document = documents_[uri];
-  document.uri = uri;
-  document.path = pathFromUri(uri);
-  document.version = version;
-  document.text = std::move(text);
-  document.lines = std::make_unique<LineIndex>(document.text);
-  document.compilation = Compilation::fromText(document.path, document.text);
-  if (document.text.size() > kMaxInputBytes)
-    document.compilation->diags().report(
+std::unique_ptr<Document> analyseDocument(const std::string &uri, const std::string &path,
+                                          int64_t version, std::string text) {
+  auto document = std::make_unique<Document>();
+  document->uri = uri;
+  document->path = path;
+  document->version = version;
+  document->text = std::move(text);
+  document->lines = std::make_unique<LineIndex>(document->text);
+  document->compilation = Compilation::fromText(document->path, document->text);
+  if (document->text.size() > kMaxInputBytes)
+    document->compilation->diags().report(
         DiagKind::FileNotReadable,
         "the document is larger than the 12 MiB limit for an input file; not analysed");
   else
-    document.compilation->runAll(ElabOptions(), CheckOptions());
+    document->compilation->runAll(ElabOptions(), CheckOptions());
   return document;
 }
 
-Document *DocumentStore::find(const std::string &uri) {
+uint64_t estimatedBytes(const Document &analysis) {
+  uint64_t ops = 0;
+  if (analysis.compilation && analysis.compilation->ir())
+    ops = analysis.compilation->ir()->totalOps();
+  // Two copies of the text: the snapshot's and the compilation's buffer.
+  return kBytesPerOp * ops + kBytesPerSourceByte * uint64_t(analysis.text.size());
+}
+
+OpenDocument &DocumentStore::open(const std::string &uri, int64_t version, std::string text) {
+  OpenDocument &document = documents_[uri];
+  document.uri = uri;
+  document.path = pathFromUri(uri);
+  document.analysis.reset();
+  change(document, version, std::move(text));
+  return document;
+}
+
+void DocumentStore::change(OpenDocument &document, int64_t version, std::string text) {
+  document.version = version;
+  document.text = std::move(text);
+  // From the session's clock, not counted per document: a document closed and
+  // opened again never reuses an edit number an analysis in flight still carries.
+  document.edit = ++clock_;
+  document.wanted = true;
+  document.tooLarge = false;
+  document.touched = ++clock_;
+}
+
+OpenDocument *DocumentStore::find(const std::string &uri) {
   auto it = documents_.find(uri);
   return it == documents_.end() ? nullptr : &it->second;
+}
+
+void DocumentStore::touch(OpenDocument &document) {
+  document.touched = ++clock_;
+  if (!document.analysis && !document.tooLarge)
+    document.wanted = true;
+}
+
+OpenDocument *DocumentStore::nextToAnalyse() {
+  OpenDocument *next = nullptr;
+  for (auto &[uri, document] : documents_)
+    if (document.wanted && (!next || document.touched > next->touched))
+      next = &document;
+  return next;
+}
+
+void DocumentStore::makeRoomFor(const OpenDocument &document, uint64_t extra) {
+  uint64_t kept = 0;
+  for (auto &[uri, other] : documents_)
+    kept += other.bytes();
+  while (kept + extra > budget_) {
+    OpenDocument *oldest = nullptr;
+    for (auto &[uri, other] : documents_)
+      if (&other != &document && other.analysis && (!oldest || other.touched < oldest->touched))
+        oldest = &other;
+    if (!oldest)
+      return;
+    kept -= oldest->bytes();
+    oldest->analysis.reset(); // its diagnostics stay published; a request asks for it again
+  }
+}
+
+OpenDocument *DocumentStore::install(std::unique_ptr<Document> analysis, uint64_t edit) {
+  OpenDocument *document = find(analysis->uri);
+  if (!document || document->edit != edit)
+    return nullptr;
+  document->analysis = std::move(analysis);
+  document->analysedEdit = edit;
+  document->wanted = false;
+  document->tooLarge = overBudget(*document->analysis);
+  makeRoomFor(*document, 0);
+  return document;
 }
 
 } // namespace pipec::lsp

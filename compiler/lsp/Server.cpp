@@ -7,6 +7,9 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <system_error>
+#include <thread>
+
 namespace pipec::lsp {
 
 using llvm::json::Array;
@@ -73,40 +76,126 @@ bool nestedTooDeep(llvm::StringRef body) {
 
 } // namespace
 
+bool Server::startReader() {
+  try {
+    std::thread([events = events_, &transport = transport_] {
+      for (;;) {
+        Event event;
+        std::string problem;
+        Transport::Read read = transport.read(event.text, problem);
+        event.kind = read == Transport::Read::Message ? Event::Kind::Message
+                     : read == Transport::Read::Bad   ? Event::Kind::Bad
+                                                      : Event::Kind::End;
+        if (read == Transport::Read::Bad)
+          event.text = problem;
+        events->push(std::move(event));
+        if (read == Transport::Read::End)
+          return;
+      }
+    }).detach();
+    return true;
+  } catch (const std::system_error &) {
+    log("no thread for reading; messages are read between analyses");
+    return false;
+  }
+}
+
+void Server::readOne() {
+  Event event;
+  std::string problem;
+  Transport::Read read = transport_.read(event.text, problem);
+  event.kind = read == Transport::Read::Message ? Event::Kind::Message
+               : read == Transport::Read::Bad   ? Event::Kind::Bad
+                                                : Event::Kind::End;
+  if (read == Transport::Read::Bad)
+    event.text = problem;
+  events_->push(std::move(event));
+}
+
 int Server::run() {
-  std::string body, problem;
+  readerThread_ = startReader();
+  worker_ = std::make_unique<AnalysisWorker>(events_, readerThread_);
   while (!exit_) {
-    switch (transport_.read(body, problem)) {
-    case Transport::Read::End: // a client that shut the server down may just close
+    if (events_->empty())
+      analyseNext(); // nothing queued: the edits so far are all in
+    if (!readerThread_ && events_->empty())
+      readOne();
+    Event event = events_->pop();
+    switch (event.kind) {
+    case Event::Kind::End: // a client that shut the server down may just close
       if (!shutdown_)
         log("the input ended without 'shutdown' and 'exit'");
       return shutdown_ ? 0 : 1;
-    case Transport::Read::Bad:
-      log(problem);
+    case Event::Kind::Bad:
+      log(event.text);
       continue;
-    case Transport::Read::Message:
-      break;
-    }
-    if (nestedTooDeep(body)) {
-      log("a message nested more than " + llvm::Twine(kMaxJsonNesting) + " deep; skipped");
-      replyError(nullptr, InvalidRequest, "the message is nested too deep");
+    case Event::Kind::Analysed:
+      analysed(event);
       continue;
-    }
-    llvm::Expected<Value> message = llvm::json::parse(body);
-    if (!message) {
-      std::string error = llvm::toString(message.takeError());
-      log("a message that is not JSON: " + error);
-      replyError(nullptr, ParseError, "not JSON: " + error);
+    case Event::Kind::Message:
+      handleBody(event.text);
       continue;
-    }
-    if (const Object *object = message->getAsObject()) {
-      handle(*object);
-    } else {
-      log("a message that is not a JSON object");
-      replyError(nullptr, InvalidRequest, "a message must be a JSON object");
     }
   }
   return shutdown_ ? 0 : 1;
+}
+
+void Server::analyseNext() {
+  if (analysing_)
+    return;
+  OpenDocument *next = documents_.nextToAnalyse();
+  if (!next)
+    return;
+  // Room for the new analysis beside those kept (its old one included, which
+  // answers nothing once the text changed, but is freed only when the new one
+  // arrives): estimated as the old one, or from the text alone.
+  documents_.makeRoomFor(
+      *next, std::max(next->bytes(), kBytesPerSourceByte * uint64_t(next->text.size())));
+  next->wanted = false;
+  analysing_ = true;
+  worker_->start(AnalysisJob{next->uri, next->path, next->version, next->edit, next->text});
+}
+
+void Server::analysed(Event &event) {
+  analysing_ = false;
+  OpenDocument *document = documents_.install(std::move(event.analysis), event.edit);
+  if (!document)
+    return; // closed or changed since: the newest text is analysed next
+  if (document->tooLarge) {
+    auto size = [](uint64_t bytes) {
+      return bytes >= (uint64_t(1) << 20) ? std::to_string(bytes >> 20) + " MiB"
+             : bytes >= 1024              ? std::to_string(bytes >> 10) + " KiB"
+                                          : std::to_string(bytes) + " bytes";
+    };
+    document->analysis->compilation->diags().warn(DiagKind::LspMemoryBudget, llvm::SMRange(),
+                                                  size(document->bytes()),
+                                                  size(documents_.budget()));
+    publishDiagnostics(*document->analysis);
+    document->analysis.reset();
+    return;
+  }
+  publishDiagnostics(*document->analysis);
+}
+
+void Server::handleBody(const std::string &body) {
+  if (nestedTooDeep(body)) {
+    log("a message nested more than " + llvm::Twine(kMaxJsonNesting) + " deep; skipped");
+    replyError(nullptr, InvalidRequest, "the message is nested too deep");
+    return;
+  }
+  llvm::Expected<Value> message = llvm::json::parse(body);
+  if (!message) {
+    std::string error = llvm::toString(message.takeError());
+    log("a message that is not JSON: " + error);
+    replyError(nullptr, ParseError, "not JSON: " + error);
+    return;
+  }
+  if (const Object *object = message->getAsObject()) {
+    handle(*object);
+  } else {
+    log("a message that is not a JSON object");
+    replyError(nullptr, InvalidRequest, "a message must be a JSON object");
+  }
 }
 
 void Server::handle(const Object &message) {
@@ -159,20 +248,26 @@ Value Server::call(llvm::StringRef method, const Object *params, bool &known, in
     return nullptr;
   }
   std::optional<std::string> uri = uriOf(params);
-  Document *document = uri ? documents_.find(*uri) : nullptr;
-  if (!document) {
+  OpenDocument *open = uri ? documents_.find(*uri) : nullptr;
+  if (!open) {
     errorCode = InvalidParams;
     error = uri ? "the document '" + *uri + "' is not open" : "no textDocument.uri";
     return nullptr;
   }
   if (method == "textDocument/formatting")
-    return formatting(*document, errorCode, error);
+    return formatting(*open, errorCode, error);
   std::optional<Position> position = positionOf(params);
   if (!position) {
     errorCode = InvalidParams;
     error = "no valid position";
     return nullptr;
   }
+  documents_.touch(*open);
+  // Answered at once: nothing to show while the newest text is being analysed
+  // (or after its analysis was released; touch asked for it again).
+  const Document *document = open->current();
+  if (!document)
+    return nullptr;
   size_t offset = document->lines->offsetOf(*position);
   return method == "textDocument/hover" ? hoverAt(*document, offset)
                                         : definitionAt(*document, offset);
@@ -193,10 +288,9 @@ void Server::notify(llvm::StringRef method, const Object *params) {
       log("didOpen without text for " + *uri);
       return;
     }
-    publishDiagnostics(
-        documents_.update(*uri, document->getInteger("version").getValueOr(0), text->str()));
+    documents_.open(*uri, document->getInteger("version").getValueOr(0), text->str());
   } else if (method == "textDocument/didChange" && uri) {
-    Document *open = documents_.find(*uri);
+    OpenDocument *open = documents_.find(*uri);
     const Array *changes = params->getArray("contentChanges");
     if (!open || !changes) {
       log("didChange for a document that is not open, or without changes: " + *uri);
@@ -226,8 +320,7 @@ void Server::notify(llvm::StringRef method, const Object *params) {
       size_t first = lines.offsetOf(*a), last = std::max(first, lines.offsetOf(*b));
       text = text.substr(0, first) + replacement->str() + text.substr(last);
     }
-    publishDiagnostics(
-        documents_.update(*uri, document->getInteger("version").getValueOr(0), std::move(text)));
+    documents_.change(*open, document->getInteger("version").getValueOr(0), std::move(text));
   } else if (method == "textDocument/didClose" && uri) {
     documents_.close(*uri);
     publishEmpty(*uri);
@@ -266,7 +359,8 @@ Value Server::initialize() {
       {"serverInfo", Object{{"name", "pipec"}, {"version", PIPEC_VERSION}}}};
 }
 
-Value Server::formatting(const Document &document, int &errorCode, std::string &error) {
+// Formats the newest text, whether or not its analysis has arrived.
+Value Server::formatting(const OpenDocument &document, int &errorCode, std::string &error) {
   formatter::FormatResult result = formatter::formatSource(document.path, document.text);
   if (result.status == formatter::FormatResult::Rejected) {
     errorCode = RequestFailed;
@@ -280,7 +374,7 @@ Value Server::formatting(const Document &document, int &errorCode, std::string &
   }
   if (result.text == document.text)
     return Array();
-  Position end = document.lines->positionOf(document.text.size());
+  Position end = LineIndex(document.text).positionOf(document.text.size());
   Object range{{"start", Object{{"line", 0}, {"character", 0}}},
                {"end", Object{{"line", end.line}, {"character", end.character}}}};
   return Array{Object{{"range", std::move(range)}, {"newText", std::move(result.text)}}};

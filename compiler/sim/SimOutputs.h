@@ -5,6 +5,7 @@
 
 #include "check/Checks.h"
 #include "sim/Simulator.h"
+#include "support/NumberText.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
@@ -26,17 +27,19 @@ void printSimJson(const ScheduleIR &ir, const CheckReport &report, const SimResu
 bool printTimeline(const ScheduleIR &ir, const SimResult &sim, llvm::raw_ostream &out,
                    unsigned width = 120);
 struct RankShading;
-// `shading` (sim --sensitivity): each rank's label shaded by its sensitivity (SvgSensitivity.h).
+// What the SVG needs besides the schedule and its times.
+struct SvgOptions {
+  std::string unit; // "s": times are seconds (sim --model); "": cost units
+  // sim --sensitivity: each rank's label shaded by its sensitivity (SvgSensitivity.h).
+  const RankShading *shading = nullptr;
+};
 bool writeSvg(const ScheduleIR &ir, const SimResult &sim, llvm::raw_ostream &out,
-              const RankShading *shading = nullptr);
+              const SvgOptions &options = {});
 bool writeChromeTrace(const ScheduleIR &ir, const CheckReport &report, const SimResult &sim,
                       llvm::raw_ostream &out);
 // Why the times of `sim` cannot be drawn ("the makespan is inf"), or "" when they can.
 std::string undrawableReason(const SimResult &sim);
 
-// A number as people read it: from 1 to 1e9 at most 3 decimals, elsewhere six
-// significant digits ("4e-07"); no trailing zeros.
-std::string formatNumber(double value);
 // The label of a step: "F0.3", or "FB(F0.7|B1.3)" for a pair.
 std::string stepLabel(const ScheduleIR &ir, int64_t rank, uint32_t firstOp);
 

@@ -63,8 +63,12 @@ std::unique_ptr<llvm::MemoryBuffer> readInputFile(llvm::StringRef path, std::str
     fs::closeFile(handle);
   if (!ok)
     return nullptr;
-  return llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(text.data(), text.size()),
-                                              standardInput ? "<stdin>" : path);
+  // A UTF-8 byte-order mark (as some Windows editors write) is not part of the
+  // text: dropped, so the first line's columns are those the editor shows.
+  llvm::StringRef contents(text.data(), text.size());
+  if (contents.startswith("\xEF\xBB\xBF"))
+    contents = contents.drop_front(3);
+  return llvm::MemoryBuffer::getMemBufferCopy(contents, standardInput ? "<stdin>" : path);
 }
 
 } // namespace pipec

@@ -4,6 +4,8 @@
 // an error instead of filling memory.
 #pragma once
 
+#include "support/ResourceLimits.h"
+
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -19,7 +21,7 @@ namespace pipec {
 // 900-term expressions, `F(0,mb=0);` lists), so a 12 MiB input peaks near 1.5 GB.
 // A few bytes per op of that are the source itself; most are the token list
 // (48 bytes a token), the AST and the elaborated ops.
-constexpr uint64_t kMaxInputBytes = uint64_t(12) << 20;
+constexpr uint64_t kMaxInputBytes = limits::kMaxInputBytes;
 
 // The file's contents, named `path`; null with `error` set ("Is a directory",
 // "larger than the 12 MiB limit for an input file", ...) when it cannot be read.

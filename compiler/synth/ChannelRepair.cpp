@@ -49,6 +49,8 @@ bool repairChannels(const SynthProblem &p, RankOrders &orders, int passes) {
   Channels channels(p);
   const int ranks = p.layout.ranks;
   for (int pass = 0; pass < passes; ++pass) {
+    if (p.pastDeadline())
+      return false; // --time ran out: the move is dropped as unrepaired
     channels.collect(orders);
     bool changed = false;
     for (size_t c = 0; c < channels.sent.size(); ++c) {

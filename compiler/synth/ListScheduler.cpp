@@ -157,8 +157,8 @@ struct State {
 // With --overlap: runs `op` (an F or an I that could start at `start`) as a
 // pair with an op of the other kind on its rank when that finishes both sooner
 // than running them one after the other; returns the ops committed (0: none).
-// `only`: the one partner allowed (a static sequence's next), or -1 for any.
-int pairUp(State &state, int op, double start, int only = -1) {
+// `only`: the one partner allowed (a static sequence's next), or none for any.
+int pairUp(State &state, int op, double start, std::optional<int> only = std::nullopt) {
   const SynthProblem &p = state.p;
   int r = p.rankOf(op), want = p.kindOf(op) == kF ? kI : kF;
   int best = -1;
@@ -166,7 +166,7 @@ int pairUp(State &state, int op, double start, int only = -1) {
   bool bestWhole = false;
   for (int other : state.available[r]) {
     if (p.kindOf(other) != want || p.mbOf(other) == p.mbOf(op) || !state.allowed(other) ||
-        (only >= 0 && other != only))
+        (only && other != *only))
       continue;
     int f = want == kF ? other : op, i = want == kF ? op : other;
     bool whole = p.pairTakesW(f, i);
@@ -214,7 +214,9 @@ std::optional<RankOrders> listSchedule(const SynthProblem &p, const ListVariant 
     meanOp[r] /= 3.0 * std::max<size_t>(1, l.rankStages[r].size());
   }
   int total = p.numOps();
-  for (int committed = 0; committed < total;) {
+  for (int committed = 0, steps = 0; committed < total; ++steps) {
+    if ((steps & 63) == 0 && p.pastDeadline())
+      return std::nullopt; // --time ran out in the middle of a construction
     int bestOp = -1;
     double bestStart = 0;
     for (int r = 0; r < l.ranks; ++r) {
@@ -287,6 +289,10 @@ std::vector<std::vector<int>> lanes(const SynthProblem &p, int r, int kind) {
   return out; // stages ascending: the pipeline order on this rank
 }
 
+// In a forward sequence: a turn in which the rank runs only the backward (ZB-V's
+// steady state once a stage has no forwards left).
+constexpr int kSkippedTurn = -1;
+
 // One rank's forwards (or backwards, given the lanes reversed) in the order a
 // sequence rule takes them.
 std::vector<int> sequenceOf(const std::vector<std::vector<int>> &lanes,
@@ -312,15 +318,15 @@ std::vector<int> sequenceOf(const std::vector<std::vector<int>> &lanes,
       take(ownFirst ? 1 : 0, 1);
     }
     take(1, phases[2]);
-    // In turn; a stage with no forwards left still has its turn (-1), in
-    // which the rank runs only the backward, as ZB-V's steady state does.
+    // In turn; a stage with no forwards left still has its turn (kSkippedTurn),
+    // in which the rank runs only the backward, as ZB-V's steady state does.
     size_t skipped = 0;
     while (out.size() - skipped < total)
       for (size_t lane : {0, 1}) {
         size_t before = out.size();
         take(lane, 1);
         if (out.size() == before && out.size() - skipped < total)
-          out.push_back(-1), ++skipped;
+          out.push_back(kSkippedTurn), ++skipped;
       }
   }
   while (out.size() < total) {
@@ -336,162 +342,250 @@ std::vector<int> sequenceOf(const std::vector<std::vector<int>> &lanes,
 
 } // namespace
 
-std::optional<RankOrders> phasedSchedule(const SynthProblem &p, const PhasedVariant &variant) {
-  State state(p, -1);
-  state.reserve = false; // the warm-ups decide; a stuck variant is dropped
-  const StagePlacement &l = p.layout;
-  const int ranks = l.ranks;
-  std::vector<int> total(ranks, 0), forwards(ranks, 0), inputs(ranks, 0), pendingW(ranks, 0);
-  std::vector<char> lastWasForward(ranks, 0);
-  for (int s = 0; s < l.stages; ++s)
-    for (int m = 0; m < p.microbatches; ++m)
-      ++total[l.rankOf(s, m)];
+namespace {
+
+// The library's shape built in simulated time, one step at a time: each step
+// every rank proposes the op it wants next (wantedKind, then the best op of that
+// kind, or a W that fits the wait), the earliest proposal runs (as a pair when
+// --overlap pairs it), and the rank's counters and sequence cursors move on.
+class PhasedBuilder {
+public:
+  PhasedBuilder(const SynthProblem &p, const PhasedVariant &variant)
+      : p_(p), v_(variant), state_(p, -1),
+        ordered_(variant.sequence != PhasedVariant::Sequence::Arrival) {
+    state_.reserve = false; // the warm-ups decide; a stuck variant is dropped
+    const StagePlacement &l = p.layout;
+    const int ranks = l.ranks;
+    total_.assign(ranks, 0);
+    forwards_.assign(ranks, 0);
+    inputs_.assign(ranks, 0);
+    pendingW_.assign(ranks, 0);
+    lastWasForward_.assign(ranks, 0);
+    for (int s = 0; s < l.stages; ++s)
+      for (int m = 0; m < p.microbatches; ++m)
+        ++total_[l.rankOf(s, m)];
+    sequences_.resize(ranks);
+    if (ordered_)
+      for (int r = 0; r < ranks; ++r)
+        buildSequences(r);
+  }
+
+  std::optional<RankOrders> run() {
+    for (int committed = 0, total = p_.numOps(), steps = 0; committed < total; ++steps) {
+      if ((steps & 63) == 0 && p_.pastDeadline())
+        return std::nullopt; // --time ran out in the middle of a construction
+      std::optional<Choice> next = preferredStep();
+      if (!next)
+        next = anyRunnableStep(); // the wanted kinds cannot run (memory or order)
+      if (!next)
+        return std::nullopt;
+      committed += commit(*next);
+    }
+    return std::move(state_.orders);
+  }
+
+private:
+  struct Choice {
+    int op;
+    double start;
+  };
+  // Rank r's static sequences of forwards (ops[kF]) and backwards (ops[kI]),
+  // each with a cursor at its first op not yet run.
+  struct RankSequences {
+    std::vector<int> ops[2];
+    size_t cursor[2] = {0, 0};
+  };
+  // Whom an op may pair with: anyone, one op (a static sequence's next), or nobody.
+  struct PartnerRule {
+    bool allowed = true;
+    std::optional<int> only;
+  };
+
+  void buildSequences(int r) {
+    for (int kind : {kF, kI}) {
+      auto laneOps = lanes(p_, r, kind);
+      if (kind == kI)
+        std::reverse(laneOps.begin(), laneOps.end());
+      int lead = kind == kF ? v_.leadF[r] : v_.leadI[r];
+      auto rule = v_.sequence;
+      if (rule == PhasedVariant::Sequence::Phases && kind == kI)
+        rule = PhasedVariant::Sequence::Lead;
+      sequences_[r].ops[kind] =
+          sequenceOf(laneOps, rule, lead, p_.layout.ranks,
+                     kind == kF ? v_.phaseF[r] : std::array<int, 3>{}, v_.ownFirst);
+    }
+  }
+
   // A smaller key is preferred among ops that could start at the same time.
-  auto key = [&](int id) {
-    int kind = p.kindOf(id), s = p.stageOf(id), m = p.mbOf(id);
+  int64_t key(int id) const {
+    const StagePlacement &l = p_.layout;
+    int kind = p_.kindOf(id), s = p_.stageOf(id), m = p_.mbOf(id);
     if (kind == kF)
-      return variant.depthFirst ? int64_t(l.stages - s) * p.microbatches + m
-                                : int64_t(m) * l.stages + (l.stages - s);
+      return v_.depthFirst ? int64_t(l.stages - s) * p_.microbatches + m
+                           : int64_t(m) * l.stages + (l.stages - s);
     return int64_t(m) * l.stages + (kind == kI ? l.stages - s : s);
-  };
-  // Static sequences of forwards and backwards per rank, with a cursor each.
-  bool ordered = variant.sequence != PhasedVariant::Sequence::Arrival;
-  std::vector<std::vector<int>> sequence[2];
-  std::vector<size_t> cursor[2] = {std::vector<size_t>(ranks, 0), std::vector<size_t>(ranks, 0)};
-  if (ordered)
-    for (int r = 0; r < ranks; ++r)
-      for (int kind : {kF, kI}) {
-        auto laneOps = lanes(p, r, kind);
-        if (kind == kI)
-          std::reverse(laneOps.begin(), laneOps.end());
-        int lead = kind == kF ? variant.leadF[r] : variant.leadI[r];
-        auto rule = variant.sequence;
-        if (rule == PhasedVariant::Sequence::Phases && kind == kI)
-          rule = PhasedVariant::Sequence::Lead;
-        sequence[kind].push_back(sequenceOf(laneOps, rule, lead, ranks,
-                                            kind == kF ? variant.phaseF[r] : std::array<int, 3>{},
-                                            variant.ownFirst));
-      }
-  // The kind rank r takes next: warm-up forwards, then forwards and backwards
-  // in turn, a W whenever more than `defer` are held back; the rest at the end.
-  auto wanted = [&](int r) {
-    bool draining = variant.drainInputs && forwards[r] == total[r] && inputs[r] < total[r];
-    if ((pendingW[r] > variant.defer[r] && !draining) ||
-        (forwards[r] == total[r] && inputs[r] == total[r]))
-      return pendingW[r] ? int(kW) : -1;
-    if (forwards[r] < std::min(variant.warmup[r], total[r]))
-      return int(kF);
-    if (forwards[r] == total[r])
-      return int(kI);
-    if (inputs[r] == total[r])
-      return int(kF);
-    if (!lastWasForward[r] && ordered) { // a skipped turn counts as the forward
-      std::vector<int> &seq = sequence[kF][r];
-      size_t &at = cursor[kF][r];
-      while (at < seq.size() && seq[at] >= 0 && state.end[seq[at]] >= 0)
-        ++at;
-      if (at < seq.size() && seq[at] < 0) {
-        ++at;
-        lastWasForward[r] = 1;
-      }
+  }
+
+  // Moves `at` past the ops of `ops` already run (not past a skipped turn).
+  void skipDone(const std::vector<int> &ops, size_t &at) const {
+    while (at < ops.size() && ops[at] != kSkippedTurn && state_.end[ops[at]] >= 0)
+      ++at;
+  }
+
+  // Whether rank r's forward sequence stands at a skipped turn, which it then passes.
+  bool takeSkippedTurn(int r) {
+    RankSequences &seq = sequences_[r];
+    skipDone(seq.ops[kF], seq.cursor[kF]);
+    if (seq.cursor[kF] < seq.ops[kF].size() && seq.ops[kF][seq.cursor[kF]] == kSkippedTurn) {
+      ++seq.cursor[kF];
+      return true;
     }
-    return lastWasForward[r] ? int(kI) : int(kF);
-  };
-  auto best = [&](int r, int kind, double &start, bool anyOrder = false) {
-    if (ordered && kind != kW && !anyOrder) {
-      const std::vector<int> &seq = sequence[kind][r];
-      size_t &at = cursor[kind][r];
-      while (at < seq.size() && seq[at] >= 0 && state.end[seq[at]] >= 0)
-        ++at;
-      if (at == seq.size())
-        return -1;
-      int id = seq[at];
-      auto &avail = state.available[r];
-      if (std::find(avail.begin(), avail.end(), id) == avail.end() || !state.allowed(id))
-        return -1;
-      start = state.earliestStart(id);
-      return id;
-    }
-    int choice = -1;
-    for (int id : state.available[r]) {
-      if (p.kindOf(id) != kind || !state.allowed(id))
+    return false;
+  }
+
+  // The kind rank r takes next, or none when it has nothing left: warm-up
+  // forwards, then forwards and backwards in turn, a W whenever more than
+  // `defer` are held back; the rest at the end.
+  std::optional<int> wantedKind(int r) {
+    bool draining = v_.drainInputs && forwards_[r] == total_[r] && inputs_[r] < total_[r];
+    if ((pendingW_[r] > v_.defer[r] && !draining) ||
+        (forwards_[r] == total_[r] && inputs_[r] == total_[r]))
+      return pendingW_[r] ? std::optional<int>(kW) : std::nullopt;
+    if (forwards_[r] < std::min(v_.warmup[r], total_[r]))
+      return kF;
+    if (forwards_[r] == total_[r])
+      return kI;
+    if (inputs_[r] == total_[r])
+      return kF;
+    if (!lastWasForward_[r] && ordered_ && takeSkippedTurn(r))
+      lastWasForward_[r] = 1; // a skipped turn counts as the forward
+    return lastWasForward_[r] ? kI : kF;
+  }
+
+  // The next op of rank r's sequence of `kind`, when it can run now.
+  std::optional<int> sequenceNext(int r, int kind, double &start) {
+    RankSequences &seq = sequences_[r];
+    skipDone(seq.ops[kind], seq.cursor[kind]);
+    size_t at = seq.cursor[kind];
+    if (at == seq.ops[kind].size() || seq.ops[kind][at] == kSkippedTurn)
+      return std::nullopt;
+    int id = seq.ops[kind][at];
+    const auto &avail = state_.available[r];
+    if (std::find(avail.begin(), avail.end(), id) == avail.end() || !state_.allowed(id))
+      return std::nullopt;
+    start = state_.earliestStart(id);
+    return id;
+  }
+
+  // The op of `kind` rank r should run: its sequence's next, or (for W, without a
+  // sequence, or `anyOrder`) the one that can start first.
+  std::optional<int> best(int r, int kind, double &start, bool anyOrder = false) {
+    if (ordered_ && kind != kW && !anyOrder)
+      return sequenceNext(r, kind, start);
+    std::optional<int> choice;
+    for (int id : state_.available[r]) {
+      if (p_.kindOf(id) != kind || !state_.allowed(id))
         continue;
-      double at = state.earliestStart(id);
-      if (choice < 0 || at < start - 1e-12 || (at < start + 1e-12 && key(id) < key(choice)))
+      double at = state_.earliestStart(id);
+      if (!choice || at < start - 1e-12 || (at < start + 1e-12 && key(id) < key(*choice)))
         choice = id, start = at;
     }
     return choice;
-  };
-  auto record = [&](int id) {
-    int r = p.rankOf(id), kind = p.kindOf(id);
-    if (kind == kF) // the turns start with a forward after the warm-up
-      ++forwards[r], lastWasForward[r] = forwards[r] > variant.warmup[r];
-    else if (kind == kI)
-      ++inputs[r], ++pendingW[r], lastWasForward[r] = 0;
-    else
-      --pendingW[r];
-  };
-  for (int committed = 0, totalOps = p.numOps(); committed < totalOps;) {
-    int bestOp = -1;
-    double bestStart = 0;
-    for (int r = 0; r < ranks; ++r) {
-      int kind = wanted(r);
-      if (kind < 0)
-        continue;
-      double start = 0;
-      int choice = best(r, kind, start);
-      // A W fills the wait for the op the rank wants, when it fits.
-      double wStart = 0;
-      int w = kind != kW && pendingW[r] ? best(r, kW, wStart) : -1;
-      if (w >= 0 && (choice < 0 || wStart + p.duration(w) <= start + 1e-12))
-        choice = w, start = wStart;
-      if (choice >= 0 && (bestOp < 0 || start < bestStart - 1e-12))
-        bestOp = choice, bestStart = start;
-    }
-    if (bestOp < 0) {
-      // The wanted kinds cannot run (memory or order): take any op that can.
-      for (int r = 0; r < ranks; ++r)
-        for (int kind : {kI, kW, kF}) {
-          double start = 0;
-          int choice = best(r, kind, start, true);
-          if (choice >= 0 && (bestOp < 0 || start < bestStart - 1e-12))
-            bestOp = choice, bestStart = start;
-        }
-      if (bestOp < 0)
-        return std::nullopt;
-    }
-    int r = p.rankOf(bestOp);
-    if (p.overlap && p.kindOf(bestOp) != kW) {
-      size_t before = state.orders[r].size();
-      // In a static sequence the partner is the other kind's next one.
-      int only = -1;
-      if (ordered) {
-        int other = p.kindOf(bestOp) == kF ? kI : kF;
-        const std::vector<int> &seq = sequence[other][r];
-        size_t at = cursor[other][r];
-        while (at < seq.size() && (seq[at] < 0 || state.end[seq[at]] >= 0))
-          ++at;
-        only = at < seq.size() ? seq[at] : -2;
-      }
-      int partners = only == -2 ? 0 : pairUp(state, bestOp, bestStart, only);
-      if (partners) {
-        for (size_t i = before; i < state.orders[r].size(); ++i)
-          record(SynthProblem::idOf(state.orders[r][i]));
-        committed += partners;
-        continue;
-      }
-    }
-    state.commit(bestOp, bestStart);
-    record(bestOp);
-    ++committed;
-    if (!p.split && p.kindOf(bestOp) == kI) { // a B: its W at once
-      int w = p.weightOf(bestOp);
-      state.commit(w, state.earliestStart(w));
-      record(w);
-      ++committed;
-    }
   }
-  return std::move(state.orders);
+
+  // The earliest op any rank wants, a W taking the place of the wanted op when
+  // it fits in the wait for it.
+  std::optional<Choice> preferredStep() {
+    std::optional<Choice> bestStep;
+    for (int r = 0; r < p_.layout.ranks; ++r) {
+      std::optional<int> kind = wantedKind(r);
+      if (!kind)
+        continue;
+      double start = 0, wStart = 0;
+      std::optional<int> choice = best(r, *kind, start);
+      std::optional<int> w = *kind != kW && pendingW_[r] ? best(r, kW, wStart) : std::nullopt;
+      if (w && (!choice || wStart + p_.duration(*w) <= start + 1e-12))
+        choice = w, start = wStart;
+      if (choice && (!bestStep || start < bestStep->start - 1e-12))
+        bestStep = Choice{*choice, start};
+    }
+    return bestStep;
+  }
+
+  // The earliest op that can run at all, whatever the ranks want.
+  std::optional<Choice> anyRunnableStep() {
+    std::optional<Choice> bestStep;
+    for (int r = 0; r < p_.layout.ranks; ++r)
+      for (int kind : {kI, kW, kF}) {
+        double start = 0;
+        std::optional<int> choice = best(r, kind, start, true);
+        if (choice && (!bestStep || start < bestStep->start - 1e-12))
+          bestStep = Choice{*choice, start};
+      }
+    return bestStep;
+  }
+
+  // In a static sequence the partner is the other kind's next op (none when
+  // that sequence is done); else any op of the other kind.
+  PartnerRule partnerRule(int r, int kind) const {
+    if (!ordered_)
+      return {};
+    const std::vector<int> &ops = sequences_[r].ops[kind == kF ? kI : kF];
+    size_t at = sequences_[r].cursor[kind == kF ? kI : kF];
+    while (at < ops.size() && (ops[at] == kSkippedTurn || state_.end[ops[at]] >= 0))
+      ++at;
+    if (at == ops.size())
+      return {false, std::nullopt};
+    return {true, ops[at]};
+  }
+
+  void record(int id) {
+    int r = p_.rankOf(id), kind = p_.kindOf(id);
+    if (kind == kF) // the turns start with a forward after the warm-up
+      ++forwards_[r], lastWasForward_[r] = forwards_[r] > v_.warmup[r];
+    else if (kind == kI)
+      ++inputs_[r], ++pendingW_[r], lastWasForward_[r] = 0;
+    else
+      --pendingW_[r];
+  }
+
+  // Runs the step (as a pair when --overlap pairs it); returns the ops it ran.
+  int commit(const Choice &step) {
+    int r = p_.rankOf(step.op);
+    if (p_.overlap && p_.kindOf(step.op) != kW) {
+      size_t before = state_.orders[r].size();
+      PartnerRule partner = partnerRule(r, p_.kindOf(step.op));
+      int partners = partner.allowed ? pairUp(state_, step.op, step.start, partner.only) : 0;
+      if (partners) {
+        for (size_t i = before; i < state_.orders[r].size(); ++i)
+          record(SynthProblem::idOf(state_.orders[r][i]));
+        return partners;
+      }
+    }
+    state_.commit(step.op, step.start);
+    record(step.op);
+    if (!p_.split && p_.kindOf(step.op) == kI) { // a B: its W at once
+      int w = p_.weightOf(step.op);
+      state_.commit(w, state_.earliestStart(w));
+      record(w);
+      return 2;
+    }
+    return 1;
+  }
+
+  const SynthProblem &p_;
+  const PhasedVariant &v_;
+  State state_;
+  bool ordered_;
+  std::vector<int> total_, forwards_, inputs_, pendingW_;
+  std::vector<char> lastWasForward_;
+  std::vector<RankSequences> sequences_;
+};
+
+} // namespace
+
+std::optional<RankOrders> phasedSchedule(const SynthProblem &p, const PhasedVariant &variant) {
+  return PhasedBuilder(p, variant).run();
 }
 
 } // namespace pipec::synth

@@ -3,6 +3,7 @@
 #include "synth/LowerBound.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace pipec::synth {
@@ -55,22 +56,45 @@ double flowBound(const SynthProblem &p) {
 
 } // namespace
 
+// With pairs, the bound is taken over relaxed costs F' <= F, I' <= I, W' <= W
+// with F'(f) + I'(b) <= pairI(f, b) and F'(f) + I'(b) + W'(b) <= pairB(f, b)
+// for every pair: then every op, alone or in a pair, takes at least its relaxed
+// time, so every term of the bound still holds. The saving of a pair comes off
+// the forward first; when a pair saves more than its forward (a pair cheaper
+// than its backward alone, as when the costs say W > B), the rest comes off
+// the input gradient, then the weight gradient. Without that last step the
+// "bound" could exceed the makespan (issue 26: 800 against 520).
+void relaxForPairs(const SynthProblem &problem, StageCosts &relaxed) {
+  const StageCosts &c = problem.costs;
+  const int S = problem.layout.stages;
+  for (int f = 0; f < S; ++f) {
+    double save = 0;
+    for (int b = 0; b < S; ++b) {
+      size_t at = size_t(f) * S + b;
+      save = std::max({save, c.F[f] + c.I[b] - c.pairI[at], c.F[f] + c.I[b] + c.W[b] - c.pairB[at]});
+    }
+    relaxed.F[f] = std::max(0.0, c.F[f] - save);
+  }
+  for (int b = 0; b < S; ++b)
+    for (int f = 0; f < S; ++f) {
+      size_t at = size_t(f) * S + b;
+      relaxed.I[b] = std::max(0.0, std::min(relaxed.I[b], c.pairI[at] - relaxed.F[f]));
+      relaxed.I[b] = std::max(0.0, std::min(relaxed.I[b], c.pairB[at] - relaxed.F[f]));
+    }
+  for (int b = 0; b < S; ++b)
+    for (int f = 0; f < S; ++f) {
+      size_t at = size_t(f) * S + b;
+      relaxed.W[b] =
+          std::max(0.0, std::min(relaxed.W[b], c.pairB[at] - relaxed.F[f] - relaxed.I[b]));
+    }
+}
+
 double searchBound(const SynthProblem &problem) {
   SynthProblem relaxed = problem;
-  if (problem.overlap) {
-    const int S = problem.layout.stages;
-    for (int f = 0; f < S; ++f) {
-      double save = 0;
-      for (int b = 0; b < S; ++b) {
-        size_t at = size_t(f) * S + b;
-        double F = problem.costs.F[f], I = problem.costs.I[b], W = problem.costs.W[b];
-        save = std::max({save, F + I - problem.costs.pairI[at],
-                         F + I + W - problem.costs.pairB[at]});
-      }
-      relaxed.costs.F[f] = std::max(0.0, problem.costs.F[f] - save);
-    }
-  }
-  return relaxed.layout.flows.empty() ? lowerBound(relaxed) : flowBound(relaxed);
+  if (problem.overlap)
+    relaxForPairs(problem, relaxed.costs);
+  double bound = relaxed.layout.flows.empty() ? lowerBound(relaxed) : flowBound(relaxed);
+  return std::isfinite(bound) ? bound : 0; // not finite: nothing proven, none reported
 }
 
 } // namespace pipec::synth

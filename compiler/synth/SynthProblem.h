@@ -13,6 +13,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -82,6 +83,10 @@ struct SynthProblem {
   uint64_t seed = 1;
   double seconds = 60;  // wall-clock cap on the search
   uint64_t iterations = 50000; // local-search moves (the deterministic budget)
+  // When the whole search must stop (synth --time): construction, repair and
+  // local search check it as they go, not only between candidates.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  bool pastDeadline() const { return std::chrono::steady_clock::now() > deadline; }
 
   int numOps() const { return 3 * layout.stages * microbatches; }
   int opId(int kind, int stage, int mb) const {

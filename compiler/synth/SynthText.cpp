@@ -4,21 +4,8 @@
 
 #include "llvm/Support/raw_ostream.h"
 
-#include <cstdio>
 
 namespace pipec::synth {
-
-std::string number(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.6g", value);
-  return text;
-}
-
-std::string fixed(double value, int decimals) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.*f", decimals, value);
-  return text;
-}
 
 std::unique_ptr<Compilation> checkText(const std::string &name, const std::string &text,
                                        const CheckOptions &options, std::string &error) {

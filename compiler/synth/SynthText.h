@@ -3,16 +3,16 @@
 #pragma once
 
 #include "frontend/Compilation.h"
+#include "support/NumberText.h"
 
 #include <memory>
 #include <string>
 
 namespace pipec::synth {
 
-// `value` with 6 significant digits, for makespans and bounds in headers.
-std::string number(double value);
-// Fixed decimals, for seconds and percentages.
-std::string fixed(double value, int decimals);
+// Numbers in headers and messages: support/NumberText.h's, as everywhere.
+inline std::string number(double value) { return formatNumber(value); }
+inline std::string fixed(double value, int decimals) { return formatFixed(value, decimals); }
 
 // Runs the front end and the checks on `text`; on failure, null and the
 // rendered diagnostics in `error`.

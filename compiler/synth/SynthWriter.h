@@ -1,8 +1,9 @@
-// Writes a synthesized schedule as an explicit .pipe file: literal topology,
-// the family's placement in closed form (flows for two directions), and a
-// `rank N { }` program per rank in which every op names its chunk and
-// micro-batch. Without split, each I and its W are written as one B; a pair is
-// written `F(..) & B(..)` or `F(..) & I(..)`.
+// Writes a synthesized schedule as an explicit .pipe file through the one
+// writer import uses too (interop/PipeWriter.h): fixed sizes, the family's
+// placement in closed form (flows for two directions), and a `rank N { }`
+// program per rank in which every op names its chunk and micro-batch. Without
+// split, each I and its W are written as one B; a pair is written
+// `F(..) & B(..)` or `F(..) & I(..)`.
 #pragma once
 
 #include "synth/SynthProblem.h"
@@ -14,7 +15,7 @@ namespace pipec::synth {
 
 // One rank's steps as the language writes them ("F(0, mb = 3) & B(1, mb = 0)").
 std::vector<std::string> writeRankSteps(const SynthProblem &problem, const std::vector<int> &order);
-// The `copies`, `place` or `flow` lines of the layout.
+// The `place` or `flow` lines of the layout.
 std::string writePlacement(const StagePlacement &layout);
 
 // `header`: comment lines (without "// ") that open the file.

@@ -155,6 +155,34 @@ std::vector<PhasedVariant> phasedVariants(const SynthProblem &p) {
   return all;
 }
 
+// The costs as the front end read them warn of what synth would otherwise take
+// silently (W larger than B, say): pass the warnings on, without the skeleton's
+// locations, which are synth's own text.
+void reportCostWarnings(Compilation &base,
+                        const std::function<void(const std::string &)> &progress) {
+  for (const Diagnostic &d : base.diags().diagnostics())
+    if (d.severity == Severity::Warning)
+      progress("warning: " + d.message + " [" + diagInfo(d.kind).name + "]");
+}
+
+// Why the costs cannot be searched (a sum of finite costs overflows a double:
+// every makespan would be infinite, and no schedule could be compared), or "".
+std::string overflowingCosts(const SynthProblem &p) {
+  const StageCosts &c = p.costs;
+  double total = 0;
+  for (int s = 0; s < p.layout.stages; ++s)
+    total += double(p.microbatches) * (c.F[s] + c.I[s] + c.W[s]) + c.transfer[s];
+  for (double pair : c.pairB)
+    total = std::max(total, pair);
+  for (double pair : c.pairI)
+    total = std::max(total, pair);
+  if (std::isfinite(total))
+    return "";
+  return "[NonFiniteResult] the costs overflow: one step's work (M times F + I + W over the "
+         "stages, and the transfers) sums to " + number(total) +
+         ", more than a double holds (about 1.8e308); scale the costs down";
+}
+
 } // namespace
 
 SynthOutcome synthesize(const SynthRequest &request,
@@ -193,6 +221,7 @@ SynthOutcome synthesize(const SynthRequest &request,
   p.seed = request.seed;
   p.seconds = request.seconds;
   p.iterations = request.iterations;
+  p.deadline = deadline;
   std::string name = scheduleName(shape, fileSchedule);
 
   // The costs, as the front end resolves them for this layout.
@@ -206,6 +235,7 @@ SynthOutcome synthesize(const SynthRequest &request,
   auto base = checkText("<synth>", skeleton, unbudgeted, outcome.error);
   if (!base)
     return outcome;
+  reportCostWarnings(*base, progress);
   CostModel model = CostModel::build(*base->ir(), request.costs);
   for (int s = 0; s < S; ++s) {
     backward[s] = model.op(OpKind::B, s);
@@ -224,6 +254,10 @@ SynthOutcome synthesize(const SynthRequest &request,
         p.costs.pairI[at] = p.split ? model.pair(f, OpKind::I, b) : p.costs.pairB[at];
       }
   }
+  if (std::string overflow = overflowingCosts(p); !overflow.empty()) {
+    outcome.error = overflow;
+    return outcome;
+  }
   outcome.bound = searchBound(p);
 
   // Construct, keep the few best distinct starts, improve each (local search
@@ -241,12 +275,17 @@ SynthOutcome synthesize(const SynthRequest &request,
   unpaired.overlap = false;
   size_t perPass = phased.size() + greedy.size();
   for (size_t k = 0; k < (p.overlap ? 2 : 1) * perPass; ++k) {
-    const SynthProblem &q = k < perPass ? p : unpaired;
-    if (!starts.empty() && (std::chrono::steady_clock::now() > deadline ||
+    if (!starts.empty() && (p.pastDeadline() ||
                             starts.front().first <= outcome.bound + 1e-9 * outcome.bound)) {
-      outcome.stats.timedOut = std::chrono::steady_clock::now() > deadline;
+      outcome.stats.timedOut = p.pastDeadline();
       break;
     }
+    // Until a first schedule exists, constructions run to their end whatever
+    // --time says (synth always answers with a schedule when one fits: past
+    // --time by at most one construction); after it, each stops at the deadline.
+    SynthProblem q = k < perPass ? p : unpaired;
+    if (starts.empty())
+      q.deadline = std::chrono::steady_clock::time_point::max();
     size_t v = k % perPass;
     std::optional<RankOrders> orders = v < phased.size()
                                            ? phasedSchedule(q, phased[v])
@@ -271,7 +310,8 @@ SynthOutcome synthesize(const SynthRequest &request,
   }
   double span = starts.front().first;
   RankOrders best = starts.front().second;
-  progress("constructed: makespan " + number(span) + ", lower bound " + number(outcome.bound));
+  progress("constructed: makespan " + number(span) +
+           (outcome.bound > 0 ? ", lower bound " + number(outcome.bound) : ""));
   SynthProblem each = p;
   for (size_t i = 0; i < starts.size(); ++i) {
     if (span <= outcome.bound * (1 + 1e-12)) // at the bound: nothing can beat it
@@ -289,12 +329,16 @@ SynthOutcome synthesize(const SynthRequest &request,
   }
 
   // Write, then let the real checks and simulator judge it.
+  // The bound is printed only when one was proven (searchBound returns 0 otherwise).
   auto header = [&](double makespan, double seconds) {
     double gap = outcome.bound > 0 ? 100 * (makespan - outcome.bound) / outcome.bound : 0;
+    std::string bound = outcome.bound > 0 ? ", lower bound " + number(outcome.bound) + ", gap " +
+                                                fixed(gap, 1) + "%"
+                                          : "";
     return std::vector<std::string>{
         "Synthesized by `" + request.commandLine + "`.",
-        "Makespan " + number(makespan) + " (pipec sim), lower bound " + number(outcome.bound) +
-            ", gap " + fixed(gap, 1) + "%; budget " + std::to_string(p.budget) +
+        "Makespan " + number(makespan) + " (pipec sim)" + bound + "; budget " +
+            std::to_string(p.budget) +
             " activations per rank; seed " + std::to_string(p.seed) + "; " +
             std::to_string(outcome.stats.tried) + " candidates (" +
             std::to_string(outcome.stats.feasible) + " feasible) in " + fixed(seconds, 2) + " s" +
@@ -309,6 +353,12 @@ SynthOutcome synthesize(const SynthRequest &request,
     return outcome;
   }
   SimResult sim = simulate(*checked->ir(), *checked->report(), model);
+  if (!std::isfinite(sim.makespan)) {
+    outcome.error = "[NonFiniteResult] the synthesized schedule's makespan overflows to " +
+                    number(sim.makespan) + " (its costs' sums are too large for a double); "
+                    "scale the costs down";
+    return outcome;
+  }
   outcome.makespan = sim.makespan;
   // The search times messages without channel contention; say when that mattered.
   if (std::abs(sim.makespan - span) > 1e-9 * std::max(1.0, span))

@@ -27,8 +27,8 @@ def check(condition, what):
 
 
 class Server:
-    def __init__(self, pipec):
-        self.proc = subprocess.Popen([pipec, "lsp"], stdin=subprocess.PIPE,
+    def __init__(self, pipec, extra=()):
+        self.proc = subprocess.Popen([pipec, "lsp", *extra], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.buffer = b""
         self.next_id = 0
@@ -80,14 +80,17 @@ class Server:
     def notify(self, method, params=None):
         self.send({"jsonrpc": "2.0", "method": method, "params": params or {}})
 
-    def diagnostics(self, uri):
-        """The next diagnostics published for `uri`."""
+    def diagnostics(self, uri, with_version=False):
+        """The next diagnostics published for `uri` (and the version they are of)."""
         while True:
             for i, message in enumerate(self.notifications):
                 if (message["method"] == "textDocument/publishDiagnostics" and
                         message["params"]["uri"] == uri):
                     del self.notifications[i]
-                    return message["params"]["diagnostics"]
+                    params = message["params"]
+                    if with_version:
+                        return params["diagnostics"], params.get("version")
+                    return params["diagnostics"]
             message = self.receive()
             check("method" in message, "no response without a request: %r" % message)
             self.notifications.append(message)
@@ -119,6 +122,65 @@ def hover_text(server, uri, position):
     result = server.request("textDocument/hover",
                             {"textDocument": {"uri": uri}, "position": position})
     return (result.get("result") or {}).get("contents", {}).get("value", "")
+
+
+def budget_session(pipec, source):
+    """The analyses kept fit --memory-budget: with room for one 1F1B analysis,
+    opening a second releases the first (its diagnostics stay published); a
+    request on a released document answers null and asks for it again, and once
+    its diagnostics come again the request is answered in full."""
+    s = Server(pipec, ["--memory-budget=60000"])
+    s.request("initialize", {})
+    a, b = "file:///work/a.pipe", "file:///work/b.pipe"
+    at = position_of(source, "require P", offset=8)
+    s.notify("textDocument/didOpen", {"textDocument": {
+        "uri": a, "languageId": "pipe", "version": 1, "text": source}})
+    check(s.diagnostics(a) == [], "budget: the first document is analysed")
+    check("parameter `P`" in hover_text(s, a, at), "budget: the first document answers")
+    s.notify("textDocument/didOpen", {"textDocument": {
+        "uri": b, "languageId": "pipe", "version": 1, "text": source}})
+    check(s.diagnostics(b) == [], "budget: the second document is analysed")
+    check(hover_text(s, a, at) == "", "budget: the first document's analysis was released")
+    check(s.diagnostics(a) == [], "budget: the released document is analysed again on request")
+    check("parameter `P`" in hover_text(s, a, at), "budget: ... and answers again")
+    check(hover_text(s, b, at) == "", "budget: now the second one was released")
+    s.request("shutdown")
+    s.notify("exit")
+    code, stderr = s.finish()
+    check(code == 0, "budget session exits cleanly: %d %r" % (code, stderr))
+
+
+def burst_session(pipec, source):
+    """Ten full-text edits sent at once: every request is answered, and the
+    diagnostics published for the document are of ever newer versions, ending
+    with the newest (queued edits are analysed as one, never out of order)."""
+    s = Server(pipec)
+    s.request("initialize", {})
+    uri = "file:///work/burst.pipe"
+    s.notify("textDocument/didOpen", {"textDocument": {
+        "uri": uri, "languageId": "pipe", "version": 1, "text": source}})
+    burst = b""
+    for version in range(2, 12):
+        text = source + "// edit %d\n" % version
+        body = json.dumps({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {
+            "textDocument": {"uri": uri, "version": version},
+            "contentChanges": [{"text": text}]}}).encode()
+        burst += b"Content-Length: %d\r\n\r\n" % len(body) + body
+    s.send_raw(burst)
+    hovered = s.request("textDocument/hover", {"textDocument": {"uri": uri},
+                                               "position": {"line": 0, "character": 0}})
+    check("result" in hovered, "burst: a request during the edits is answered: %r" % hovered)
+    versions = []
+    while not versions or versions[-1] != 11:
+        diagnostics, version = s.diagnostics(uri, with_version=True)
+        check(diagnostics == [], "burst: every version is clean: %r" % diagnostics)
+        versions.append(version)
+    check(versions == sorted(set(versions)) and len(versions) <= 11,
+          "burst: diagnostics of ever newer versions: %r" % versions)
+    s.request("shutdown")
+    s.notify("exit")
+    code, stderr = s.finish()
+    check(code == 0, "burst session exits cleanly: %d %r" % (code, stderr))
 
 
 def main():
@@ -287,6 +349,9 @@ def main():
     check("result" in init, "after an oversized message the next one is read")
     code, stderr = s.finish()
     check("over the limit" in stderr, "the oversized message is reported: %r" % stderr)
+
+    budget_session(pipec, one_f_one_b)
+    burst_session(pipec, one_f_one_b)
 
     if failures:
         print("%d check(s) failed" % len(failures), file=sys.stderr)

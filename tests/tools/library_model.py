@@ -76,8 +76,8 @@ def interleaved_1f1b(P, M, v):
 
 
 def zb_h1(P, M):
-    if P < 1 or M < P:
-        raise ValueError("ZB-H1 needs M >= P >= 1")
+    if P < 1 or M < 1:
+        raise ValueError("ZB-H1 needs M >= 1 and P >= 1")
     orders = []
     for r in range(P):
         ops, deferred, f, i = [], [], 0, 0
@@ -91,7 +91,7 @@ def zb_h1(P, M):
             deferred.append(i)
             i += 1
 
-        warmup = P - 1 - r
+        warmup = min(P - 1 - r, M)  # M < P: all M forwards are the warm-up
         for _ in range(warmup):
             ops.append(("F", r, f))
             f += 1
@@ -103,7 +103,8 @@ def zb_h1(P, M):
                 run_w()
         for _ in range(warmup):
             run_i()
-            run_w()
+            if i - 1 >= r:  # a W follows the k-th I only once k >= r
+                run_w()
         while deferred:
             run_w()
         orders.append(ops)
@@ -245,8 +246,7 @@ def grid():
             for v in (2, 3, 4):
                 if M % max(1, M // P) == 0:
                     cases.append(("interleaved_1f1b", P, M, v))
-            if M >= P:
-                cases.append(("zb_h1", P, M, None))
+            cases.append(("zb_h1", P, M, None))  # M < P too, as PyTorch allows
             cases.append(("zbv", P, M, None))
             if P % 2 == 0 and M % P == 0:
                 cases.append(("chimera", P, M, None))

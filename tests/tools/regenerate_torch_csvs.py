@@ -18,6 +18,10 @@ RECORDINGS = [
     ("torch_interleaved1f1b_P4_M10_v2.csv", "Interleaved1F1B", 4, 10, 2),
     ("torch_interleaved1f1b_P3_M4_v3.csv", "Interleaved1F1B", 3, 4, 3),
     ("torch_interleavedzb_v1_P4_M8.csv", "InterleavedZeroBubble", 4, 8, 1),
+    # ZB-H1 with fewer micro-batches than ranks (issue 25.15)
+    ("torch_interleavedzb_v1_P4_M2.csv", "InterleavedZeroBubble", 4, 2, 1),
+    ("torch_interleavedzb_v1_P4_M3.csv", "InterleavedZeroBubble", 4, 3, 1),
+    ("torch_interleavedzb_v1_P8_M5.csv", "InterleavedZeroBubble", 8, 5, 1),
     ("torch_zbv_P4_M8.csv", "ZBVZeroBubble", 4, 8, 2),
     ("torch_zbv_P4_M5.csv", "ZBVZeroBubble", 4, 5, 2),
 ]

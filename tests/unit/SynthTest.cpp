@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 
 using namespace pipec;
@@ -196,4 +197,80 @@ TEST_CASE("synth's channel repair makes a receiver follow its sender's new order
   CHECK(orders[1] == std::vector<int>{F(1, 1), F(1, 0), I(1, 0), W(1, 0), I(1, 1), W(1, 1)});
   CHECK(orders[0] == std::vector<int>{F(0, 1), F(0, 0), I(0, 0), W(0, 0), I(0, 1), W(0, 1)});
   CHECK(evaluator.makespan(orders) != kInfeasible);
+}
+
+// Issue 26.4: the bound is a proven lower bound whatever the costs: pair costs
+// (FB given, or the defaults), W far above B (inconsistent: a pair then costs less
+// than its backward alone), tiny and huge W, transfers; every placement family.
+TEST_CASE("synth's bound never exceeds its makespan, with pairs and extreme W", "[synth]") {
+  std::mt19937_64 rng(20261202);
+  const PlacementFamily families[] = {PlacementFamily::One, PlacementFamily::V,
+                                      PlacementFamily::Interleaved,
+                                      PlacementFamily::Bidirectional};
+  const double weights[] = {0, 1e-6, 0.5, 3, 100, 1e4};
+  int reproduced = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    PlacementFamily family = families[rng() % 4];
+    bool bidirectional = family == PlacementFamily::Bidirectional;
+    int P = 2 + int(rng() % 3), M = 2 + int(rng() % 7);
+    int chunks = family == PlacementFamily::One || bidirectional ? 1 : 2;
+    int64_t budget = chunks + int64_t(rng() % (chunks * M + 1));
+    SynthRequest r = request(family, P, M, budget);
+    r.seed = rng();
+    r.iterations = 200;
+    r.split = rng() % 2;
+    r.overlap = trial % 3 != 0; // mostly with pairs
+    r.costs.emplace_back("W", -1, weights[rng() % 6]);
+    if (rng() % 2)
+      r.costs.emplace_back("B", -1, 1 + double(rng() % 4));
+    if (r.overlap && rng() % 2)
+      r.costs.emplace_back("FB", -1, 0.5 + double(rng() % 5));
+    if (rng() % 3 == 0)
+      r.costs.emplace_back("p2p", -1, double(rng() % 3) * 0.25);
+    if (trial == 0) { // the issue's reproducer: bidirectional P=4 M=8, budget 5, W=100
+      r = request(PlacementFamily::Bidirectional, 4, 8, 5);
+      r.overlap = true;
+      r.costs = {CostOverride("W", -1, 100)};
+      ++reproduced;
+    }
+    CAPTURE(trial, int(family), P, M, budget, r.split, r.overlap);
+    SynthOutcome outcome = synthesize(r, quiet);
+    INFO(outcome.error);
+    REQUIRE(outcome.ok);
+    REQUIRE(std::isfinite(outcome.bound));
+    REQUIRE(outcome.bound <= outcome.makespan * (1 + 1e-9) + 1e-12);
+  }
+  CHECK(reproduced == 1);
+}
+
+TEST_CASE("synth names an overflow of its costs", "[synth]") {
+  SynthRequest r = request(PlacementFamily::One, 4, 8, 4);
+  r.costs = {CostOverride("F", -1, 1e308), CostOverride("B", -1, 1e308)};
+  SynthOutcome outcome = synthesize(r, quiet);
+  REQUIRE_FALSE(outcome.ok);
+  CHECK(outcome.error.find("[NonFiniteResult]") != std::string::npos);
+  CHECK(outcome.error.find("raise --max-activations") == std::string::npos);
+}
+
+TEST_CASE("synth's --time stops construction after the first schedule, and says so",
+          "[synth]") {
+  // A deadline already past when construction starts: the first construction
+  // still completes (there is an answer), nothing after it runs.
+  SynthRequest r = request(PlacementFamily::One, 8, 64, 8);
+  r.seconds = 1e-9;
+  SynthOutcome outcome = synthesize(r, quiet);
+  REQUIRE(outcome.ok);
+  CHECK(outcome.stats.timedOut);
+  CHECK(outcome.text.find("(stopped by --time)") != std::string::npos);
+  requireChecksClean(outcome, r);
+}
+
+TEST_CASE("synth passes on the cost warnings of the front end", "[synth]") {
+  SynthRequest r = request(PlacementFamily::One, 2, 4, 2);
+  r.costs = {CostOverride("W", -1, 100)}; // W above B: the front end warns
+  std::vector<std::string> lines;
+  SynthOutcome outcome = synthesize(r, [&](const std::string &line) { lines.push_back(line); });
+  REQUIRE(outcome.ok);
+  CHECK(std::any_of(lines.begin(), lines.end(),
+                    [](const std::string &l) { return l.rfind("warning: ", 0) == 0; }));
 }
