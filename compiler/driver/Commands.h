@@ -55,6 +55,9 @@ struct ModelArgs {
   int zero = 0;
   int64_t tensorParallel = 1;
   int64_t expertParallel = 0; // --ep; 0: plan tries every size, sim uses 1
+  // Which of --tp, --micro-batch-size, --recompute, --zero were given: plan
+  // searches the others (sim uses their defaults above).
+  bool tpGiven = false, microBatchGiven = false, recomputeGiven = false, zeroGiven = false;
   bool given() const { return !model.empty(); }
 };
 
@@ -63,9 +66,22 @@ struct PlanArgs {
   bool json = false;
   unsigned threads = 0;
   size_t rows = 20;
+  double timeBudget = 300;      // --time: seconds for the whole plan, remedies included
+  std::string rankBy = "step";  // --rank-by
 };
 
 int runPlan(const PlanArgs &plan, const ModelArgs &model, const CommonArgs &args);
+
+// pipec calibrate: measurements of the user's cluster -> a cluster file.
+struct CalibrateArgs {
+  std::vector<std::string> kineto; // --kineto: PyTorch profiler traces
+  std::string sweep;               // --sweep: pipec-calibrate-sweep's results
+  std::string programTrace;        // --pipec-trace: a pipec program's trace of `schedule`
+  std::string schedule;            // the .pipe file the program trace ran
+  std::vector<std::pair<std::string, int64_t>> defines; // -D for that schedule
+  std::string output;              // -o: the cluster file
+};
+int runCalibrate(const CalibrateArgs &calibrate, const ModelArgs &model);
 // ---------------------------------------------------------------------------------
 
 struct SimArgs {

@@ -3,6 +3,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
 
@@ -43,6 +44,12 @@ bool loadPlanInputs(const ModelArgs &args, plan::PlanInputs &inputs, std::string
                                                        : plan::Recompute::None;
   if (!plan::validateTraining(training, why))
     return error = why, false;
+  // A learned position table (GPT-2) has no row for tokens past its length.
+  if (config->maxPositions > 0 && args.seqLen > config->maxPositions)
+    llvm::errs() << "pipec: warning: --seq-len " << args.seqLen << " is past the "
+                 << config->modelType << " model's " << config->maxPositions
+                 << " learned positions (n_positions): tokens past " << config->maxPositions
+                 << " have no position embedding; the numbers assume the table is extended\n";
   inputs.config = std::move(*config);
   inputs.model = plan::buildLayers(inputs.config);
   inputs.cluster = std::move(*cluster);
@@ -50,6 +57,26 @@ bool loadPlanInputs(const ModelArgs &args, plan::PlanInputs &inputs, std::string
   if (args.expertParallel > 0)
     inputs.expertParallel = args.expertParallel;
   return true;
+}
+
+plan::SearchOptions planSearch(const ModelArgs &args, const plan::PlanInputs &inputs) {
+  plan::SearchOptions search;
+  if (!args.tpGiven) {
+    int64_t node = std::max<int64_t>(1, inputs.cluster.gpusPerNode);
+    for (int64_t t = 1; t <= std::min<int64_t>(8, node); t *= 2)
+      if (node % t == 0 && inputs.cluster.gpus % t == 0 &&
+          (inputs.config.numHeads <= 0 || inputs.config.numHeads % t == 0))
+        search.tensorParallel.push_back(t);
+  }
+  if (!args.microBatchGiven)
+    for (int64_t b : {1, 2, 4})
+      if (b <= inputs.training.globalBatch)
+        search.microBatchSizes.push_back(b);
+  if (!args.recomputeGiven)
+    search.recompute = {plan::Recompute::None, plan::Recompute::Selective, plan::Recompute::Full};
+  if (!args.zeroGiven)
+    search.zeroStages = {0, 1, 2, 3};
+  return search;
 }
 
 namespace {

@@ -8,6 +8,8 @@
 
 #include "diag/DiagnosticRenderer.h"
 
+#include "plan/PlanReport.h"
+#include "plan/ScheduleCache.h"
 #include "sim/SimOutputs.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -29,6 +31,7 @@ struct Row {
   int64_t peakActivations, parameterChunks, copies;
   double stagesPerRank;
   std::string failure; // set: the setting did not pass the checks, and why
+  std::optional<plan::Candidate> inUnits; // with --model: step time, memory, fits
 };
 
 // The normalisation rule, stated where the numbers are: default costs are one
@@ -59,21 +62,28 @@ std::string failureCell(const DiagnosticEngine &diags) {
          std::to_string(diags.errorCount()) + (diags.errorCount() == 1 ? " error)" : " errors)");
 }
 
-// Compiles, checks and simulates one file; prints diagnostics. Null on failure,
-// with `failure` saying why.
-std::unique_ptr<Compilation> compileAndCheck(const std::string &file, const CommonArgs &args,
+// Compiles and checks one file (already parsed when `parsed`); prints
+// diagnostics. Null on failure, with `failure` saying why.
+std::unique_ptr<Compilation> compileAndCheck(std::unique_ptr<Compilation> compilation,
+                                             bool parsed, const CommonArgs &args,
                                              const ElabOptions &elab, int &status,
                                              std::string &failure, std::string &name) {
-  auto compilation = std::make_unique<Compilation>(file);
-  compilation->diags().setErrorLimit(args.errorLimit);
-  compilation->diags().setWarningPolicy(args.warnings);
-  bool ok = compilation->runAll(elab, args.checks);
+  bool ok = parsed ? compilation->resolve() && compilation->elaborate(elab) &&
+                         compilation->check(args.checks)
+                   : compilation->runAll(elab, args.checks);
   status = std::max(status, finish(*compilation, args));
   if (!ok) {
     failure = failureCell(compilation->diags());
-    name = compilation->ast() ? compilation->ast()->name : file;
+    name = compilation->ast() ? compilation->ast()->name : compilation->path();
   }
   return ok ? std::move(compilation) : nullptr;
+}
+
+std::unique_ptr<Compilation> newCompilation(const std::string &file, const CommonArgs &args) {
+  auto compilation = std::make_unique<Compilation>(file);
+  compilation->diags().setErrorLimit(args.errorLimit);
+  compilation->diags().setWarningPolicy(args.warnings);
+  return compilation;
 }
 
 // Finite costs whose sums overflow: no number the simulation gives means anything.
@@ -86,20 +96,45 @@ void reportNonFiniteResult(Compilation &compilation, const CommonArgs &args) {
   renderText(diags, llvm::errs(), args.color);
 }
 
-void printTable(const std::vector<Row> &rows, llvm::raw_ostream &out) {
-  const char *kRow = "{:<22} {:<10} {:>10} {:>10} {:>9} {:>12} {:>10} {:>12} {:>7} {:>4}\n";
-  out << "costs per stage = rank share / v, v = stages per rank (given costs are per stage)\n";
-  out << fmt::format(kRow, "schedule", "setting", "makespan", "bubble", "bubble %", "utilization",
-                     "peak act.", "params/rank", "copies", "v");
+// One row per run; with --model also the step time in seconds, the memory per
+// GPU and whether it fits (the makespan column is then in seconds too).
+void printTable(const std::vector<Row> &rows, const plan::PlanInputs *units,
+                llvm::raw_ostream &out) {
+  size_t nameWidth = 22;
   for (const Row &r : rows)
-    if (!r.failure.empty())
-      out << fmt::format("{:<22} {:<10} {}\n", r.schedule, r.setting, r.failure);
-    else
-      out << fmt::format(kRow, r.schedule, r.setting, formatNumber(r.makespan),
+    nameWidth = std::max(nameWidth, r.schedule.size());
+  std::string kRow = fmt::format("{{:<{}}} {{:<10}} {{:>10}} {{:>10}} {{:>9}} {{:>12}} {{:>10}} "
+                                 "{{:>12}} {{:>7}} {{:>4}}",
+                                 nameWidth);
+  const char *kUnits = " {:>10} {:>10} {:>5}";
+  if (units)
+    out << "with --model: makespan and bubble in seconds; step s adds the gradient reduction; "
+           "memory in GB per GPU of " << plan::formatGB(units->cluster.memoryBytes) << "\n";
+  else
+    out << "costs per stage = rank share / v, v = stages per rank (given costs are per stage)\n";
+  out << fmt::format(fmt::runtime(kRow), "schedule", "setting", "makespan", "bubble", "bubble %",
+                     "utilization", "peak act.", "params/rank", "copies", "v");
+  if (units)
+    out << fmt::format(kUnits, "step s", "memory GB", "fits");
+  out << "\n";
+  for (const Row &r : rows) {
+    if (!r.failure.empty()) {
+      out << fmt::format(fmt::runtime(fmt::format("{{:<{}}} {{:<10}} {{}}\n", nameWidth)),
+                         r.schedule, r.setting, r.failure);
+      continue;
+    }
+    out << fmt::format(fmt::runtime(kRow), r.schedule, r.setting, formatNumber(r.makespan),
                        formatNumber(r.meanBubble),
                        formatNumber(r.makespan > 0 ? 100 * r.meanBubble / r.makespan : 0) + "%",
                        formatNumber(100 * r.utilization) + "%", r.peakActivations,
                        r.parameterChunks, r.copies, formatNumber(r.stagesPerRank));
+    if (units && r.inUnits)
+      out << fmt::format(kUnits, formatNumber(r.inUnits->stepTime),
+                         plan::formatGB(r.inUnits->memory.total), r.inUnits->fits ? "yes" : "no");
+    else if (units)
+      out << fmt::format(kUnits, "-", "-", "-");
+    out << "\n";
+  }
 }
 
 } // namespace
@@ -130,37 +165,57 @@ int runSim(const std::vector<std::string> &files, const SimArgs &sim, const Comm
       runArgs.costs.insert(runArgs.costs.end(), point.costs.begin(), point.costs.end());
       runArgs.checks.costs = runArgs.costs; // the memory check sees the swept cost too
       const std::string &setting = point.setting;
-      std::optional<plan::Candidate> inUnits;
+      // With --model the file is parsed once (its P sets M) and compiled once.
+      std::unique_ptr<Compilation> fresh = newCompilation(file, args);
+      std::optional<plan::ParallelSizes> unitsSizes;
       if (sim.model.given()) {
+        if (!fresh->load() || !fresh->parse()) {
+          status = std::max(status, finish(*fresh, args));
+          continue;
+        }
         std::string error;
-        inUnits = costInUnits(file, elab, units, error);
-        if (!inUnits && !error.empty()) {
+        unitsSizes = unitsLayout(*fresh, elab, units, error);
+        if (!unitsSizes) {
           llvm::errs() << "pipec: error: '" << file << "': " << error << "\n";
           status = std::max(status, int(kExitUsage));
           continue;
         }
-        if (inUnits) {
-          std::vector<CostOverride> model = plan::toCostOverrides(inUnits->costs);
-          runArgs.costs.insert(runArgs.costs.begin(), model.begin(), model.end());
-          runArgs.checks.costs = runArgs.costs;
-        }
       }
       std::string failure, name;
-      auto compilation = compileAndCheck(file, runArgs, elab, status, failure, name);
+      auto compilation = compileAndCheck(std::move(fresh), sim.model.given(), runArgs, elab,
+                                         status, failure, name);
       if (!compilation) {
         // A sweep names the settings that fail: a missing row would read as absent.
         if (table && !sim.sweep.empty())
-          rows.push_back({name, setting, 0, 0, 0, 0, 0, 0, 0, failure});
+          rows.push_back({name, setting, 0, 0, 0, 0, 0, 0, 0, failure, std::nullopt});
         continue;
       }
-      compilation->releaseCheckContext();
-      const ScheduleIR &ir = *compilation->ir();
-      const CheckReport &report = *compilation->report();
+      // The one compilation, ready to be costed and simulated.
+      std::shared_ptr<plan::CompiledSchedule> prepared =
+          plan::prepareCompiled(std::move(compilation));
+      const Compilation *compiled = prepared->compilation.get();
+      std::optional<plan::Candidate> inUnits;
+      if (unitsSizes) {
+        std::string error;
+        inUnits = unitsCandidate(*prepared, *unitsSizes, units, error);
+        if (!inUnits) {
+          llvm::errs() << "pipec: error: '" << file << "': " << error << "\n";
+          status = std::max(status, int(error.rfind("the costs in seconds", 0) == 0 ? kExitErrors
+                                                                                     : kExitUsage));
+          continue;
+        }
+        // The model's costs, below any --costs / --cost given.
+        std::vector<CostOverride> model = plan::toCostOverrides(inUnits->costs);
+        runArgs.costs.insert(runArgs.costs.begin(), model.begin(), model.end());
+      }
+      const ScheduleIR &ir = *compiled->ir();
+      const CheckReport &report = *compiled->report();
       CostModel costs = CostModel::build(ir, runArgs.costs);
-      SimResult result = simulate(ir, report, costs);
+      SimResult result;
+      simulate(prepared->plan, costs, result);
       if (!std::isfinite(result.makespan) || !std::isfinite(result.totalBusy()) ||
           !std::isfinite(result.totalBubble())) {
-        reportNonFiniteResult(*compilation, args);
+        reportNonFiniteResult(*prepared->compilation, args);
         status = std::max(status, int(kExitErrors));
         continue;
       }
@@ -175,7 +230,7 @@ int runSim(const std::vector<std::string> &files, const SimArgs &sim, const Comm
                         ranks ? result.totalBubble() / ranks : 0,
                         result.makespan > 0 && ranks ? result.totalBusy() / (result.makespan * ranks)
                                                      : 1,
-                        peak, chunks, ir.copies, CostModel::stagesPerRank(ir)});
+                        peak, chunks, ir.copies, CostModel::stagesPerRank(ir), "", inUnits});
         continue;
       }
       if (sim.json && inUnits)
@@ -206,12 +261,15 @@ int runSim(const std::vector<std::string> &files, const SimArgs &sim, const Comm
         status = std::max(status, int(kExitUsage));
       if (!sim.tracePath.empty() &&
           !writeOutputFile(sim.tracePath,
-                     [&](llvm::raw_ostream &o) { writeChromeTrace(ir, report, result, o); }))
+                     [&](llvm::raw_ostream &o) {
+                             // In seconds with --model: real microseconds; else 1 unit = 1 ms.
+                             writeChromeTrace(ir, report, result, o, inUnits ? 1e6 : 1000);
+                           }))
         status = std::max(status, int(kExitUsage));
     }
   }
   if (table && !rows.empty())
-    printTable(rows, llvm::outs());
+    printTable(rows, sim.model.given() ? &units : nullptr, llvm::outs());
   return status;
 }
 

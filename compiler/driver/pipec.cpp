@@ -16,12 +16,14 @@
 #include "llvm/Support/Process.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <initializer_list>
 #include <new>
 #include <limits>
 #include <memory>
+#include <sstream>
 #include <vector>
 
 using namespace llvm;
@@ -34,6 +36,7 @@ cl::SubCommand SimCmd("sim", "Simulate schedules under a cost model");
 cl::SubCommand ImportCmd("import", "Turn a schedule written by another tool into a .pipe file");
 cl::SubCommand BuildCmd("build", "Compile a checked schedule into an executable");
 cl::SubCommand PlanCmd("plan", "Rank schedules and layouts for a model on a cluster");
+cl::SubCommand CalibrateCmd("calibrate", "Write a cluster file from measurements of your own GPUs");
 
 // Attaches an option to several subcommands in one modifier, so that an option
 // shared by a group of subcommands is declared once, for the whole group.
@@ -154,7 +157,7 @@ cl::opt<std::string> TracePath("trace", cl::desc("Write a Chrome/Perfetto trace"
 
 // --- the planner's inputs (sim and plan) -----------------------------------------
 // With --model, sim reports seconds and bytes; plan needs them.
-const subs Planning{&SimCmd, &PlanCmd};
+const subs Planning{&SimCmd, &PlanCmd, &CalibrateCmd};
 cl::opt<std::string> ModelFile("model", cl::desc("A Hugging Face config.json: costs in seconds and bytes"),
                                cl::value_desc("config.json"), Planning, cl::cat(Category));
 cl::opt<std::string> ClusterName("cluster", cl::desc("A cluster JSON file, or a preset: h100, h800, h200"),
@@ -165,15 +168,15 @@ cl::opt<int64_t> GlobalBatch("global-batch", cl::desc("Sequences per training st
                              cl::value_desc("N"), Planning, cl::cat(Category));
 cl::opt<int64_t> SeqLen("seq-len", cl::desc("Tokens per sequence"), cl::value_desc("N"), Planning,
                         cl::cat(Category));
-cl::opt<int64_t> MicroBatchSize("micro-batch-size", cl::desc("Sequences per micro-batch"),
+cl::opt<int64_t> MicroBatchSize("micro-batch-size", cl::desc("Sequences per micro-batch (plan: 1, 2, 4 searched when not given)"),
                                 cl::value_desc("N"), cl::init(1), Planning, cl::cat(Category));
 cl::opt<std::string> RecomputeMode("recompute",
-                                   cl::desc("Activation recomputation: none, selective or full"),
+                                   cl::desc("Activation recomputation: none, selective or full (plan: each searched when not given)"),
                                    cl::value_desc("none|selective|full"), cl::init("none"),
                                    Planning, cl::cat(Category));
-cl::opt<int> ZeroStage("zero", cl::desc("ZeRO stage over data parallelism: 0, 1, 2 or 3"),
+cl::opt<int> ZeroStage("zero", cl::desc("ZeRO stage over data parallelism: 0, 1, 2 or 3 (plan: each searched when not given)"),
                        cl::value_desc("0-3"), cl::init(0), Planning, cl::cat(Category));
-cl::opt<int64_t> TensorParallel("tp", cl::desc("Tensor-parallel size (sequence parallelism assumed)"),
+cl::opt<int64_t> TensorParallel("tp", cl::desc("Tensor-parallel size, sequence parallelism assumed (plan: 1-8 within a node searched when not given)"),
                                 cl::value_desc("N"), cl::init(1), Planning, cl::cat(Category));
 cl::opt<int64_t> ExpertParallel("ep",
                                 cl::desc("Expert-parallel size (sim: default 1; plan: every size)"),
@@ -191,9 +194,35 @@ cl::opt<SimFormat> PlanFormat(
 cl::opt<unsigned> PlanThreads("threads", cl::desc("Threads to plan with (default: all cores)"),
                               cl::value_desc("N"), cl::init(0), cl::sub(PlanCmd),
                               cl::cat(Category));
-cl::opt<unsigned> PlanRows("rows", cl::desc("Candidates listed in the table (0: all)"),
+cl::opt<unsigned> PlanRows("rows", cl::desc("Candidates listed in the table and ranked exactly (0: all)"),
                            cl::value_desc("N"), cl::init(20), cl::sub(PlanCmd),
                            cl::cat(Category));
+cl::opt<double> PlanTime("time", cl::desc("Seconds the whole plan may take, remedies included (0: no limit)"),
+                         cl::value_desc("SECONDS"), cl::init(300), cl::sub(PlanCmd),
+                         cl::cat(Category));
+// What fitting candidates are ranked by (plan::RankBy).
+cl::opt<std::string> PlanRankBy("rank-by", cl::desc("What to rank fitting candidates by: step (simulated step time)"),
+                                cl::value_desc("step"), cl::init("step"), cl::sub(PlanCmd),
+                                cl::cat(Category));
+
+// --- calibrate -----------------------------------------------------------------
+cl::list<std::string> CalibrateKineto("kineto", cl::desc("A PyTorch profiler (Kineto) trace, recorded with record_shapes=True (repeatable)"),
+                                      cl::value_desc("trace.json"), cl::sub(CalibrateCmd),
+                                      cl::cat(Category));
+cl::opt<std::string> CalibrateSweep("sweep", cl::desc("The GPU sweep's results (pipec-calibrate-sweep -o FILE)"),
+                                    cl::value_desc("sweep.json"), cl::sub(CalibrateCmd),
+                                    cl::cat(Category));
+cl::opt<std::string> CalibrateProgramTrace("pipec-trace", cl::desc("A pipec program's --trace of the schedule named, run at the --model and sizes given"),
+                                           cl::value_desc("trace.json"), cl::sub(CalibrateCmd),
+                                           cl::cat(Category));
+cl::opt<std::string> CalibrateSchedule(cl::Positional, cl::desc("[<file.pipe>] (the schedule --pipec-trace ran)"),
+                                       cl::sub(CalibrateCmd));
+cl::list<std::string> CalibrateDefines("D", cl::Prefix, cl::desc("Set a parameter of that schedule"),
+                                       cl::value_desc("NAME=VALUE"), cl::sub(CalibrateCmd),
+                                       cl::cat(Category));
+cl::opt<std::string> CalibrateOutput("o", cl::desc("The cluster file to write"), cl::Required,
+                                     cl::value_desc("cluster.json"), cl::sub(CalibrateCmd),
+                                     cl::cat(Category));
 
 // --- emit ----------------------------------------------------------------------
 cl::opt<std::string> EmitFile(cl::Positional, cl::Required, cl::desc("<file.pipe>"),
@@ -550,6 +579,13 @@ int dispatchFmtOrLsp() {
   return pipec::runFmt(FmtFiles, {FmtInPlace, FmtCheck, sys::Process::StandardErrHasColors()});
 }
 
+// "-1", "0.5": a number of seconds as the user wrote it, for messages.
+std::string formatSeconds(double seconds) {
+  std::ostringstream out;
+  out << seconds;
+  return out.str();
+}
+
 // Reads the planner's inputs; their files are read later, by the subcommand.
 // plan needs them all; sim only with --model.
 bool parseModelArgs(pipec::ModelArgs &model, bool required) {
@@ -587,6 +623,10 @@ bool parseModelArgs(pipec::ModelArgs &model, bool required) {
   model.zero = ZeroStage;
   model.expertParallel = ExpertParallel;
   model.tensorParallel = TensorParallel;
+  model.tpGiven = given(TensorParallel);
+  model.microBatchGiven = given(MicroBatchSize);
+  model.recomputeGiven = given(RecomputeMode);
+  model.zeroGiven = given(ZeroStage);
   return true;
 }
 
@@ -647,11 +687,48 @@ int dispatch(int argc, char **argv) {
       return pipec::kExitUsage;
     return pipec::runImport(ImportFile, ImportOutput, args);
   }
+  if (CalibrateCmd) {
+    pipec::ModelArgs model;
+    if (given(ModelFile) ? !parseModelArgs(model, /*required=*/false)
+                         : !requirePath(ClusterName))
+      return pipec::kExitUsage;
+    model.cluster = ClusterName;
+    model.gpus = Gpus;
+    if (!requirePath(CalibrateOutput) || !requirePath(CalibrateSchedule) ||
+        !requirePath(CalibrateSweep) || !requirePath(CalibrateProgramTrace))
+      return pipec::kExitUsage;
+    pipec::CalibrateArgs calibrate;
+    calibrate.kineto = CalibrateKineto;
+    calibrate.sweep = CalibrateSweep;
+    calibrate.programTrace = CalibrateProgramTrace;
+    calibrate.schedule = CalibrateSchedule;
+    calibrate.output = CalibrateOutput;
+    for (const std::string &define : CalibrateDefines) {
+      auto [name, value] = StringRef(define).split('=');
+      int64_t number;
+      if (name.empty() || value.getAsInteger(10, number)) {
+        usage("-D expects NAME=VALUE with an integer value, got '" + define + "'");
+        return pipec::kExitUsage;
+      }
+      calibrate.defines.emplace_back(name.str(), number);
+    }
+    return pipec::runCalibrate(calibrate, model);
+  }
   if (PlanCmd) {
     pipec::ModelArgs model;
     if (!parseModelArgs(model, /*required=*/true))
       return pipec::kExitUsage;
     pipec::PlanArgs plan{PlanFiles, PlanFormat == SimFormat::Json, PlanThreads, PlanRows};
+    if (!std::isfinite(PlanTime) || PlanTime < 0) {
+      usage("--time expects a number of seconds of at least 0, got " + formatSeconds(PlanTime));
+      return pipec::kExitUsage;
+    }
+    if (PlanRankBy != "step") {
+      usage("--rank-by expects step, got '" + PlanRankBy + "'");
+      return pipec::kExitUsage;
+    }
+    plan.timeBudget = PlanTime;
+    plan.rankBy = PlanRankBy;
     return pipec::runPlan(plan, model, args);
   }
   if (!CheckCmd && !EmitCmd && !SimCmd && !BuildCmd) {

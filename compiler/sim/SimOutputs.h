@@ -27,7 +27,8 @@ bool printTimeline(const ScheduleIR &ir, const SimResult &sim, llvm::raw_ostream
                    unsigned width = 120);
 bool writeSvg(const ScheduleIR &ir, const SimResult &sim, llvm::raw_ostream &out);
 bool writeChromeTrace(const ScheduleIR &ir, const CheckReport &report, const SimResult &sim,
-                      llvm::raw_ostream &out);
+                      llvm::raw_ostream &out,
+                      double microsPerUnit = 1000); // 1e6 when costs are seconds (sim --model)
 // Why the times of `sim` cannot be drawn ("the makespan is inf"), or "" when they can.
 std::string undrawableReason(const SimResult &sim);
 
