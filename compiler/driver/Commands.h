@@ -55,6 +55,13 @@ struct ModelArgs {
   int zero = 0;
   int64_t tensorParallel = 1;
   int64_t expertParallel = 0; // --ep; 0: plan tries every size, sim uses 1
+  int64_t contextParallel = 1; // --cp
+  std::string precision = "bf16";  // --precision bf16 | fp8
+  std::string attention = "flash"; // --attention flash | eager
+  bool gradFp32 = false;           // --grad-fp32
+  bool tpOverlap = false;          // --tp-overlap
+  int64_t firstStageLayers = -1, lastStageLayers = -1; // --first/last-stage-layers; -1: even
+  std::string pipelineLayout;      // --pipeline-layout
   bool given() const { return !model.empty(); }
 };
 

@@ -41,6 +41,15 @@ bool loadPlanInputs(const ModelArgs &args, plan::PlanInputs &inputs, std::string
   training.recompute = args.recompute == "full"        ? plan::Recompute::Full
                        : args.recompute == "selective" ? plan::Recompute::Selective
                                                        : plan::Recompute::None;
+  training.contextParallel = args.contextParallel;
+  training.precision = plan::parsePrecision(args.precision).value_or(plan::Precision::BF16);
+  training.attention = plan::parseAttentionKernel(args.attention).value_or(plan::AttentionKernel::Flash);
+  if (args.gradFp32)
+    training.gradType = plan::DType::FP32;
+  training.tpCommOverlap = args.tpOverlap;
+  training.firstStageLayers = args.firstStageLayers;
+  training.lastStageLayers = args.lastStageLayers;
+  training.pipelineLayout = args.pipelineLayout;
   if (!plan::validateTraining(training, why))
     return error = why, false;
   inputs.config = std::move(*config);

@@ -46,12 +46,12 @@ std::optional<plan::Candidate> costInUnits(const std::string &file, ElabOptions 
     error = "the schedule has no parameter P (its ranks) to lay the GPUs out by";
     return std::nullopt;
   }
-  if (gpus % (P * t.tensorParallel)) {
+  if (gpus % (P * t.modelParallelGpus())) {
     error = fmt::format("{} GPUs do not split into pipelines of P = {} ranks{}", gpus, P,
-                        t.tensorParallel > 1 ? fmt::format(" x tp {}", t.tensorParallel) : "");
+                        t.modelParallelGpus() > 1 ? fmt::format(" x tp {} x cp {}", t.tensorParallel, t.contextParallel) : "");
     return std::nullopt;
   }
-  int64_t dp = gpus / (P * t.tensorParallel);
+  int64_t dp = gpus / (P * t.modelParallelGpus());
   if (t.globalBatch % (dp * t.microBatch)) {
     error = fmt::format("--global-batch {} is not a whole number of micro-batches of {} over "
                         "dp = {} replicas",

@@ -25,8 +25,11 @@
 // 4 e sb k i_moe (gated), the k expert outputs e sb k h awaiting the combine,
 // and shared experts' 4 e sb S i_moe.
 //
-// Selective recomputation drops the s^2 terms (recomputed, or never stored
-// with FlashAttention); full recomputation keeps only the layer input, e sb h.
+// Selective recomputation drops the s^2 terms (recomputed), and so does
+// FlashAttention, the default (--attention flash): it stores only the
+// softmax statistics, a s b fp32 values (4 a sb). Full recomputation keeps
+// only the layer input, e sb h. Context parallelism splits the sequence: sb
+// is the GPU's s b / cp tokens, and an eager s^2 term is (s / cp) s.
 #include "plan/StageCosts.h"
 
 namespace pipec::plan {
@@ -48,15 +51,16 @@ double layerActivationBytes(const ModelConfig &c, LayerKind kind, const Training
   if (kind != LayerKind::Dense && kind != LayerKind::Moe)
     return 0;
   double e = bytesOf(training.activationType), t = double(training.tensorParallel);
-  double s = double(training.sequenceLength), b = double(training.microBatch), sb = s * b;
+  double cp = double(training.contextParallel);
+  double s = double(training.sequenceLength), b = double(training.microBatch), sb = s * b / cp;
   double h = double(c.hiddenSize), a = double(c.numHeads);
   if (training.recompute == Recompute::Full)
     return e * sb * h / t;
 
   double linear = 2 * e * sb * h; // the two norms' inputs
-  double scores = e * a * s * s * b;
+  double scores = e * a * (s / cp) * s * b;
   if (c.dropout) {
-    scores += (1 + e) * a * s * s * b;
+    scores += (1 + e) * a * (s / cp) * s * b;
     linear += 2 * sb * h; // attention and MLP dropout masks
   }
   if (c.usesLatentAttention()) {
@@ -82,6 +86,8 @@ double layerActivationBytes(const ModelConfig &c, LayerKind kind, const Training
   }
   if (training.recompute == Recompute::Selective)
     scores = 0;
+  if (training.attention == AttentionKernel::Flash)
+    scores = 4 * a * sb; // the log-sum-exp per query and head, fp32
   return (linear + scores) / t;
 }
 

@@ -1,6 +1,7 @@
 #include "plan/Planner.h"
 
 #include "frontend/Compilation.h"
+#include "plan/StageLayout.h"
 #include "sim/Simulator.h"
 
 #include <algorithm>
@@ -102,7 +103,11 @@ std::optional<Candidate> measure(const PlanInputs &inputs, const Compiled &c,
   parallel.expertParallel = layout.ep;
   parallel.chunksPerRank = ir.numStages / ir.numRanks;
   parallel.microbatches = layout.microbatches;
-  parallel.stageLayers = splitLayers(inputs.model, ir.numStages);
+  std::optional<std::vector<std::pair<size_t, size_t>>> ranges =
+      stageLayerRanges(inputs.model, ir.numStages, inputs.training, error);
+  if (!ranges)
+    return std::nullopt;
+  parallel.stageLayers = std::move(*ranges);
   placeStages(ir, parallel);
   for (const RankMemory &m : report.memory)
     parallel.peakActivations.push_back(double(m.peakActivations));
@@ -129,11 +134,11 @@ std::optional<Candidate> measure(const PlanInputs &inputs, const Compiled &c,
       sim.makespan > 0 && ranks ? sim.totalBubble() / double(ranks) / sim.makespan : 0;
 
   const Training &t = inputs.training;
-  double gpus = double(layout.pp * layout.dp * t.tensorParallel);
+  double gpus = double(layout.pp * layout.dp * t.modelParallelGpus());
   double tokens = double(t.globalBatch) * double(t.sequenceLength);
   double modelFlops = 0; // forward + backward (x3) of every micro-batch, no recomputation
   for (const StageCost &stage : candidate.costs.stages)
-    modelFlops += 3 * stage.forwardFlops * double(t.tensorParallel);
+    modelFlops += 3 * stage.forwardFlops * double(t.modelParallelGpus());
   modelFlops *= double(layout.dp) * double(layout.microbatches);
   if (candidate.stepTime > 0) {
     candidate.mfu = modelFlops / (candidate.stepTime * gpus * inputs.cluster.peakFlops);
@@ -213,7 +218,7 @@ PlanResult makePlan(const PlanInputs &inputs) {
     }
     LayoutSpace space;
     space.gpus = inputs.cluster.gpus;
-    space.tensorParallel = inputs.training.tensorParallel;
+    space.tensorParallel = inputs.training.modelParallelGpus(); // GPUs = P x dp x (t x cp)
     space.layers = int64_t(inputs.model.layers.size()) - 2;
     space.experts = inputs.config.routedExperts;
     space.globalBatch = inputs.training.globalBatch;

@@ -1,0 +1,62 @@
+#include "plan/OpTimeModel.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace pipec::plan {
+
+namespace {
+
+double tileEfficiency(double m, double n, double tm, double tn, double sms) {
+  double tilesM = std::ceil(m / tm), tilesN = std::ceil(n / tn);
+  double tiles = tilesM * tilesN;
+  double tileQuantization = (m * n) / (tiles * tm * tn);
+  double waves = std::ceil(tiles / sms);
+  double waveQuantization = tiles / (waves * sms);
+  return tileQuantization * waveQuantization;
+}
+
+} // namespace
+
+double gemmShapeEfficiency(const Cluster &c, double m, double n) {
+  if (c.smCount <= 0 || m <= 0 || n <= 0)
+    return 1;
+  double sms = double(c.smCount);
+  return std::max(tileEfficiency(m, n, 256, 128, sms), tileEfficiency(m, n, 128, 256, sms));
+}
+
+double gemmSeconds(const Cluster &c, double m, double n, double k, bool fp8) {
+  if (m <= 0 || n <= 0 || k <= 0)
+    return 0;
+  double peak = fp8 && c.peakFlopsFp8 > 0 ? c.peakFlopsFp8 : c.peakFlops;
+  double flops = 2 * m * n * k;
+  double compute = flops / (peak * c.matmulEfficiency * gemmShapeEfficiency(c, m, n));
+  double inputBytes = fp8 ? 1 : 2;
+  double bytes = inputBytes * (m * k + k * n) + 2 * m * n;
+  return std::max(compute, memoryBoundSeconds(c, bytes));
+}
+
+static double attentionFlops(double batchHeads, double sq, double sk, double dqk, double dv, bool causal) {
+  double flops = 2 * batchHeads * sq * sk * (dqk + dv);
+  // Causal: of the sq x sk scores, those above the diagonal are skipped. When
+  // sq < sk (a context-parallel chunk against all keys) the caller passes the
+  // share it computes.
+  return causal ? flops / 2 : flops;
+}
+
+double flashForwardSeconds(const Cluster &c, double batchHeads, double sq, double sk, double dqk, double dv,
+                           bool causal) {
+  return attentionFlops(batchHeads, sq, sk, dqk, dv, causal) / (c.peakFlops * c.attentionForwardEfficiency);
+}
+
+double flashBackwardSeconds(const Cluster &c, double batchHeads, double sq, double sk, double dqk, double dv,
+                            bool causal) {
+  return 2.5 * attentionFlops(batchHeads, sq, sk, dqk, dv, causal) /
+         (c.peakFlops * c.attentionBackwardEfficiency);
+}
+
+double memoryBoundSeconds(const Cluster &c, double bytes) {
+  return bytes / (c.hbmBandwidth * c.memoryEfficiency);
+}
+
+} // namespace pipec::plan
