@@ -36,6 +36,7 @@ std::optional<Cluster> clusterPreset(llvm::StringRef name) {
   c.hbmBandwidth = g->hbmBandwidth;
   c.smCount = g->smCount;
   c.matmulEfficiency = g->matmulEfficiency;
+  c.matmulEfficiencyFp8 = g->matmulEfficiencyFp8;
   c.attentionForwardEfficiency = g->attentionForwardEfficiency;
   c.attentionBackwardEfficiency = g->attentionBackwardEfficiency;
   c.memoryEfficiency = g->memoryEfficiency;
@@ -70,6 +71,7 @@ bool validateCluster(const Cluster &c, std::string &error) {
   if (c.smCount < 0 || c.smCount > 1000000)
     return bad("sm_count", "must be 0 (no shape losses) to 1000000");
   for (auto [field, value] : {std::pair<const char *, double>{"matmul_efficiency", c.matmulEfficiency},
+                              {"matmul_efficiency_fp8", c.matmulEfficiencyFp8},
                               {"attention_forward_efficiency", c.attentionForwardEfficiency},
                               {"attention_backward_efficiency", c.attentionBackwardEfficiency},
                               {"memory_efficiency", c.memoryEfficiency},
@@ -121,6 +123,7 @@ std::optional<Cluster> parseCluster(llvm::StringRef text, llvm::StringRef name, 
   c.hbmBandwidth = f.number("hbm_bandwidth", 0, kMaxBandwidth, fallback(c.hbmBandwidth), true);
   c.smCount = f.integer("sm_count", 0, 1000000, c.smCount);
   c.matmulEfficiency = f.number("matmul_efficiency", 0, 1, c.matmulEfficiency, true);
+  c.matmulEfficiencyFp8 = f.number("matmul_efficiency_fp8", 0, 1, c.matmulEfficiencyFp8, true);
   c.attentionForwardEfficiency =
       f.number("attention_forward_efficiency", 0, 1, c.attentionForwardEfficiency, true);
   c.attentionBackwardEfficiency =
@@ -138,7 +141,7 @@ std::optional<Cluster> parseCluster(llvm::StringRef text, llvm::StringRef name, 
   c.interNodeLatency = f.number("inter_node_latency", 0, kMaxLatency, fallback(c.interNodeLatency));
   for (const auto &entry : *object) {
     static const char *kKnown[] = {"preset", "gpus", "gpus_per_node", "memory_bytes", "peak_flops",
-                                   "peak_flops_fp8", "hbm_bandwidth", "sm_count", "matmul_efficiency",
+                                   "peak_flops_fp8", "hbm_bandwidth", "sm_count", "matmul_efficiency", "matmul_efficiency_fp8",
                                    "attention_forward_efficiency", "attention_backward_efficiency",
                                    "memory_efficiency", "bus_efficiency", "intra_node_bandwidth",
                                    "inter_node_bandwidth", "intra_node_latency", "inter_node_latency",

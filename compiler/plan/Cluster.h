@@ -10,6 +10,7 @@
 //     "hbm_bandwidth": 3.35e12,          // bytes/s
 //     "sm_count": 132,
 //     "matmul_efficiency": 0.8,          // large GEMM, achieved / peak
+//     "matmul_efficiency_fp8": 0.7,      // the same of the FP8 peak
 //     "attention_forward_efficiency": 0.58, "attention_backward_efficiency": 0.45,
 //     "memory_efficiency": 0.8,          // elementwise kernels, achieved / HBM
 //     "intra_node_bandwidth": 450e9,     // bytes/s per GPU, one direction
@@ -41,6 +42,7 @@ struct Cluster {
   double hbmBandwidth = 0;         // bytes/s
   int64_t smCount = 0;             // for wave quantization; 0: no shape losses
   double matmulEfficiency = 0.8;   // large, well-tiled GEMM: achieved / peak
+  double matmulEfficiencyFp8 = 0.7; // the same for FP8 GEMMs, of the FP8 peak
   double attentionForwardEfficiency = 0.58;
   double attentionBackwardEfficiency = 0.45;
   double memoryEfficiency = 0.8;   // elementwise kernels: achieved / HBM bandwidth

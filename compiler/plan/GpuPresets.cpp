@@ -19,14 +19,22 @@
 //          PFLOP/s FP8 training with sparsity for 8 (4.5 dense each), so BF16
 //          2.25 PFLOP/s dense; HBM3e 8 TB/s; NVLink 5 1.8 TB/s (900 each way);
 //          ConnectX-7 400 Gb/s per GPU. 148 SMs (as the CUDA runtime reports).
+//  Memory: datasheets give GB that are binary (GiB): nvidia-smi reports
+//  81,920 MiB on the A100 80GB, 81,559 MiB on the H100 80GB, 143,771 MiB on
+//  the H200 and 183,359 MiB on the B200; those are the capacities used.
 //
 // Efficiencies (measured, not datasheet):
 //  - matmulEfficiency: cuBLAS BF16 GEMMs of large, tile-aligned shapes reach
 //    about 80% of the dense peak on Hopper (790 TFLOP/s on an H200 measured for
 //    this project; NVIDIA's Transformer Engine and MLPerf submissions report
 //    the same range) and about 85% on the A100 (265 of 312 TFLOP/s, NVIDIA's
-//    "Matrix Multiplication Background" guide, Fig. 1 class of shapes). Shape
+//    "Matrix Multiplication Background" guide, Fig. 1 class of shapes; an
+//    assumption from that range, not a measurement of ours). Shape
 //    losses (tile and wave quantization) come on top, in OpTimeModel.cpp.
+//  - matmulEfficiencyFp8: FP8 GEMMs reach a smaller share of their doubled
+//    peak: NVIDIA's published cuBLAS FP8 GEMM results on the H100 SXM are
+//    about 1,300-1,450 TFLOP/s of 1,979 for large shapes; we take 0.70
+//    (Blackwell assumed the same for lack of a published figure).
 //  - attention: FlashAttention-2 (Dao 2023, §4) reaches 50-73% of peak in the
 //    forward and 45-63% in the backward on the A100 at head dimension 128;
 //    FlashAttention-3 (Shah et al. 2024, §4.1) 55-75% forward on the H100 in
@@ -40,6 +48,8 @@ namespace pipec::plan {
 
 namespace {
 
+constexpr double kMiB = 1024.0 * 1024.0;
+
 GpuSpec hopper(const char *name, double memory, double hbm, double nvlink) {
   GpuSpec g;
   g.name = name;
@@ -51,6 +61,7 @@ GpuSpec hopper(const char *name, double memory, double hbm, double nvlink) {
   g.nvlinkBandwidth = nvlink;
   g.networkBandwidth = 50e9;
   g.matmulEfficiency = 0.80;
+  g.matmulEfficiencyFp8 = 0.70;
   g.attentionForwardEfficiency = 0.58;
   g.attentionBackwardEfficiency = 0.45;
   g.memoryEfficiency = 0.8;
@@ -65,7 +76,7 @@ std::optional<GpuSpec> gpuPreset(llvm::StringRef name) {
   if (name == "a100") {
     GpuSpec g;
     g.name = "a100";
-    g.memoryBytes = 80e9;
+    g.memoryBytes = kMiB * 81920;
     g.peakFlops = 312e12;
     g.peakFlopsFp8 = 0; // no FP8 tensor cores on Ampere
     g.hbmBandwidth = 2039e9;
@@ -73,19 +84,20 @@ std::optional<GpuSpec> gpuPreset(llvm::StringRef name) {
     g.nvlinkBandwidth = 300e9;
     g.networkBandwidth = 25e9;
     g.matmulEfficiency = 0.85;
+    g.matmulEfficiencyFp8 = 0.85; // unused: no FP8 (an FP8 plan is refused)
     g.attentionForwardEfficiency = 0.60;
     g.attentionBackwardEfficiency = 0.50;
     g.memoryEfficiency = 0.8;
     return g;
   }
   if (name == "h100")
-    return hopper("h100", 80e9, 3.35e12, 450e9);
+    return hopper("h100", kMiB * 81559, 3.35e12, 450e9);
   if (name == "h800")
-    return hopper("h800", 80e9, 3.35e12, 200e9);
+    return hopper("h800", kMiB * 81559, 3.35e12, 200e9);
   if (name == "h200")
-    return hopper("h200", 141e9, 4.8e12, 450e9);
+    return hopper("h200", kMiB * 143771, 4.8e12, 450e9);
   if (name == "b200") {
-    GpuSpec g = hopper("b200", 180e9, 8e12, 900e9);
+    GpuSpec g = hopper("b200", kMiB * 183359, 8e12, 900e9);
     g.peakFlops = 2250e12;
     g.peakFlopsFp8 = 4500e12;
     g.smCount = 148;

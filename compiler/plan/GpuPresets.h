@@ -22,6 +22,7 @@ struct GpuSpec {
   int gpusPerNode = 8;
   // Measured achieved fractions (see GpuPresets.cpp for each source):
   double matmulEfficiency = 0;   // a large, well-tiled BF16 GEMM, of peak
+  double matmulEfficiencyFp8 = 0; // the same in FP8, of the FP8 peak
   double attentionForwardEfficiency = 0;  // FlashAttention forward, causal, of peak
   double attentionBackwardEfficiency = 0; // its backward
   double memoryEfficiency = 0;   // streaming elementwise kernels, of HBM bandwidth

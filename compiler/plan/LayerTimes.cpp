@@ -26,6 +26,10 @@ Gemms gemms(const Cluster &c, double tokens, const std::vector<Weight> &weights,
   for (const Weight &w : weights) {
     double f = gemmSeconds(c, tokens, w.out, w.in, fp8);
     double d = gemmSeconds(c, tokens, w.in, w.out, fp8);
+    if (fp8 && c.peakFlopsFp8 > 0) {
+      f += fp8CastSeconds(c, tokens * w.in);  // the input activation
+      d += fp8CastSeconds(c, tokens * w.out); // the output's gradient
+    }
     g.forward += f;
     g.inputGrad += d;
     g.weightGrad += gemmSeconds(c, w.in, w.out, tokens, fp8);

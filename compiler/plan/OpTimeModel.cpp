@@ -28,9 +28,11 @@ double gemmShapeEfficiency(const Cluster &c, double m, double n) {
 double gemmSeconds(const Cluster &c, double m, double n, double k, bool fp8) {
   if (m <= 0 || n <= 0 || k <= 0)
     return 0;
-  double peak = fp8 && c.peakFlopsFp8 > 0 ? c.peakFlopsFp8 : c.peakFlops;
+  bool useFp8 = fp8 && c.peakFlopsFp8 > 0;
+  double peak = useFp8 ? c.peakFlopsFp8 : c.peakFlops;
+  double efficiency = useFp8 ? c.matmulEfficiencyFp8 : c.matmulEfficiency;
   double flops = 2 * m * n * k;
-  double compute = flops / (peak * c.matmulEfficiency * gemmShapeEfficiency(c, m, n));
+  double compute = flops / (peak * efficiency * gemmShapeEfficiency(c, m, n));
   double inputBytes = fp8 ? 1 : 2;
   double bytes = inputBytes * (m * k + k * n) + 2 * m * n;
   return std::max(compute, memoryBoundSeconds(c, bytes));
@@ -53,6 +55,12 @@ double flashBackwardSeconds(const Cluster &c, double batchHeads, double sq, doub
                             bool causal) {
   return 2.5 * attentionFlops(batchHeads, sq, sk, dqk, dv, causal) /
          (c.peakFlops * c.attentionBackwardEfficiency);
+}
+
+double fp8CastSeconds(const Cluster &c, double elements) {
+  // Current scaling: one pass for the amax (read 2 bytes), then the cast
+  // (read 2, write the row-wise and the transposed FP8 copies, 1 + 1).
+  return memoryBoundSeconds(c, 6 * elements);
 }
 
 double memoryBoundSeconds(const Cluster &c, double bytes) {

@@ -19,8 +19,8 @@ namespace pipec::plan {
 double gemmShapeEfficiency(const Cluster &cluster, double m, double n);
 
 // One GEMM C[m, n] = A[m, k] B[k, n]: max(FLOPs / attainable FLOP/s, bytes /
-// attainable HBM bandwidth), attainable FLOP/s = peak (BF16, or FP8 when
-// `fp8`) x matmul efficiency x shape efficiency. Operands take `inputBytes`
+// attainable HBM bandwidth), attainable FLOP/s = peak x matmul efficiency x
+// shape efficiency, BF16 or (when `fp8`) FP8 peak and efficiency. Operands take `inputBytes`
 // per element (1 for FP8), the output 2.
 double gemmSeconds(const Cluster &cluster, double m, double n, double k, bool fp8);
 
@@ -33,6 +33,12 @@ double flashForwardSeconds(const Cluster &cluster, double batchHeads, double sq,
                            double dv, bool causal);
 double flashBackwardSeconds(const Cluster &cluster, double batchHeads, double sq, double sk, double dqk,
                             double dv, bool causal);
+
+// Transformer Engine's cast of a BF16 GEMM input of `elements` to FP8 (the
+// activation in the forward, the output gradient in the backward; weights are
+// cast once a step): an amax pass and a cast writing a row-wise and a
+// transposed copy (the weight-gradient GEMM reads the transposed one).
+double fp8CastSeconds(const Cluster &cluster, double elements);
 
 // Kernels limited by memory: bytes / (HBM bandwidth x memory efficiency).
 double memoryBoundSeconds(const Cluster &cluster, double bytes);

@@ -77,7 +77,9 @@ std::optional<Compiled> compile(const PlanInputs &inputs, const std::string &fil
   c.compilation->releaseCheckContext();
   const ScheduleIR &ir = *c.compilation->ir();
   int64_t transformerLayers = int64_t(inputs.model.layers.size()) - 2;
-  if (ir.numStages > transformerLayers) {
+  // Each stage holds a layer: a transformer layer, or the embedding or head
+  // alone (uneven stages, --first/last-stage-layers 0).
+  if (ir.numStages > transformerLayers + 2) {
     error = std::to_string(ir.numStages) + " stages for " + std::to_string(transformerLayers) +
             " layers";
     return std::nullopt;

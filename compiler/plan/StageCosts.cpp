@@ -93,6 +93,10 @@ struct StageWork {
   int64_t moeLayers = 0, routedCopies = 0;
   double params = 0, expertParams = 0; // stored, whole (not yet divided by t, ep)
   double activationBytes = 0, largestLayerActivation = 0, largestLayerParams = 0;
+  // Of activationBytes, the head's (its norm and projection inputs, fp32
+  // logits): the last stage runs its backward right after its forward, so
+  // these live for one micro-batch only.
+  double headActivationBytes = 0;
 };
 
 StageWork stageWork(const ModelConfig &config, const ModelLayers &model, const Training &training,
@@ -123,8 +127,10 @@ StageWork stageWork(const ModelConfig &config, const ModelLayers &model, const T
     // input, projection input and fp32 logits for the loss.
     if (layer.kind == LayerKind::Embedding && config.dropout)
       w.activationBytes += tokens * h / t;
-    if (layer.kind == LayerKind::Head)
-      w.activationBytes += (2 * e * tokens * h + 4 * tokens * double(config.vocabSize)) / t;
+    if (layer.kind == LayerKind::Head) {
+      w.headActivationBytes = (2 * e * tokens * h + 4 * tokens * double(config.vocabSize)) / t;
+      w.activationBytes += w.headActivationBytes;
+    }
   }
   return w;
 }
@@ -232,7 +238,8 @@ std::optional<PlanCosts> computeCosts(const ModelConfig &config, const ModelLaye
   for (int64_t r = 0; r < P; ++r) {
     MemoryBreakdown &m = costs.rankMemory[size_t(r)];
     double dense = 0, experts = 0, largestActivation = 0, largestLayerActivation = 0,
-           largestLayerParams = 0, largestMessage = 0, largestA2a = 0, rankF = 0, rankB = 0;
+           largestLayerParams = 0, largestMessage = 0, largestA2a = 0, rankF = 0, rankB = 0,
+           headActivation = 0;
     auto copiesOn = [&](size_t s) {
       return int(l.stageRank[s] == r) + int(!l.stageCopyRank.empty() && l.stageCopyRank[s] == r);
     };
@@ -243,7 +250,8 @@ std::optional<PlanCosts> computeCosts(const ModelConfig &config, const ModelLaye
       const StageWork &w = work[s];
       dense += copies * (w.params - w.expertParams) / t;
       experts += copies * w.expertParams / (t * double(ep));
-      largestActivation = std::max(largestActivation, costs.stages[s].activationBytes);
+      largestActivation = std::max(largestActivation, costs.stages[s].activationBytes - w.headActivationBytes);
+      headActivation = std::max(headActivation, w.headActivationBytes);
       largestLayerActivation = std::max(largestLayerActivation, w.largestLayerActivation);
       largestLayerParams = std::max(largestLayerParams, w.largestLayerParams / t);
       largestMessage = std::max(largestMessage, costs.stages[s].messageBytes);
@@ -266,7 +274,7 @@ std::optional<PlanCosts> computeCosts(const ModelConfig &config, const ModelLaye
     m.grads = sharded(gradBytes, 2);
     m.optimizer = sharded(optimizerBytes, 1);
     double peak = l.peakActivations.empty() ? double(P) : l.peakActivations[size_t(r)];
-    m.activations = peak * largestActivation;
+    m.activations = peak * largestActivation + headActivation;
     // Two activations and two gradients in flight (a send and a receive each);
     // an MoE layer's dispatch and combine receive buffers; with full
     // recomputation, one layer's activations rebuilt for its backward; with

@@ -2,6 +2,7 @@
 // Korthikanti et al. 2022, memory per GPU by ZeRO stage, message, all-to-all
 // and reduction times, the costs `pipec sim` takes, the cluster and training
 // inputs and their errors.
+#include "plan/LayerTimes.h"
 #include "plan/StageCosts.h"
 
 #include "cost/CostInput.h"
@@ -109,6 +110,7 @@ TEST_CASE("Activation bytes reproduce Korthikanti et al. on GPT-3", "[plan]") {
   tr.sequenceLength = 2048;
   tr.microBatch = 1;
   tr.tensorParallel = 8;
+  tr.attention = AttentionKernel::Eager; // the paper stores the softmax (no FlashAttention)
   double s = 2048, b = 1, h = 12288, a = 96, t = 8;
   // 5as/h = 80 for GPT-3, as the paper notes.
   CHECK(korthikantiActivationBytes(s, b, h, a, t, Recompute::None) == s * b * h * (34 + 80) / t);
@@ -123,18 +125,29 @@ TEST_CASE("Activation bytes reproduce Korthikanti et al. on GPT-3", "[plan]") {
   tr.recompute = Recompute::None;
   CHECK(1 - selective / layerActivationBytes(gpt3, LayerKind::Dense, tr) == Approx(0.70).margin(0.005));
   CHECK(layerActivationBytes(gpt3, LayerKind::Embedding, tr) == 0);
+  // FlashAttention stores no s^2 term, only a log-sum-exp per query and head
+  // (fp32): what selective recomputation keeps, plus 4 a s b / t.
+  tr.attention = AttentionKernel::Flash;
+  CHECK(layerActivationBytes(gpt3, LayerKind::Dense, tr) == Approx(selective + 4 * a * s * b / t).epsilon(1e-12));
 }
 
 TEST_CASE("Activation bytes of GQA, gated MLPs and MoE layers follow the derived terms", "[plan]") {
   Training tr = training();
+  tr.attention = AttentionKernel::Eager;
   double sb = 32, h = 64, e = 2, a = 4, s = 16, b = 2;
   // norms 2h, attention input h, Q + K + V (4 + 2 + 2 heads of 16), output input h,
-  // MLP input h, four gated tensors of width 128; softmax a s^2 b.
-  double dense = e * sb * (2 * h + h + (4 + 2 * 2) * 16 + h + h + 4 * 128) + e * a * s * s * b;
+  // MLP input h, SwiGLU's input (gate and up) and output, 3 x 128; softmax a s^2 b.
+  double dense = e * sb * (2 * h + h + (4 + 2 * 2) * 16 + h + h + 3 * 128) + e * a * s * s * b;
   CHECK(layerActivationBytes(llama(), LayerKind::Dense, tr) == dense);
+  Training flash = tr;
+  flash.attention = AttentionKernel::Flash;
+  CHECK(layerActivationBytes(llama(), LayerKind::Dense, flash) == dense - e * a * s * s * b + 4 * a * sb);
+  // Context parallelism of 2 halves the tokens a GPU stores (and the s^2 term).
+  flash.contextParallel = 2;
+  CHECK(layerActivationBytes(llama(), LayerKind::Dense, flash) == (dense - e * a * s * s * b + 4 * a * sb) / 2);
   // MoE: router probabilities in fp32, k dispatched copies and outputs, k experts' intermediates.
   double moe = e * sb * (2 * h + h + 8 * 16 + h + h) + e * a * s * s * b + 4 * sb * 4 +
-               e * sb * (2 * 2 * h + 4 * 2 * 128);
+               e * sb * (2 * 2 * h + 3 * 2 * 128);
   CHECK(layerActivationBytes(mixtral(), LayerKind::Moe, tr) == moe);
   tr.tensorParallel = 2;
   CHECK(layerActivationBytes(mixtral(), LayerKind::Moe, tr) == moe / 2);
@@ -175,11 +188,13 @@ TEST_CASE("Stage times: W is the weight-gradient matmuls, I + W = B, and B excee
   PlanCosts split = costsOf(config, training(2), layout({{0, 3}, {3, 6}}));
   CHECK(split.stages[1].W == Approx(costs.stages[1].W / 2).epsilon(1e-6));
   CHECK(split.stages[1].forwardTime.tp > 0);
-  // Full recomputation replays the forward in the backward.
+  // Full recomputation replays the forward of the transformer layers in the
+  // backward (not the embedding's or the head's): stage 1 holds only layers.
   Training full = training();
   full.recompute = Recompute::Full;
-  CHECK(costsOf(config, full, layout({{0, 3}, {3, 6}})).stages[0].B ==
-        Approx(costs.stages[0].B + costs.stages[0].F));
+  PlanCosts three = costsOf(config, training(), layout({{0, 1}, {1, 5}, {5, 6}}));
+  CHECK(costsOf(config, full, layout({{0, 1}, {1, 5}, {5, 6}})).stages[1].B ==
+        Approx(three.stages[1].B + three.stages[1].F));
 }
 
 TEST_CASE("The activation message crosses NVLink or InfiniBand by placement", "[plan]") {
@@ -219,10 +234,22 @@ TEST_CASE("The expert all-to-all is the dispatch and combine sub-operations", "[
   OverlapPlan pair = planOverlap(c.forwardParts, c.backwardParts);
   CHECK(pair.makespan < c.F + c.B);
   CHECK(pair.makespan >= std::max(c.F, c.B) - 1e-15);
-  // Across nodes (ep 16 spans two), the inter-node link carries it.
+  // Across nodes (ep 16 spans two): half the copies go to the other node over
+  // the network, 7/16 to the node's other GPUs over NVLink, both at once; the
+  // network bounds it. (Mixtral has no node-limited routing.)
   Cluster wide = cluster();
   PlanCosts across = costsOf(config, training(), layout({{0, 4}}, 16, 16), wide);
-  CHECK(across.stages[0].forwardParts[1] == Approx(2 * (1e-5 + 15.0 / 16 * bytes / 10e9)));
+  CHECK(across.stages[0].forwardParts[1] == Approx(2 * (1e-5 + 0.5 * bytes / 10e9)));
+  // Node-limited routing: a token reaches at most M nodes, one copy each.
+  ExpertPlacement twoNodes{16, 8, 2};
+  double offGpu = 0;
+  double limited = allToAllSeconds(wide, twoNodes, 32, 8, 128, 1, offGpu);
+  double unlimited = allToAllSeconds(wide, twoNodes, 32, 8, 128, 0, offGpu);
+  // Eight experts over two nodes touch both almost surely: without the limit 4
+  // of 8 copies cross; limited to one node... deduplicated, one copy per remote
+  // node, at most 1 node: (1/2) x 1 copy.
+  CHECK(unlimited == Approx(1e-5 + 32 * 8 * 128 * 0.5 / 10e9));
+  CHECK(limited == Approx(1e-5 + std::max(32 * 128 * 0.5 / 10e9, 32 * 8 * 128 * (15.0 / 16) / 100e9)));
 }
 
 TEST_CASE("Memory per GPU: parameters, gradients and optimizer state by ZeRO stage", "[plan]") {
@@ -241,7 +268,11 @@ TEST_CASE("Memory per GPU: parameters, gradients and optimizer state by ZeRO sta
   double activations = 2 * layerActivationBytes(config, LayerKind::Dense, tr);
   CHECK(m.activations == 2 * activations); // the peak of 2 micro-batches
   CHECK(m.buffers == 4 * (32 * 64 * 2));   // two messages each way in flight
-  CHECK(m.total == m.params + m.grads + m.optimizer + m.activations + m.buffers);
+  // Runtime: the fragmentation margin over the tensors, the CUDA context and
+  // NCCL buffers of two communicators (data parallel, pipeline).
+  double tensors = m.params + m.grads + m.optimizer + m.activations + m.buffers;
+  CHECK(m.runtime == Approx(0.05 * tensors + 0.6e9 + 2 * 268435456.0));
+  CHECK(m.total == Approx(tensors + m.runtime));
   tr.zeroStage = 1;
   CHECK(costsOf(config, tr, l).rankMemory[0].optimizer == 6 * rank0);
   tr.zeroStage = 2;
@@ -265,12 +296,23 @@ TEST_CASE("The step tail: data-parallel all-reduce and the copies' all-reduce", 
   Training tr = training();
   PlanCosts costs = costsOf(config, tr, layout({{0, 3}, {3, 6}}, 4));
   double grads = 2 * rank0;
-  CHECK(costs.rankTailSeconds[0] == Approx(6 * 1e-6 + 1.5 * grads / 100e9)); // 2(n-1)/n, n = 4
+  // Before overlap: 2(n-1)/n, n = 4. Overlapped with the rank's backward (its
+  // B here is longer), nothing is left exposed.
+  CHECK(costs.tail.dataParallelUnhiddenSeconds == Approx(6 * 1e-6 + 1.5 * grads / 100e9));
+  CHECK(costs.tail.dataParallelSeconds ==
+        Approx(std::max(0.0, costs.tail.dataParallelUnhiddenSeconds - costs.stages[0].B)));
+  // The optimizer step streams master, moments (read and write), the gradient
+  // and the parameter: 2 x 12 + 2 + 2 bytes a parameter.
+  CHECK(costs.rankTailSeconds[0] == Approx(costs.tail.dataParallelSeconds + rank0 * 28 / (1e12 * 0.8)));
+  Training serial = tr;
+  serial.overlapGradReduce = false;
+  CHECK(costsOf(config, serial, layout({{0, 3}, {3, 6}}, 4)).tail.dataParallelSeconds ==
+        Approx(6 * 1e-6 + 1.5 * grads / 100e9));
   CHECK(ringAllReduceSeconds(100, 1, 1, 1) == 0);
   CHECK(reduceScatterSeconds(400, 4, 100, 0) == 3);
   CHECK(allToAllSeconds(400, 4, 100, 0) == 3);
   tr.zeroStage = 2; // reduce-scatter gradients, all-gather parameters
-  CHECK(costsOf(config, tr, layout({{0, 3}, {3, 6}}, 4)).rankTailSeconds[0] ==
+  CHECK(costsOf(config, tr, layout({{0, 3}, {3, 6}}, 4)).tail.dataParallelUnhiddenSeconds ==
         Approx(6 * 1e-6 + 0.75 * grads / 100e9 + 0.75 * 2 * rank0 / 100e9));
   ParallelLayout dual = layout({{0, 3}, {3, 6}});
   dual.stageCopyRank = {1, 0};
@@ -283,6 +325,13 @@ TEST_CASE("The step tail: data-parallel all-reduce and the copies' all-reduce", 
   PlanCosts tiedCosts = costsOf(tied, training(), layout({{0, 3}, {3, 6}}));
   CHECK(tiedCosts.tail.copiesSeconds == Approx(2 * 1e-6 + 100 * 64 * 2 / 100e9));
   CHECK(costsOf(tied, training(), layout({{0, 6}})).tail.copiesSeconds == 0);
+  // On one rank the tied head is the embedding matrix: its parameters, like
+  // the model's total (the published count), hold the 100 x 64 table once.
+  ModelLayers tiedModel = buildLayers(tied);
+  CHECK(costsOf(tied, training(), layout({{0, 6}})).rankMemory[0].params == 2 * tiedModel.totalParams);
+  // On two ranks the head's rank keeps its own copy (Megatron's embedding group).
+  PlanCosts split = costsOf(tied, training(), layout({{0, 3}, {3, 6}}));
+  CHECK(split.rankMemory[0].params + split.rankMemory[1].params == 2 * (tiedModel.totalParams + 100 * 64));
 }
 
 TEST_CASE("Plan costs feed the cost model and `--costs` as they are", "[plan]") {
@@ -340,11 +389,11 @@ TEST_CASE("Cluster presets carry the datasheet figures", "[plan]") {
   REQUIRE(h800);
   REQUIRE(h200);
   CHECK(h100->peakFlops == 989e12);
-  CHECK(h100->memoryBytes == 80e9);
+  CHECK(h100->memoryBytes == 81559.0 * 1024 * 1024); // "80GB": what nvidia-smi reports, in MiB
   CHECK(h100->intraNodeBandwidth == 450e9);
   CHECK(h100->interNodeBandwidth == 50e9);
   CHECK(h800->intraNodeBandwidth == 200e9);
-  CHECK(h200->memoryBytes == 141e9);
+  CHECK(h200->memoryBytes == 143771.0 * 1024 * 1024);
   CHECK(h200->gpusPerNode == 8);
   auto a100 = clusterPreset("a100"), b200 = clusterPreset("b200");
   REQUIRE(a100);
@@ -352,7 +401,7 @@ TEST_CASE("Cluster presets carry the datasheet figures", "[plan]") {
   CHECK(a100->peakFlops == 312e12);     // A100 datasheet, dense BF16
   CHECK(a100->hbmBandwidth == 2039e9);  // 80GB SXM
   CHECK(a100->peakFlopsFp8 == 0);       // no FP8 tensor cores
-  CHECK(h100->peakFlopsFp8 == 2 * h100->peakFlops);
+  CHECK(h100->peakFlopsFp8 == 1979e12);
   CHECK(h200->hbmBandwidth == 4.8e12);
   CHECK(b200->peakFlops == 2250e12);
   CHECK_FALSE(clusterPreset("v100"));
@@ -414,7 +463,7 @@ TEST_CASE("Training input: defaults, optimizer bytes and errors", "[plan]") {
 
 TEST_CASE("Cluster and training files are read under the input limit, or name the path", "[plan]") {
   std::string error;
-  CHECK(readCluster("h200", error)->memoryBytes == 141e9);
+  CHECK(readCluster("h200", error)->memoryBytes == 143771.0 * 1024 * 1024);
   CHECK_FALSE(readCluster("no-such-cluster.json", error));
   CHECK(error.find("cannot read 'no-such-cluster.json'") == 0);
   CHECK_FALSE(readTraining("no-such-training.json", error));
