@@ -12,7 +12,7 @@ bool loadPlanInputs(const ModelArgs &args, plan::PlanInputs &inputs, std::string
   if (args.model.empty())
     return error = "--model is required (a Hugging Face config.json)", false;
   if (args.cluster.empty())
-    return error = "--cluster is required (a cluster JSON file, or h100, h800, h200)", false;
+    return error = "--cluster is required (a cluster JSON file, or a100, h100, h800, h200, b200)", false;
   if (args.globalBatch < 1)
     return error = "--global-batch is required (sequences per step, at least 1)", false;
   if (args.seqLen < 1)
@@ -24,7 +24,7 @@ bool loadPlanInputs(const ModelArgs &args, plan::PlanInputs &inputs, std::string
   auto cluster = plan::readCluster(args.cluster, why);
   if (!cluster && !llvm::sys::fs::exists(args.cluster) && !plan::clusterPreset(args.cluster))
     return error = "--cluster: '" + args.cluster +
-                   "' is neither a preset (h100, h800, h200) nor a file",
+                   "' is neither a preset (a100, h100, h800, h200, b200) nor a file",
            false;
   if (!cluster)
     return error = "--cluster: " + why, false;

@@ -157,7 +157,7 @@ cl::opt<std::string> TracePath("trace", cl::desc("Write a Chrome/Perfetto trace"
 const subs Planning{&SimCmd, &PlanCmd};
 cl::opt<std::string> ModelFile("model", cl::desc("A Hugging Face config.json: costs in seconds and bytes"),
                                cl::value_desc("config.json"), Planning, cl::cat(Category));
-cl::opt<std::string> ClusterName("cluster", cl::desc("A cluster JSON file, or a preset: h100, h800, h200"),
+cl::opt<std::string> ClusterName("cluster", cl::desc("A cluster JSON file, or a preset: a100, h100, h800, h200, b200"),
                                  cl::value_desc("file.json|preset"), Planning, cl::cat(Category));
 cl::opt<int64_t> Gpus("gpus", cl::desc("GPUs to use (default: the cluster's)"), cl::value_desc("N"),
                       Planning, cl::cat(Category));
