@@ -22,7 +22,18 @@ double gemmShapeEfficiency(const Cluster &c, double m, double n) {
   if (c.smCount <= 0 || m <= 0 || n <= 0)
     return 1;
   double sms = double(c.smCount);
-  return std::max(tileEfficiency(m, n, 256, 128, sms), tileEfficiency(m, n, 128, 256, sms));
+  // The library picks the tile that runs the shape best. A smaller tile reuses
+  // each operand it loads less: its arithmetic intensity, tm tn / (tm + tn),
+  // relative to the large tile's bounds its throughput.
+  struct Tile {
+    double m, n;
+  };
+  static const Tile kTiles[] = {{256, 128}, {128, 256}, {128, 128}, {128, 64}, {64, 128}};
+  auto intensity = [](double tm, double tn) { return tm * tn / (tm + tn); };
+  double best = 0;
+  for (const Tile &t : kTiles)
+    best = std::max(best, tileEfficiency(m, n, t.m, t.n, sms) * intensity(t.m, t.n) / intensity(256, 128));
+  return best;
 }
 
 double gemmSeconds(const Cluster &c, double m, double n, double k, bool fp8) {

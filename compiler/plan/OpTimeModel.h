@@ -12,10 +12,11 @@ namespace pipec::plan {
 // Share of the GPU's matmul throughput a GEMM of an m x n output reaches from
 // its shape alone, after NVIDIA's "Matrix Multiplication Background User's
 // Guide" (Deep Learning Performance docs): the output is cut into thread-block
-// tiles (256 x 128 or 128 x 256, whichever fits better), a partial tile costs a
-// whole one (tile quantization), and tiles run in waves of one per SM, a
-// partial last wave costing a whole one (wave quantization). 1 for shapes that
-// fill both; 1 when the cluster gives no SM count.
+// tiles (256 x 128 or 128 x 256; 128 x 128, 128 x 64 or 64 x 128 at the lower
+// throughput of their lower operand reuse, whichever runs the shape best), a
+// partial tile costs a whole one (tile quantization), and tiles run in waves of
+// one per SM, a partial last wave costing a whole one (wave quantization). 1
+// for shapes that fill both; 1 when the cluster gives no SM count.
 double gemmShapeEfficiency(const Cluster &cluster, double m, double n);
 
 // One GEMM C[m, n] = A[m, k] B[k, n]: max(FLOPs / attainable FLOP/s, bytes /
