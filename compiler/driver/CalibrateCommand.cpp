@@ -5,8 +5,8 @@
 //  --sweep FILE        the GPU sweep's results (runtime/cuda/calibrate:
 //                      `pipec-calibrate-sweep -o FILE` on the GPUs);
 //  --pipec-trace FILE  a pipec program's trace (`--trace`) of SCHEDULE.pipe run
-//                      at the model and sizes given: the sustained fraction at
-//                      which the model's F, B, I, W match the trace's.
+//                      at the model and sizes given: the one factor on the
+//                      cluster's compute efficiencies that reproduces it.
 // The base cluster (--cluster) gives the peak and every number not measured.
 #include "driver/Commands.h"
 #include "driver/PlanSetup.h"
@@ -35,10 +35,11 @@ int fail(const std::string &message, int status = kExitUsage) {
   return status;
 }
 
-// The schedule compiled as `sim --model` compiles it, and the model's costs of
-// each stage as a profile, with the trace's profile of the same stages.
-int fractionFromProgramTrace(const CalibrateArgs &args, const plan::PlanInputs &inputs,
-                             double &fraction, llvm::raw_ostream &out) {
+// The schedule compiled as `sim --model` compiles it, and the one factor on the
+// cluster's compute efficiencies at which the model's F, B, I and W take as
+// long as the trace's (the ops the trace timed, each stage's mean x samples).
+int scaleFromProgramTrace(const CalibrateArgs &args, const plan::PlanInputs &inputs,
+                          double &scale, llvm::raw_ostream &out) {
   auto compilation = std::make_unique<Compilation>(args.schedule);
   compilation->diags().setErrorLimit(1);
   ElabOptions elab;
@@ -77,24 +78,53 @@ int fractionFromProgramTrace(const CalibrateArgs &args, const plan::PlanInputs &
       plan::readTraceProfile(args.programTrace, stageOf, error);
   if (!measured)
     return fail("--pipec-trace: " + error, kExitErrors);
-  std::vector<plan::StageProfile> model(predicted->costs.stages.size());
-  for (size_t s = 0; s < model.size(); ++s) {
-    const plan::StageCost &c = predicted->costs.stages[s];
-    model[s] = {{c.F, 1}, {c.B, 1}, {c.I, 1}, {c.W, 1}};
+  // The model's time of the ops the trace timed, at the base cluster's compute
+  // efficiencies x `scale`: it falls as the scale grows. Bisect for the scale
+  // at which it equals the trace's.
+  double measuredSeconds = plan::profiledSeconds(*measured, *measured);
+  auto predictedSeconds = [&](double scale, std::string &why) -> std::optional<double> {
+    plan::PlanInputs scaled = inputs;
+    scaled.cluster = plan::scaleCompute(inputs.cluster, scale);
+    std::optional<plan::Candidate> c = unitsCandidate(*compiled, *layout, scaled, why);
+    if (!c)
+      return std::nullopt;
+    std::vector<plan::StageProfile> model(c->costs.stages.size());
+    for (size_t s = 0; s < model.size(); ++s) {
+      const plan::StageCost &cost = c->costs.stages[s];
+      model[s] = {{cost.F, 1}, {cost.B, 1}, {cost.I, 1}, {cost.W, 1}};
+    }
+    return plan::profiledSeconds(model, *measured);
+  };
+  if (!(measuredSeconds > 0))
+    return fail("--pipec-trace: the trace times no lone F, B, I or W op of the schedule's stages",
+                kExitErrors);
+  double low = 1e-3, high = plan::maxComputeScale(inputs.cluster);
+  std::optional<double> fastest = predictedSeconds(high, error);
+  std::optional<double> slowest = predictedSeconds(low, error);
+  if (!fastest || !slowest)
+    return fail("'" + args.schedule + "': " + error, kExitErrors);
+  if (measuredSeconds < *fastest || measuredSeconds > *slowest)
+    return fail(fmt::format("--pipec-trace: the trace's ops take {} s; the model gives {} to {} s "
+                            "for any compute efficiency: the model, the sizes or the cluster do "
+                            "not match the traced run",
+                            formatNumber(measuredSeconds), formatNumber(*fastest),
+                            formatNumber(*slowest)),
+                kExitErrors);
+  for (int i = 0; i < 100 && high - low > 1e-12 * high; ++i) {
+    double mid = (low + high) / 2;
+    std::optional<double> t = predictedSeconds(mid, error);
+    if (!t)
+      return fail("'" + args.schedule + "': " + error, kExitErrors);
+    (*t > measuredSeconds ? low : high) = mid;
   }
-  std::optional<double> f = plan::sustainedFractionFromProfile(
-      *measured, model, inputs.cluster.sustainedFraction, error);
-  if (!f)
-    return fail("--pipec-trace: " + error, kExitErrors);
   size_t ops = 0;
   for (const plan::StageProfile &p : *measured)
     ops += size_t(p.F.samples + p.B.samples + p.I.samples + p.W.samples);
-  out << fmt::format("program trace: {} lone ops of '{}' ({}) over {} stages; the model at "
-                     "sustained fraction {} predicted {} s per step\n",
+  out << fmt::format("program trace: {} lone ops of '{}' ({}) over {} stages, {} s of them; the "
+                     "model gave {} s per step before\n",
                      ops, ir.name, plan::describeLayout(predicted->layout), measured->size(),
-                     formatNumber(inputs.cluster.sustainedFraction),
-                     formatNumber(predicted->stepTime));
-  fraction = *f;
+                     formatNumber(measuredSeconds), formatNumber(predicted->stepTime));
+  scale = (low + high) / 2;
   return kExitClean;
 }
 
@@ -157,11 +187,18 @@ int runCalibrate(const CalibrateArgs &args, const ModelArgs &modelArgs) {
     if (!c)
       return fail(error, kExitErrors);
     calibrated = plan::applyCalibration(*base, *c);
-    out << fmt::format("matmuls: {} timed, {:.4g} TFLOP/s, {:.1f}% of peak\n", c->matmulSamples,
-                       c->matmulEfficiency * base->peakFlops / 1e12, 100 * c->matmulEfficiency);
-    out << fmt::format("attention: {} timed, {:.4g} TFLOP/s, {:.1f}% of peak\n",
-                       c->attentionSamples, c->attentionEfficiency * base->peakFlops / 1e12,
-                       100 * c->attentionEfficiency);
+    auto compute = [&](const char *what, const plan::ComputeFit &fit, const char *field) {
+      out << fmt::format("{}: {} timed, {:.4g} TFLOP/s, {:.1f}% of peak", what, fit.samples,
+                         fit.efficiency * base->peakFlops / 1e12, 100 * fit.efficiency);
+      if (fit.samples && *field)
+        out << fmt::format(" -> {} {}", field, formatNumber(fit.modelEfficiency));
+      out << "\n";
+    };
+    compute("matmuls", c->matmul, "matmul_efficiency");
+    compute("attention forwards", c->attentionForward, "attention_forward_efficiency");
+    compute("attention backwards", c->attentionBackward, "attention_backward_efficiency");
+    if (c->unfusedAttention.samples)
+      compute("unfused attention (not applied)", c->unfusedAttention, "");
     out << "intra-node collectives: " << describeLink(c->intraNode, base->intraNodeBandwidth)
         << "\n";
     out << "inter-node collectives: " << describeLink(c->interNode, base->interNodeBandwidth)
@@ -172,19 +209,26 @@ int runCalibrate(const CalibrateArgs &args, const ModelArgs &modelArgs) {
       return fail("--pipec-trace needs the schedule it ran (a .pipe file) and --model, "
                   "--global-batch and --seq-len of the run");
     plan::PlanInputs inputs;
-    ModelArgs withBase = modelArgs;
-    if (!loadPlanInputs(withBase, inputs, error))
+    if (!loadPlanInputs(modelArgs, inputs, error))
       return fail(error);
     inputs.cluster = calibrated; // what the other sources measured, then the trace
-    double fraction = 0;
-    if (int status = fractionFromProgramTrace(args, inputs, fraction, out))
+    double scale = 1;
+    if (int status = scaleFromProgramTrace(args, inputs, scale, out))
       return status;
-    calibrated.sustainedFraction = fraction;
+    calibrated = plan::scaleCompute(calibrated, scale);
+    out << fmt::format("compute efficiencies x {}: matmul {} -> {}, attention forward {} -> {}, "
+                       "backward {} -> {}, memory-bound {} -> {}\n",
+                       formatNumber(scale), formatNumber(inputs.cluster.matmulEfficiency),
+                       formatNumber(calibrated.matmulEfficiency),
+                       formatNumber(inputs.cluster.attentionForwardEfficiency),
+                       formatNumber(calibrated.attentionForwardEfficiency),
+                       formatNumber(inputs.cluster.attentionBackwardEfficiency),
+                       formatNumber(calibrated.attentionBackwardEfficiency),
+                       formatNumber(inputs.cluster.memoryEfficiency),
+                       formatNumber(calibrated.memoryEfficiency));
   }
   if (!plan::validateCluster(calibrated, error))
     return fail("the calibrated cluster is out of range: " + error, kExitErrors);
-  out << fmt::format("sustained_fraction {} -> {}\n", formatNumber(base->sustainedFraction),
-                     formatNumber(calibrated.sustainedFraction));
   if (!writeOutputFile(args.output, [&](llvm::raw_ostream &o) { o << plan::clusterJson(calibrated); }))
     return kExitUsage;
   llvm::outs() << out.str();

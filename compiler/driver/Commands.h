@@ -48,7 +48,7 @@ enum class EmitTarget { IR, AST, TorchCsv, Cpu, Cuda };
 // bytes and plan searches layouts. Counts of 0 are "not given".
 struct ModelArgs {
   std::string model;   // --model config.json; empty: costs stay in units
-  std::string cluster; // --cluster FILE or preset (h100, h800, h200)
+  std::string cluster; // --cluster FILE or preset (a100, h100, h800, h200, b200)
   int64_t gpus = 0;    // --gpus; 0: the cluster's
   int64_t globalBatch = 0, seqLen = 0, microBatchSize = 1;
   std::string recompute = "none"; // none | selective | full
@@ -57,7 +57,15 @@ struct ModelArgs {
   int64_t expertParallel = 0; // --ep; 0: plan tries every size, sim uses 1
   // Which of --tp, --micro-batch-size, --recompute, --zero were given: plan
   // searches the others (sim uses their defaults above).
-  bool tpGiven = false, microBatchGiven = false, recomputeGiven = false, zeroGiven = false;
+  bool tpGiven = false, cpGiven = false, microBatchGiven = false, recomputeGiven = false,
+       zeroGiven = false;
+  int64_t contextParallel = 1; // --cp
+  std::string precision = "bf16";  // --precision bf16 | fp8
+  std::string attention = "flash"; // --attention flash | eager
+  bool gradFp32 = false;           // --grad-fp32
+  bool tpOverlap = false;          // --tp-overlap
+  int64_t firstStageLayers = -1, lastStageLayers = -1; // --first/last-stage-layers; -1: even
+  std::string pipelineLayout;      // --pipeline-layout
   bool given() const { return !model.empty(); }
 };
 

@@ -13,7 +13,7 @@ bool loadPlanInputs(const ModelArgs &args, plan::PlanInputs &inputs, std::string
   if (args.model.empty())
     return error = "--model is required (a Hugging Face config.json)", false;
   if (args.cluster.empty())
-    return error = "--cluster is required (a cluster JSON file, or h100, h800, h200)", false;
+    return error = "--cluster is required (a cluster JSON file, or a100, h100, h800, h200, b200)", false;
   if (args.globalBatch < 1)
     return error = "--global-batch is required (sequences per step, at least 1)", false;
   if (args.seqLen < 1)
@@ -25,7 +25,7 @@ bool loadPlanInputs(const ModelArgs &args, plan::PlanInputs &inputs, std::string
   auto cluster = plan::readCluster(args.cluster, why);
   if (!cluster && !llvm::sys::fs::exists(args.cluster) && !plan::clusterPreset(args.cluster))
     return error = "--cluster: '" + args.cluster +
-                   "' is neither a preset (h100, h800, h200) nor a file",
+                   "' is neither a preset (a100, h100, h800, h200, b200) nor a file",
            false;
   if (!cluster)
     return error = "--cluster: " + why, false;
@@ -42,6 +42,15 @@ bool loadPlanInputs(const ModelArgs &args, plan::PlanInputs &inputs, std::string
   training.recompute = args.recompute == "full"        ? plan::Recompute::Full
                        : args.recompute == "selective" ? plan::Recompute::Selective
                                                        : plan::Recompute::None;
+  training.contextParallel = args.contextParallel;
+  training.precision = plan::parsePrecision(args.precision).value_or(plan::Precision::BF16);
+  training.attention = plan::parseAttentionKernel(args.attention).value_or(plan::AttentionKernel::Flash);
+  if (args.gradFp32)
+    training.gradType = plan::DType::FP32;
+  training.tpCommOverlap = args.tpOverlap;
+  training.firstStageLayers = args.firstStageLayers;
+  training.lastStageLayers = args.lastStageLayers;
+  training.pipelineLayout = args.pipelineLayout;
   if (!plan::validateTraining(training, why))
     return error = why, false;
   // A learned position table (GPT-2) has no row for tokens past its length.
@@ -68,6 +77,13 @@ plan::SearchOptions planSearch(const ModelArgs &args, const plan::PlanInputs &in
           (inputs.config.numHeads <= 0 || inputs.config.numHeads % t == 0))
         search.tensorParallel.push_back(t);
   }
+  // Context parallelism for long sequences: each of cp GPUs keeps at least
+  // 4,096 tokens, in 2 cp chunks (causal load balancing).
+  if (!args.cpGiven)
+    for (int64_t cp = 1; cp <= 8; cp *= 2)
+      if (cp == 1 || (inputs.training.sequenceLength % (2 * cp) == 0 &&
+                      inputs.training.sequenceLength / cp >= 4096))
+        search.contextParallel.push_back(cp);
   if (!args.microBatchGiven)
     for (int64_t b : {1, 2, 4})
       if (b <= inputs.training.globalBatch)

@@ -47,7 +47,7 @@ std::optional<plan::ParallelSizes> unitsLayout(const Compilation &parsed, ElabOp
   const plan::Training &t = inputs.training;
   std::optional<plan::ParallelSizes> layout =
       plan::layoutFor(inputs.cluster.gpus, t.globalBatch, inputs.config.routedExperts,
-                      t.tensorParallel, 1, P, t.microBatch, inputs.expertParallel.value_or(1), 0,
+                      t.tensorParallel, t.contextParallel, P, t.microBatch, inputs.expertParallel.value_or(1), 0,
                       error);
   if (!layout)
     return std::nullopt;
@@ -98,10 +98,10 @@ void printUnitsSummary(const plan::PlanInputs &inputs, const plan::Candidate &c,
                      formatNumber(c.tailSeconds), 100 * c.bubbleFraction, 100 * c.mfu,
                      c.tokensPerSecond, formatNumber(c.gpuHoursPerMillionTokens));
   out << fmt::format("  memory per GPU (GB): params {}, grads {}, optimizer {}, activations {}, "
-                     "buffers {}, total {} of {}: {}\n",
+                     "buffers {}, runtime {}, total {} of {}: {}\n",
                      plan::formatGB(m.params), plan::formatGB(m.grads),
                      plan::formatGB(m.optimizer), plan::formatGB(m.activations),
-                     plan::formatGB(m.buffers), plan::formatGB(m.total),
+                     plan::formatGB(m.buffers), plan::formatGB(m.runtime), plan::formatGB(m.total),
                      plan::formatGB(inputs.cluster.memoryBytes), c.fits ? "fits" : "does not fit");
 }
 

@@ -160,7 +160,7 @@ cl::opt<std::string> TracePath("trace", cl::desc("Write a Chrome/Perfetto trace"
 const subs Planning{&SimCmd, &PlanCmd, &CalibrateCmd};
 cl::opt<std::string> ModelFile("model", cl::desc("A Hugging Face config.json: costs in seconds and bytes"),
                                cl::value_desc("config.json"), Planning, cl::cat(Category));
-cl::opt<std::string> ClusterName("cluster", cl::desc("A cluster JSON file, or a preset: h100, h800, h200"),
+cl::opt<std::string> ClusterName("cluster", cl::desc("A cluster JSON file, or a preset: a100, h100, h800, h200, b200"),
                                  cl::value_desc("file.json|preset"), Planning, cl::cat(Category));
 cl::opt<int64_t> Gpus("gpus", cl::desc("GPUs to use (default: the cluster's)"), cl::value_desc("N"),
                       Planning, cl::cat(Category));
@@ -181,6 +181,26 @@ cl::opt<int64_t> TensorParallel("tp", cl::desc("Tensor-parallel size, sequence p
 cl::opt<int64_t> ExpertParallel("ep",
                                 cl::desc("Expert-parallel size (sim: default 1; plan: every size)"),
                                 cl::value_desc("N"), Planning, cl::cat(Category));
+cl::opt<int64_t> ContextParallel("cp", cl::desc("Context-parallel size, ring attention over the sequence (plan: up to 8 searched when not given, 4,096 tokens or more each)"),
+                                 cl::value_desc("N"), cl::init(1), Planning, cl::cat(Category));
+cl::opt<std::string> PrecisionMode("precision", cl::desc("Matmul precision: bf16, or fp8 (linear layers)"),
+                                   cl::value_desc("bf16|fp8"), cl::init("bf16"), Planning, cl::cat(Category));
+cl::opt<std::string> AttentionMode("attention",
+                                   cl::desc("Attention kernel: flash (no s^2 activations) or eager"),
+                                   cl::value_desc("flash|eager"), cl::init("flash"), Planning, cl::cat(Category));
+cl::opt<bool> GradFp32("grad-fp32", cl::desc("Accumulate and reduce gradients in fp32 (Megatron's main_grad)"),
+                       Planning, cl::cat(Category));
+cl::opt<bool> TpOverlap("tp-overlap", cl::desc("Tensor-parallel collectives overlap the matmuls"), Planning,
+                        cl::cat(Category));
+cl::opt<int64_t> FirstStageLayers("first-stage-layers",
+                                  cl::desc("Transformer layers on the first pipeline stage (default: even)"),
+                                  cl::value_desc("N"), cl::init(-1), Planning, cl::cat(Category));
+cl::opt<int64_t> LastStageLayers("last-stage-layers",
+                                 cl::desc("Transformer layers on the last pipeline stage (default: even)"),
+                                 cl::value_desc("N"), cl::init(-1), Planning, cl::cat(Category));
+cl::opt<std::string> PipelineLayout("pipeline-layout",
+                                    cl::desc("Layers of every stage, Megatron style: 'Et*3|t*4|t*3L'"),
+                                    cl::value_desc("layout"), Planning, cl::cat(Category));
 
 // --- plan ----------------------------------------------------------------------
 cl::list<std::string> PlanFiles(cl::Positional, cl::ZeroOrMore,
@@ -596,7 +616,9 @@ bool parseModelArgs(pipec::ModelArgs &model, bool required) {
   if (!given(ModelFile))
     if (const cl::Option *option = firstGiven({&ClusterName, &Gpus, &GlobalBatch, &SeqLen,
                                                &MicroBatchSize, &RecomputeMode, &ZeroStage,
-                                               &TensorParallel, &ExpertParallel}))
+                                               &TensorParallel, &ExpertParallel, &ContextParallel,
+                                               &PrecisionMode, &AttentionMode, &GradFp32, &TpOverlap,
+                                               &FirstStageLayers, &LastStageLayers, &PipelineLayout}))
       return usage(spelling(*option) + " needs --model (a Hugging Face config.json)");
   auto positive = [](const cl::opt<int64_t> &option) {
     return !given(option) || option >= 1 ||
@@ -604,8 +626,17 @@ bool parseModelArgs(pipec::ModelArgs &model, bool required) {
                  std::to_string(option));
   };
   if (!positive(Gpus) || !positive(GlobalBatch) || !positive(SeqLen) ||
-      !positive(MicroBatchSize) || !positive(ExpertParallel) || !positive(TensorParallel))
+      !positive(MicroBatchSize) || !positive(ExpertParallel) || !positive(TensorParallel) ||
+      !positive(ContextParallel))
     return false;
+  if (PrecisionMode != "bf16" && PrecisionMode != "fp8")
+    return usage("--precision expects bf16 or fp8, got '" + PrecisionMode + "'");
+  if (AttentionMode != "flash" && AttentionMode != "eager")
+    return usage("--attention expects flash or eager, got '" + AttentionMode + "'");
+  for (const cl::opt<int64_t> *option : {&FirstStageLayers, &LastStageLayers})
+    if (given(*option) && *option < 0)
+      return usage(spelling(*option) + " expects a whole number of at least 0, got " +
+                   std::to_string(int64_t(*option)));
   if (RecomputeMode != "none" && RecomputeMode != "selective" && RecomputeMode != "full")
     return usage("--recompute expects none, selective or full, got '" + RecomputeMode + "'");
   if (ZeroStage < 0 || ZeroStage > 3)
@@ -624,9 +655,18 @@ bool parseModelArgs(pipec::ModelArgs &model, bool required) {
   model.expertParallel = ExpertParallel;
   model.tensorParallel = TensorParallel;
   model.tpGiven = given(TensorParallel);
+  model.cpGiven = given(ContextParallel);
   model.microBatchGiven = given(MicroBatchSize);
   model.recomputeGiven = given(RecomputeMode);
   model.zeroGiven = given(ZeroStage);
+  model.contextParallel = ContextParallel;
+  model.precision = PrecisionMode;
+  model.attention = AttentionMode;
+  model.gradFp32 = GradFp32;
+  model.tpOverlap = TpOverlap;
+  model.firstStageLayers = FirstStageLayers;
+  model.lastStageLayers = LastStageLayers;
+  model.pipelineLayout = PipelineLayout;
   return true;
 }
 

@@ -1,6 +1,7 @@
 #include "plan/Calibration.h"
 
 #include "plan/JsonFields.h"
+#include "plan/OpTimeModel.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -18,6 +19,8 @@ struct KindName {
 };
 constexpr KindName kKinds[] = {
     {MeasuredKind::Matmul, "matmul"},          {MeasuredKind::Attention, "attention"},
+    {MeasuredKind::AttentionBackward, "attention_backward"},
+    {MeasuredKind::UnfusedAttention, "attention_unfused"},
     {MeasuredKind::AllReduce, "all_reduce"},   {MeasuredKind::AllGather, "all_gather"},
     {MeasuredKind::ReduceScatter, "reduce_scatter"}, {MeasuredKind::AllToAll, "all_to_all"},
     {MeasuredKind::SendRecv, "send_recv"},
@@ -93,7 +96,8 @@ std::optional<LinkFit> fitLink(const std::vector<const Measurement *> &samples, 
 } // namespace
 
 bool isCollective(MeasuredKind kind) {
-  return kind != MeasuredKind::Matmul && kind != MeasuredKind::Attention;
+  return kind != MeasuredKind::Matmul && kind != MeasuredKind::Attention &&
+         kind != MeasuredKind::AttentionBackward && kind != MeasuredKind::UnfusedAttention;
 }
 
 const char *measuredKindName(MeasuredKind kind) {
@@ -113,66 +117,106 @@ std::optional<MeasuredKind> parseMeasuredKind(llvm::StringRef name) {
 std::optional<Calibration> calibrate(const std::vector<Measurement> &measurements,
                                      const Cluster &base, std::string &error) {
   Calibration c;
-  double matmulTime = 0, attentionTime = 0;
   std::vector<const Measurement *> intra, inter;
   for (const Measurement &m : measurements) {
     if (!(m.seconds > 0) || !std::isfinite(m.seconds))
       continue; // an op that took no time says nothing
-    if (m.kind == MeasuredKind::Matmul && m.flops > 0) {
-      c.matmulFlops += m.flops, matmulTime += m.seconds, ++c.matmulSamples;
-    } else if (m.kind == MeasuredKind::Attention && m.flops > 0) {
-      c.attentionFlops += m.flops, attentionTime += m.seconds, ++c.attentionSamples;
-    } else if (isCollective(m.kind) && m.bytes > 0 && m.ranks >= 2) {
+    ComputeFit *fit = m.kind == MeasuredKind::Matmul              ? &c.matmul
+                      : m.kind == MeasuredKind::Attention         ? &c.attentionForward
+                      : m.kind == MeasuredKind::AttentionBackward ? &c.attentionBackward
+                      : m.kind == MeasuredKind::UnfusedAttention  ? &c.unfusedAttention
+                                                                  : nullptr;
+    if (fit && m.flops > 0) {
+      fit->flops += m.flops, fit->seconds += m.seconds, ++fit->samples;
+    } else if (!fit && m.bytes > 0 && m.ranks >= 2) {
       (m.interNode ? inter : intra).push_back(&m);
     }
   }
-  if (matmulTime > 0)
-    c.matmulEfficiency = c.matmulFlops / (matmulTime * base.peakFlops);
-  if (attentionTime > 0)
-    c.attentionEfficiency = c.attentionFlops / (attentionTime * base.peakFlops);
-  if (matmulTime + attentionTime > 0)
-    c.computeEfficiency =
-        (c.matmulFlops + c.attentionFlops) / ((matmulTime + attentionTime) * base.peakFlops);
+  for (ComputeFit *fit : {&c.matmul, &c.attentionForward, &c.attentionBackward,
+                          &c.unfusedAttention})
+    if (fit->seconds > 0)
+      fit->modelEfficiency = fit->efficiency = fit->flops / (fit->seconds * base.peakFlops);
+  // The model times a matmul from its shape at matmul_efficiency x its shape
+  // efficiency: the efficiency at which the measured shapes take the measured
+  // time (compute-bound shapes scale as 1 / efficiency).
+  double predicted = 0, measured = 0;
+  for (const Measurement &m : measurements)
+    if (m.kind == MeasuredKind::Matmul && m.seconds > 0 && std::isfinite(m.seconds) && m.m > 0 &&
+        m.n > 0 && m.k > 0) {
+      predicted += gemmSeconds(base, m.m, m.n, m.k, false);
+      measured += m.seconds;
+    }
+  if (predicted > 0 && measured > 0)
+    c.matmul.modelEfficiency = base.matmulEfficiency * predicted / measured;
   c.intraNode = fitLink(intra, base.intraNodeLatency);
   c.interNode = fitLink(inter, base.interNodeLatency);
-  if (c.computeEfficiency <= 0 && !c.intraNode && !c.interNode) {
+  if (!c.matmul.samples && !c.attentionForward.samples && !c.attentionBackward.samples &&
+      !c.unfusedAttention.samples && !c.intraNode && !c.interNode) {
     error = "no matmul, attention or collective with a positive time and size was measured";
     return std::nullopt;
   }
-  if (c.computeEfficiency > 1) {
-    error = "the measured matmuls run at " + std::to_string(int(100 * c.computeEfficiency)) +
+  if (c.matmul.modelEfficiency > 1) {
+    error = "the measured matmuls need a matmul_efficiency of " +
+            std::to_string(int(100 * c.matmul.modelEfficiency)) +
             "% of the cluster's peak_flops: the peak is wrong for these GPUs (or the trace "
             "counts another precision)";
     return std::nullopt;
   }
+  for (const auto &[fit, what] : {std::make_pair(&c.matmul, "matmuls"),
+                                  std::make_pair(&c.attentionForward, "attention forwards"),
+                                  std::make_pair(&c.attentionBackward, "attention backwards")})
+    if (fit->efficiency > 1) {
+      error = std::string("the measured ") + what + " run at " +
+              std::to_string(int(100 * fit->efficiency)) +
+              "% of the cluster's peak_flops: the peak is wrong for these GPUs (or the trace "
+              "counts another precision)";
+      return std::nullopt;
+    }
   return c;
 }
 
 Cluster applyCalibration(const Cluster &base, const Calibration &calibration) {
   Cluster c = base;
-  if (calibration.computeEfficiency > 0)
-    c.sustainedFraction = calibration.computeEfficiency;
+  if (calibration.matmul.samples)
+    c.matmulEfficiency = std::min(1.0, calibration.matmul.modelEfficiency);
+  if (calibration.attentionForward.samples)
+    c.attentionForwardEfficiency = calibration.attentionForward.efficiency;
+  if (calibration.attentionBackward.samples)
+    c.attentionBackwardEfficiency = calibration.attentionBackward.efficiency;
+  double bus = base.busEfficiency > 0 ? base.busEfficiency : 1;
   if (calibration.intraNode) {
-    c.intraNodeBandwidth = calibration.intraNode->bandwidth;
+    c.intraNodeBandwidth = calibration.intraNode->bandwidth / bus;
     c.intraNodeLatency = calibration.intraNode->latency;
   }
   if (calibration.interNode) {
-    c.interNodeBandwidth = calibration.interNode->bandwidth;
+    c.interNodeBandwidth = calibration.interNode->bandwidth / bus;
     c.interNodeLatency = calibration.interNode->latency;
   }
   return c;
 }
 
 std::string clusterJson(const Cluster &c) {
-  llvm::json::Object o{{"gpus", c.gpus},
-                       {"gpus_per_node", c.gpusPerNode},
-                       {"memory_bytes", c.memoryBytes},
-                       {"peak_flops", c.peakFlops},
-                       {"sustained_fraction", c.sustainedFraction},
-                       {"intra_node_bandwidth", c.intraNodeBandwidth},
-                       {"inter_node_bandwidth", c.interNodeBandwidth},
-                       {"intra_node_latency", c.intraNodeLatency},
-                       {"inter_node_latency", c.interNodeLatency}};
+  llvm::json::Object o;
+  o["gpus"] = c.gpus;
+  o["gpus_per_node"] = c.gpusPerNode;
+  o["memory_bytes"] = c.memoryBytes;
+  o["peak_flops"] = c.peakFlops;
+  o["peak_flops_fp8"] = c.peakFlopsFp8;
+  o["hbm_bandwidth"] = c.hbmBandwidth;
+  o["sm_count"] = c.smCount;
+  o["matmul_efficiency"] = c.matmulEfficiency;
+  o["matmul_efficiency_fp8"] = c.matmulEfficiencyFp8;
+  o["attention_forward_efficiency"] = c.attentionForwardEfficiency;
+  o["attention_backward_efficiency"] = c.attentionBackwardEfficiency;
+  o["memory_efficiency"] = c.memoryEfficiency;
+  o["bus_efficiency"] = c.busEfficiency;
+  o["intra_node_bandwidth"] = c.intraNodeBandwidth;
+  o["inter_node_bandwidth"] = c.interNodeBandwidth;
+  o["intra_node_latency"] = c.intraNodeLatency;
+  o["inter_node_latency"] = c.interNodeLatency;
+  o["cuda_context_bytes"] = c.cudaContextBytes;
+  o["nccl_buffer_bytes"] = c.ncclBufferBytes;
+  o["fragmentation"] = c.fragmentation;
   std::string text;
   llvm::raw_string_ostream out(text);
   out << llvm::formatv("{0:2}", llvm::json::Value(std::move(o))) << "\n";
@@ -218,6 +262,9 @@ std::optional<std::vector<Measurement>> readSweepResults(llvm::StringRef text,
       m.interNode = f.boolean("inter_node", false);
     } else {
       m.flops = f.number("flops", 0, 1e21, std::nullopt, true);
+      m.m = f.number("m", 0, 1e9, 0.0);
+      m.n = f.number("n", 0, 1e9, 0.0);
+      m.k = f.number("k", 0, 1e9, 0.0);
     }
     if (!f.ok())
       return std::nullopt;
@@ -226,31 +273,31 @@ std::optional<std::vector<Measurement>> readSweepResults(llvm::StringRef text,
   return measurements;
 }
 
-std::optional<double> sustainedFractionFromProfile(const std::vector<StageProfile> &measured,
-                                                   const std::vector<StageProfile> &predicted,
-                                                   double baseFraction, std::string &error) {
-  double predictedTime = 0, measuredTime = 0;
-  for (size_t s = 0; s < measured.size() && s < predicted.size(); ++s) {
+Cluster scaleCompute(const Cluster &base, double scale) {
+  Cluster c = base;
+  for (double *e : {&c.matmulEfficiency, &c.matmulEfficiencyFp8, &c.attentionForwardEfficiency,
+                    &c.attentionBackwardEfficiency, &c.memoryEfficiency})
+    *e = std::min(1.0, *e * scale);
+  return c;
+}
+
+double maxComputeScale(const Cluster &base) {
+  double largest = std::max({base.matmulEfficiency, base.matmulEfficiencyFp8,
+                             base.attentionForwardEfficiency, base.attentionBackwardEfficiency,
+                             base.memoryEfficiency});
+  return largest > 0 ? 1 / largest : 1;
+}
+
+double profiledSeconds(const std::vector<StageProfile> &measured,
+                       const std::vector<StageProfile> &weights) {
+  double total = 0;
+  for (size_t s = 0; s < measured.size() && s < weights.size(); ++s) {
     const OpProfile *m[] = {&measured[s].F, &measured[s].B, &measured[s].I, &measured[s].W};
-    const OpProfile *p[] = {&predicted[s].F, &predicted[s].B, &predicted[s].I, &predicted[s].W};
+    const OpProfile *w[] = {&weights[s].F, &weights[s].B, &weights[s].I, &weights[s].W};
     for (int k = 0; k < 4; ++k)
-      if (m[k]->samples > 0) {
-        measuredTime += double(m[k]->samples) * m[k]->seconds;
-        predictedTime += double(m[k]->samples) * p[k]->seconds;
-      }
+      total += double(w[k]->samples) * m[k]->seconds;
   }
-  if (!(measuredTime > 0) || !(predictedTime > 0)) {
-    error = "the trace times no lone F, B, I or W op of the schedule's stages";
-    return std::nullopt;
-  }
-  double fraction = baseFraction * predictedTime / measuredTime;
-  if (!std::isfinite(fraction) || fraction > 1) {
-    error = "the trace's ops run faster than the model allows at the cluster's peak_flops (a "
-            "sustained fraction of " + std::to_string(fraction) +
-            "): the model, the sizes or the cluster do not match the traced run";
-    return std::nullopt;
-  }
-  return fraction;
+  return total;
 }
 
 } // namespace pipec::plan

@@ -19,12 +19,23 @@
 
 namespace pipec::plan {
 
-enum class MeasuredKind { Matmul, Attention, AllReduce, AllGather, ReduceScatter, AllToAll, SendRecv };
+enum class MeasuredKind {
+  Matmul,
+  Attention,         // a fused (FlashAttention-style) forward
+  AttentionBackward, // its backward
+  UnfusedAttention,  // QK^T, softmax, AV as separate kernels: reported, not applied
+  AllReduce,
+  AllGather,
+  ReduceScatter,
+  AllToAll,
+  SendRecv
+};
 
 struct Measurement {
   MeasuredKind kind = MeasuredKind::Matmul;
   std::string name;     // what was timed ("aten::mm", "ncclAllReduce"), for reports
   double flops = 0;     // matmul, attention
+  double m = 0, n = 0, k = 0; // matmul: C[m, n] = A[m, k] B[k, n] (a batch folded into m); 0: unknown
   double bytes = 0;     // collective: the buffer (NCCL tests' "size")
   int64_t ranks = 0;    // collective: group size
   bool interNode = false; // collective: the group spans nodes
@@ -45,11 +56,18 @@ struct LinkFit {
   double meanError = 0; // mean |fit - measured| / measured
 };
 
+// One kind of compute: FLOP-weighted achieved share of the bf16 peak
+// (sum of FLOPs / sum of (time x peak)); 0 when nothing was timed.
+struct ComputeFit {
+  double efficiency = 0, flops = 0, seconds = 0;
+  size_t samples = 0;
+  // Matmuls: the model's matmul_efficiency that reproduces the measured time
+  // of the same shapes (its tile and wave losses taken out); else `efficiency`.
+  double modelEfficiency = 0;
+};
+
 struct Calibration {
-  // FLOP-weighted achieved share of peak: sum of FLOPs / sum of (time x peak).
-  double matmulEfficiency = 0, attentionEfficiency = 0, computeEfficiency = 0;
-  size_t matmulSamples = 0, attentionSamples = 0;
-  double matmulFlops = 0, attentionFlops = 0;
+  ComputeFit matmul, attentionForward, attentionBackward, unfusedAttention;
   std::optional<LinkFit> intraNode, interNode;
 };
 
@@ -58,11 +76,14 @@ struct Calibration {
 std::optional<Calibration> calibrate(const std::vector<Measurement> &measurements,
                                      const Cluster &base, std::string &error);
 
-// `base` with what was measured replacing its numbers (compute: the sustained
-// fraction; links: bandwidth and latency). Every other field stays.
+// `base` with what was measured replacing its numbers: matmul_efficiency,
+// attention_forward/backward_efficiency, and per link the bandwidth (the fit's
+// bus bandwidth over the cluster's bus_efficiency, so a collective achieves
+// what was measured) and latency. Every other field stays.
 Cluster applyCalibration(const Cluster &base, const Calibration &calibration);
 
 // The cluster file `readCluster` reads: every field, finite, plain SI units.
+// (The GPU preset's name is not a field: every number is written out.)
 std::string clusterJson(const Cluster &cluster);
 
 // The GPU sweep's results: {"measurements": [{"kind": "matmul", "flops": ...,
@@ -71,12 +92,16 @@ std::string clusterJson(const Cluster &cluster);
 std::optional<std::vector<Measurement>> readSweepResults(llvm::StringRef text,
                                                          llvm::StringRef name, std::string &error);
 
-// A pipec program trace of a schedule whose per-stage costs the model predicts
-// as `predicted` at `base`'s sustained fraction: the fraction at which the
-// model's F, B, I and W sum to the measured ones (time-weighted over the
-// stages measured). nullopt with `error` when the trace measured nothing.
-std::optional<double> sustainedFractionFromProfile(const std::vector<StageProfile> &measured,
-                                                   const std::vector<StageProfile> &predicted,
-                                                   double baseFraction, std::string &error);
+// A cluster whose compute efficiencies (matmul, attention, memory-bound
+// kernels) are `base`'s times `scale`, each at most 1.
+Cluster scaleCompute(const Cluster &base, double scale);
+// The largest scale scaleCompute can take before an efficiency passes 1.
+double maxComputeScale(const Cluster &base);
+
+// A pipec program trace against the model's prediction: the measured time of
+// the lone F, B, I, W ops the trace timed (each stage's mean x its samples),
+// and the same ops' predicted time.
+double profiledSeconds(const std::vector<StageProfile> &measured,
+                       const std::vector<StageProfile> &weights);
 
 } // namespace pipec::plan

@@ -47,6 +47,7 @@ void writeCandidateAttributes(const Candidate &c, CandidateFields fields, llvm::
     writeNumber(j, "grads", c.memory.grads);
     writeNumber(j, "optimizer", c.memory.optimizer);
     writeNumber(j, "params", c.memory.params);
+    writeNumber(j, "runtime", c.memory.runtime);
   });
   writeNumber(j, "mfu", c.mfu);
   j.attribute("micro_batch_size", l.mbs);

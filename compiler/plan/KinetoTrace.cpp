@@ -189,9 +189,18 @@ std::optional<KinetoSummary> readKinetoTrace(llvm::StringRef json, llvm::StringR
     m.seconds = time->second;
     if (isMatmul(op.name)) {
       m.kind = MeasuredKind::Matmul;
-      m.flops = matmulFlops(op.name, inputDims(op.args));
+      std::vector<std::vector<double>> dims = inputDims(op.args);
+      m.flops = matmulFlops(op.name, dims);
+      if (m.flops > 0) { // the factors' shapes: a batch folds into m
+        size_t a = op.name == "aten::addmm" || op.name == "aten::baddbmm" ? 1 : 0;
+        const std::vector<double> &x = dims[a], &y = dims[a + 1];
+        m.m = product(x, 0, x.size() - 1);
+        m.k = x.back();
+        m.n = y.back();
+      }
     } else if (isAttention(op.name)) {
-      m.kind = MeasuredKind::Attention;
+      m.kind = llvm::StringRef(op.name).endswith("_backward") ? MeasuredKind::AttentionBackward
+                                                               : MeasuredKind::Attention;
       m.flops = attentionFlops(op.name, inputDims(op.args), concreteInputs(op.args));
     } else {
       auto collectiveName = op.args->getString("Collective name");
@@ -211,7 +220,7 @@ std::optional<KinetoSummary> readKinetoTrace(llvm::StringRef json, llvm::StringR
       m.ranks = *group;
       m.interNode = gpusPerNode > 0 && *group > gpusPerNode;
     }
-    if ((m.kind == MeasuredKind::Matmul || m.kind == MeasuredKind::Attention) && !(m.flops > 0)) {
+    if (!isCollective(m.kind) && !(m.flops > 0)) {
       ++summary.skipped; // no shapes recorded (record_shapes=False)
       continue;
     }

@@ -141,11 +141,14 @@ void printPlanText(const PlanInputs &inputs, const PlanResult &plan, llvm::raw_o
     sizesWidth = std::max(sizesWidth, sizes.back().size());
   }
   std::string kRow = fmt::format("{{:>3}} {{:<{}}} {{:<{}}} {{:>9}} {{:>7}} {{:>6}} {{:>10}} "
-                                 "{{:>9}} {{:>7}} {{:>7}} {{:>7}} {{:>7}} {{:>7}} {{:>7}} {{:>4}}\n",
+                                 "{{:>9}} {{:>7}} {{:>7}} {{:>7}} {{:>7}} {{:>7}} {{:>7}} {{:>7}} "
+                                 "{{:>4}}\n",
                                  nameWidth, sizesWidth);
-  out << "memory in GB per GPU (the rank that needs most)\n";
+  out << "memory in GB per GPU (the rank that needs most; runtime: CUDA context, NCCL buffers, "
+         "fragmentation)\n";
   out << fmt::format(fmt::runtime(kRow), "#", "schedule", "sizes", "step s", "bubble", "MFU", "tokens/s",
-                     "GPU-h/Mt", "params", "grads", "optim", "activ", "buffers", "total", "fits");
+                     "GPU-h/Mt", "params", "grads", "optim", "activ", "buffers", "runtime",
+                     "total", "fits");
   for (size_t i = 0; i < shown; ++i) {
     const Candidate &c = plan.candidates[i];
     const MemoryBreakdown &m = c.memory;
@@ -154,7 +157,8 @@ void printPlanText(const PlanInputs &inputs, const PlanResult &plan, llvm::raw_o
                        fmt::format("{:.0f}", c.tokensPerSecond),
                        seconds(c.gpuHoursPerMillionTokens), formatGB(m.params),
                        formatGB(m.grads), formatGB(m.optimizer), formatGB(m.activations),
-                       formatGB(m.buffers), formatGB(m.total), c.fits ? "yes" : "no");
+                       formatGB(m.buffers), formatGB(m.runtime), formatGB(m.total),
+                       c.fits ? "yes" : "no");
   }
   if (shown < plan.candidates.size())
     out << fmt::format("... {} more\n", plan.candidates.size() - shown);

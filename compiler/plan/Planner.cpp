@@ -1,6 +1,7 @@
 #include "plan/Planner.h"
 
 #include "plan/ScheduleCache.h"
+#include "plan/StageLayout.h"
 #include "sim/Simulator.h"
 
 #include <algorithm>
@@ -60,13 +61,20 @@ ParallelLayout baseLayout(const ParallelSizes &sizes) {
   return parallel;
 }
 
-// The layout as the compiled schedule places it.
-ParallelLayout compiledLayout(const PlanInputs &inputs, const CompiledSchedule &c,
-                              const ParallelSizes &sizes) {
+// The layout as the compiled schedule places it (its stages' layers as the
+// training's first/last stage sizes or layout string say); nullopt with
+// `error` when they do not split.
+std::optional<ParallelLayout> compiledLayout(const PlanInputs &inputs, const CompiledSchedule &c,
+                                             const ParallelSizes &sizes, const Training &training,
+                                             std::string &error) {
   const ScheduleIR &ir = c.ir();
   ParallelLayout parallel = baseLayout(sizes);
   parallel.chunksPerRank = ir.numStages / ir.numRanks;
-  parallel.stageLayers = splitLayers(inputs.model, ir.numStages);
+  std::optional<std::vector<std::pair<size_t, size_t>>> ranges =
+      stageLayerRanges(inputs.model, ir.numStages, training, error);
+  if (!ranges)
+    return std::nullopt;
+  parallel.stageLayers = std::move(*ranges);
   placeStages(ir, parallel);
   for (const RankMemory &m : c.report().memory)
     parallel.peakActivations.push_back(double(m.peakActivations));
@@ -76,13 +84,17 @@ ParallelLayout compiledLayout(const PlanInputs &inputs, const CompiledSchedule &
 // The same sizes before any schedule is compiled: stages dealt round-robin,
 // one chunk each (or v), one live micro-batch, no copies. Its costs give a
 // memory bound and an estimate to order the search by.
-std::optional<ParallelLayout> sketchLayout(const PlanInputs &inputs, const ParallelSizes &sizes) {
+std::optional<ParallelLayout> sketchLayout(const PlanInputs &inputs, const ParallelSizes &sizes,
+                                           const Training &training) {
   ParallelLayout parallel = baseLayout(sizes);
   parallel.chunksPerRank = sizes.v > 0 ? sizes.v : 1;
   int64_t stages = sizes.pp * parallel.chunksPerRank;
-  parallel.stageLayers = splitLayers(inputs.model, stages);
-  if (parallel.stageLayers.empty())
+  std::string error;
+  std::optional<std::vector<std::pair<size_t, size_t>>> ranges =
+      stageLayerRanges(inputs.model, stages, training, error);
+  if (!ranges || ranges->empty())
     return std::nullopt;
+  parallel.stageLayers = std::move(*ranges);
   for (int64_t s = 0; s < stages; ++s)
     parallel.stageRank.push_back(s % sizes.pp);
   parallel.peakActivations.assign(size_t(sizes.pp), 1.0);
@@ -118,13 +130,18 @@ std::optional<Candidate> costCandidate(const PlanInputs &inputs, const CompiledS
                                        const Training &training, std::string &error) {
   const ScheduleIR &ir = c.ir();
   int64_t transformerLayers = int64_t(inputs.model.layers.size()) - 2;
-  if (ir.numStages > transformerLayers) {
+  // Each stage holds a layer: a transformer layer, or the embedding or head
+  // alone (uneven stages, --first/last-stage-layers 0).
+  if (ir.numStages > transformerLayers + 2) {
     error = std::to_string(ir.numStages) + " stages for " + std::to_string(transformerLayers) +
             " layers";
     return std::nullopt;
   }
+  std::optional<ParallelLayout> parallel = compiledLayout(inputs, c, sizes, training, error);
+  if (!parallel)
+    return std::nullopt;
   std::optional<PlanCosts> costs = computeCosts(inputs.config, inputs.model, inputs.cluster,
-                                                training, compiledLayout(inputs, c, sizes), error);
+                                                training, *parallel, error);
   if (!costs)
     return std::nullopt;
   if (!costsFinite(*costs)) {
@@ -287,6 +304,7 @@ double rankValue(const Candidate &c, RankBy by) {
 Training trainingFor(const Training &base, const ParallelSizes &layout) {
   Training t = base;
   t.tensorParallel = layout.tp;
+  t.contextParallel = layout.cp;
   t.microBatch = layout.mbs;
   return t;
 }
@@ -396,7 +414,7 @@ PlanResult makePlan(const PlanInputs &inputs, ScheduleCache *sharedCache) {
     runPool(threadCount(inputs, variants.size() / 64 + 1), [&] {
       for (size_t i; (i = next++) < variants.size();) {
         Variant &v = variants[i];
-        std::optional<ParallelLayout> sketch = sketchLayout(inputs, v.sizes);
+        std::optional<ParallelLayout> sketch = sketchLayout(inputs, v.sizes, v.training);
         std::string error;
         std::optional<PlanCosts> costs =
             sketch ? computeCosts(inputs.config, inputs.model, inputs.cluster, v.training, *sketch,

@@ -5,8 +5,9 @@
 //  - matmuls: bf16 cuBLAS GEMMs (fp32 accumulation) over square sizes and the
 //    shapes of transformer layers, 2 m n k FLOPs each;
 //  - attention: unfused scaled-dot-product attention (QK^T and AV as strided
-//    batched GEMMs, a row softmax between them), 4 b h s^2 d FLOPs: the time a
-//    fused FlashAttention kernel beats, so its efficiency is a lower bound;
+//    batched GEMMs, a row softmax between them), 4 b h s^2 d FLOPs, written as
+//    "attention_unfused": reported by calibrate, not applied (a fused
+//    FlashAttention kernel beats it; take attention from a Kineto trace);
 //  - collectives: NCCL all-reduce, all-gather, reduce-scatter and all-to-all
 //    over every GPU of the node (one process, ncclCommInitAll), 1 MiB to
 //    1 GiB. Inter-node links need a multi-node run: take them from a PyTorch
@@ -36,6 +37,7 @@ struct Point {
   std::string kind, name;
   double flops = 0, bytes = 0, seconds = 0;
   int ranks = 0;
+  int m = 0, n = 0, k = 0; // matmuls
 };
 
 // Softmax of each row of `rows` x `cols` bf16 scores, in place, one block a row.
@@ -122,7 +124,7 @@ void sweepMatmuls(std::vector<Point> &points, bool quick) {
     });
     points.push_back({"matmul", "gemm " + std::to_string(m) + "x" + std::to_string(n) + "x" +
                                     std::to_string(k),
-                      2.0 * m * n * k, 0, seconds, 0});
+                      2.0 * m * n * k, 0, seconds, 0, m, n, k});
     PIPERT_CUDA(cudaFree(A));
     PIPERT_CUDA(cudaFree(B));
     PIPERT_CUDA(cudaFree(C));
@@ -160,7 +162,7 @@ void sweepAttention(std::vector<Point> &points, bool quick) {
           CUDA_R_16BF, s, strideS, &zero, O, CUDA_R_16BF, d, strideQ, heads, CUBLAS_COMPUTE_32F,
           CUBLAS_GEMM_DEFAULT));
     });
-    points.push_back({"attention", "sdpa unfused h32 d128 s" + std::to_string(s),
+    points.push_back({"attention_unfused", "sdpa unfused h32 d128 s" + std::to_string(s),
                       4.0 * heads * double(s) * s * d, 0, seconds, 0});
     for (void *p : {Q, K, V, O, S})
       PIPERT_CUDA(cudaFree(p));
@@ -264,6 +266,8 @@ std::string json(const std::vector<Point> &points, const std::string &gpu) {
           << ", \"inter_node\": false";
     else
       out << ", \"flops\": " << p.flops;
+    if (p.m > 0)
+      out << ", \"m\": " << p.m << ", \"n\": " << p.n << ", \"k\": " << p.k;
     out << "}";
   }
   out << "\n  ]\n}\n";
