@@ -119,6 +119,12 @@ TEST_CASE("Activation bytes reproduce Korthikanti et al. on GPT-3", "[plan]") {
     CHECK(layerActivationBytes(gpt3, LayerKind::Dense, tr) ==
           Approx(korthikantiActivationBytes(s, b, h, a, t, r)).epsilon(1e-12));
   }
+  // Without sequence parallelism: sbh (10 + 24/t + 5as/(ht)), the paper's eq. 2.
+  tr.recompute = Recompute::None;
+  tr.sequenceParallel = false;
+  CHECK(layerActivationBytes(gpt3, LayerKind::Dense, tr) ==
+        Approx(s * b * h * (10 + 24 / t + 5 * a * s / (h * t))).epsilon(1e-12));
+  tr.sequenceParallel = true;
   // Selective recomputation saves 70% of the activations, as the paper reports for GPT-3.
   tr.recompute = Recompute::Selective;
   double selective = layerActivationBytes(gpt3, LayerKind::Dense, tr);
