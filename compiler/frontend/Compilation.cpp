@@ -3,7 +3,7 @@
 #include "sema/NameResolver.h"
 #include "syntax/Parser.h"
 
-#include "frontend/InputFile.h"
+#include "support/InputFile.h"
 
 #include "llvm/Support/MemoryBuffer.h"
 

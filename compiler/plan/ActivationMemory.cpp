@@ -104,7 +104,13 @@ double layerActivationBytes(const ModelConfig &c, LayerKind kind, const Training
     scores = 0;
   if (training.attention == AttentionKernel::Flash)
     scores = 4 * a * sb; // the log-sum-exp per query and head, fp32
-  return (linear + scores) / t;
+  // Without sequence parallelism (t > 1) every tensor-parallel rank keeps the
+  // whole norm inputs, the two GEMM inputs they feed and the dropout masks:
+  // Korthikanti et al.'s sbh (10 + 24 / t + 5 a s / (h t)), the 10 unsharded.
+  double replicated = 0;
+  if (t > 1 && !training.sequenceParallel)
+    replicated = (2 * e + 2 * normOut) * sb * h + (c.dropout ? 2 * sb * h : 0);
+  return (linear - replicated + scores) / t + replicated;
 }
 
 } // namespace pipec::plan

@@ -62,12 +62,13 @@ bool validateCluster(const Cluster &c, std::string &error) {
                            std::to_string(c.gpusPerNode));
   if (!positive(c.memoryBytes, kMaxMemory))
     return bad("memory_bytes", "must be above 0 and at most 1e15");
-  if (!positive(c.peakFlops, kMaxFlops))
-    return bad("peak_flops", "must be above 0 and at most 1e18");
+  // Magnitudes no GPU has are input errors (a unit slip), not clusters.
+  if (!positive(c.peakFlops, kMaxFlops) || c.peakFlops < 1e9)
+    return bad("peak_flops", "must be 1e9 to 1e18 FLOP/s");
   if (!std::isfinite(c.peakFlopsFp8) || c.peakFlopsFp8 < 0 || c.peakFlopsFp8 > kMaxFlops)
     return bad("peak_flops_fp8", "must be 0 (none) to 1e18");
-  if (!positive(c.hbmBandwidth, kMaxBandwidth))
-    return bad("hbm_bandwidth", "must be above 0 and at most 1e15");
+  if (!positive(c.hbmBandwidth, kMaxBandwidth) || c.hbmBandwidth < 1e6)
+    return bad("hbm_bandwidth", "must be 1e6 to 1e15 bytes/s");
   if (c.smCount < 0 || c.smCount > 1000000)
     return bad("sm_count", "must be 0 (no shape losses) to 1000000");
   for (auto [field, value] : {std::pair<const char *, double>{"matmul_efficiency", c.matmulEfficiency},
@@ -84,10 +85,10 @@ bool validateCluster(const Cluster &c, std::string &error) {
     return bad("nccl_buffer_bytes", "must be 0 to 1e15");
   if (!std::isfinite(c.fragmentation) || c.fragmentation < 0 || c.fragmentation >= 1)
     return bad("fragmentation", "must be 0 to below 1");
-  if (!positive(c.intraNodeBandwidth, kMaxBandwidth))
-    return bad("intra_node_bandwidth", "must be above 0 and at most 1e15");
-  if (!positive(c.interNodeBandwidth, kMaxBandwidth))
-    return bad("inter_node_bandwidth", "must be above 0 and at most 1e15");
+  if (!positive(c.intraNodeBandwidth, kMaxBandwidth) || c.intraNodeBandwidth < 1e6)
+    return bad("intra_node_bandwidth", "must be 1e6 to 1e15 bytes/s");
+  if (!positive(c.interNodeBandwidth, kMaxBandwidth) || c.interNodeBandwidth < 1e6)
+    return bad("inter_node_bandwidth", "must be 1e6 to 1e15 bytes/s");
   if (!std::isfinite(c.intraNodeLatency) || c.intraNodeLatency < 0 || c.intraNodeLatency > kMaxLatency)
     return bad("intra_node_latency", "must be 0 to 1 second");
   if (!std::isfinite(c.interNodeLatency) || c.interNodeLatency < 0 || c.interNodeLatency > kMaxLatency)

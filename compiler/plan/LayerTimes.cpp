@@ -1,3 +1,5 @@
+// A transformer layer, the embedding and the head as their operations and
+// collectives on one GPU (LayerTimes.h); the expert all-to-all placement.
 #include "plan/LayerTimes.h"
 
 #include "plan/OpTimeModel.h"

@@ -1,3 +1,5 @@
+// Shape losses, the GEMM roofline, FlashAttention and memory-bound kernel times
+// (the formulas and their sources are in OpTimeModel.h).
 #include "plan/OpTimeModel.h"
 
 #include <algorithm>

@@ -233,6 +233,7 @@ std::optional<PlanCosts> computeCosts(const ModelConfig &config, const ModelLaye
                       (reduceGroup > 1) + (P > 1);
   costs.rankMemory.assign(size_t(P), {});
   costs.rankTailSeconds.assign(size_t(P), 0);
+  costs.rankParts.assign(size_t(P), {});
   std::vector<StepTail> tails(static_cast<size_t>(P));
   const size_t last = stages - 1;
   for (int64_t r = 0; r < P; ++r) {
@@ -340,6 +341,20 @@ std::optional<PlanCosts> computeCosts(const ModelConfig &config, const ModelLaye
       tail.copiesSeconds += ringAllReduceSeconds(bytes, 2, cluster.busBandwidth(same), cluster.latency(same));
     }
     costs.rankTailSeconds[size_t(r)] = tail.total();
+    StepParts &parts = costs.rankParts[size_t(r)];
+    const double M = double(l.microbatches);
+    for (size_t s = 0; s < stages; ++s) {
+      if (l.stageRank[s] != r)
+        continue;
+      const StageCost &c = costs.stages[s];
+      parts.compute += M * (c.forwardTime.compute + c.backwardTime.compute);
+      parts.tp += M * (c.forwardTime.tp + c.backwardTime.tp);
+      parts.cp += M * (c.forwardTime.cp + c.backwardTime.cp);
+      parts.ep += M * (c.forwardTime.ep + c.backwardTime.ep);
+      parts.pp += M * 2 * c.messageSeconds; // the activation out, its gradient back
+    }
+    parts.dp = tail.dataParallelSeconds + tail.copiesSeconds;
+    parts.optimizer = tail.optimizerSeconds;
     if (tail.total() > costs.tail.total())
       costs.tail = tail;
   }

@@ -83,8 +83,17 @@ struct StepTail {
   double total() const { return dataParallelSeconds + copiesSeconds + optimizerSeconds; }
 };
 
+// Where one rank's step goes, seconds: its stages' compute and exposed TP, CP
+// and EP communication over all micro-batches, its pipeline messages (sent
+// and received), its exposed data-parallel reduction and its optimizer step.
+// The bubble is the simulation's to add (makespan - what the rank was busy).
+struct StepParts {
+  double compute = 0, tp = 0, cp = 0, ep = 0, pp = 0, dp = 0, optimizer = 0;
+};
+
 struct PlanCosts {
   std::vector<StageCost> stages;
+  std::vector<StepParts> rankParts;        // per pipeline rank
   std::vector<MemoryBreakdown> rankMemory; // per pipeline rank, one GPU
   std::vector<double> rankTailSeconds;     // per pipeline rank
   StepTail tail;                           // the slowest rank's

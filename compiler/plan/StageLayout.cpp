@@ -1,3 +1,5 @@
+// Parsing Megatron-style pipeline layout strings and splitting the layers over
+// the stages, evenly or with set first/last stage counts (StageLayout.h).
 #include "plan/StageLayout.h"
 
 #include <cctype>

@@ -119,6 +119,12 @@ TEST_CASE("Activation bytes reproduce Korthikanti et al. on GPT-3", "[plan]") {
     CHECK(layerActivationBytes(gpt3, LayerKind::Dense, tr) ==
           Approx(korthikantiActivationBytes(s, b, h, a, t, r)).epsilon(1e-12));
   }
+  // Without sequence parallelism: sbh (10 + 24/t + 5as/(ht)), the paper's eq. 2.
+  tr.recompute = Recompute::None;
+  tr.sequenceParallel = false;
+  CHECK(layerActivationBytes(gpt3, LayerKind::Dense, tr) ==
+        Approx(s * b * h * (10 + 24 / t + 5 * a * s / (h * t))).epsilon(1e-12));
+  tr.sequenceParallel = true;
   // Selective recomputation saves 70% of the activations, as the paper reports for GPT-3.
   tr.recompute = Recompute::Selective;
   double selective = layerActivationBytes(gpt3, LayerKind::Dense, tr);
@@ -184,6 +190,12 @@ TEST_CASE("Stage times: W is the weight-gradient matmuls, I + W = B, and B excee
     CHECK(c.backwardTime.total() == Approx(c.B));
     CHECK(c.forwardTime.tp == 0);
   }
+  // A rank's step parts: its stage's F + B over the 4 micro-batches, split
+  // into compute and communication; the messages out and back.
+  const StepParts &parts = costs.rankParts[1];
+  CHECK(parts.compute + parts.tp + parts.cp + parts.ep == Approx(4 * (costs.stages[1].F + costs.stages[1].B)));
+  CHECK(parts.pp == Approx(4 * 2 * costs.stages[1].messageSeconds));
+  CHECK(parts.dp + parts.optimizer == Approx(costs.rankTailSeconds[1]));
   // Tensor parallelism splits the matmuls and adds its collectives.
   PlanCosts split = costsOf(config, training(2), layout({{0, 3}, {3, 6}}));
   CHECK(split.stages[1].W == Approx(costs.stages[1].W / 2).epsilon(1e-6));
@@ -430,6 +442,9 @@ TEST_CASE("Cluster errors name the field", "[plan]") {
         "c.json: field 'matmul_efficiency' is 1.5, expected above 0 to 1");
   CHECK(errorOf(R"({"preset": "h100", "memory_bytes": "80GB"})") ==
         "c.json: field 'memory_bytes' must be a number");
+  CHECK(errorOf(R"({"preset": "h100", "peak_flops": 1e3})") == "c.json: field 'peak_flops' must be 1e9 to 1e18 FLOP/s");
+  CHECK(errorOf(R"({"preset": "h100", "intra_node_bandwidth": 10})") ==
+        "c.json: field 'intra_node_bandwidth' must be 1e6 to 1e15 bytes/s");
   CHECK(errorOf(R"({"preset": "h100", "inter_node_bandwidth": 0})").find("'inter_node_bandwidth' is 0") !=
         std::string::npos);
   CHECK(errorOf(R"({"preset": "h100", "nvlink": 1})") == "c.json: field 'nvlink' is not a cluster field");
