@@ -58,6 +58,17 @@ void writeCandidateAttributes(const Candidate &c, CandidateFields fields, llvm::
         j.attribute(name, value);
     });
   }
+  // Where the busiest rank's step goes, and the mean bubble: why it is as fast as it is.
+  j.attributeObject("parts_s", [&] {
+    writeNumber(j, "bubble", c.makespan * c.bubbleFraction);
+    writeNumber(j, "compute", c.parts.compute);
+    writeNumber(j, "cp", c.parts.cp);
+    writeNumber(j, "dp", c.parts.dp);
+    writeNumber(j, "ep", c.parts.ep);
+    writeNumber(j, "optimizer", c.parts.optimizer);
+    writeNumber(j, "pp", c.parts.pp);
+    writeNumber(j, "tp", c.parts.tp);
+  });
   j.attribute("pipeline_parallel", l.pp);
   j.attribute("recompute", recomputeName(c.training.recompute));
   if (plan)

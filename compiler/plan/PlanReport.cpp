@@ -81,19 +81,26 @@ void printModel(const PlanInputs &inputs, llvm::raw_ostream &out) {
   out << "\n";
 }
 
-// Why `a` beat `b`: its step time, split into busy time, pipeline bubble and tail.
+// Why `a` beat `b`: where each one's step goes (the busiest rank's compute and
+// exposed TP, CP, EP, pipeline and data-parallel communication, its optimizer
+// step, the mean pipeline bubble) and the memory each needs.
 void printWhy(const Candidate &a, const Candidate &b, const SearchOptions &search,
               llvm::raw_ostream &out) {
-  auto busy = [](const Candidate &c) { return c.makespan * (1 - c.bubbleFraction); };
   auto bubble = [](const Candidate &c) { return c.makespan * c.bubbleFraction; };
   out << fmt::format("runner-up: {} ({}), {} s per step: {} slower\n", b.name,
                      describeCandidate(b, search), seconds(b.stepTime),
                      percent(a.stepTime > 0 ? b.stepTime / a.stepTime - 1 : 0));
-  out << fmt::format("why: compute {} s vs {} s, pipeline bubble {} s ({}) vs {} s ({}), "
-                     "gradient reduction {} s vs {} s; memory {} GB vs {} GB per GPU\n",
-                     seconds(busy(a)), seconds(busy(b)), seconds(bubble(a)),
-                     percent(a.bubbleFraction), seconds(bubble(b)), percent(b.bubbleFraction),
-                     seconds(a.tailSeconds), seconds(b.tailSeconds), formatGB(a.memory.total),
+  auto pair = [](const char *what, double x, double y) {
+    return fmt::format("{} {} s vs {} s", what, seconds(x), seconds(y));
+  };
+  const StepParts &p = a.parts, &q = b.parts;
+  out << "why: " << pair("compute", p.compute, q.compute) << ", " << pair("TP", p.tp, q.tp)
+      << ", " << pair("CP", p.cp, q.cp) << ", " << pair("EP", p.ep, q.ep) << ", "
+      << pair("PP", p.pp, q.pp) << ", " << pair("DP", p.dp, q.dp) << ", "
+      << pair("optimizer", p.optimizer, q.optimizer) << ", "
+      << fmt::format("pipeline bubble {} s ({}) vs {} s ({})", seconds(bubble(a)),
+                     percent(a.bubbleFraction), seconds(bubble(b)), percent(b.bubbleFraction))
+      << fmt::format("; memory {} GB vs {} GB per GPU\n", formatGB(a.memory.total),
                      formatGB(b.memory.total));
 }
 

@@ -161,6 +161,12 @@ std::optional<Candidate> costCandidate(const PlanInputs &inputs, const CompiledS
   for (const MemoryBreakdown &m : candidate.costs.rankMemory)
     if (m.total > candidate.memory.total)
       candidate.memory = m;
+  double busiest = -1;
+  for (const StepParts &p : candidate.costs.rankParts) {
+    double busy = p.compute + p.tp + p.cp + p.ep + p.pp + p.dp + p.optimizer;
+    if (busy > busiest)
+      busiest = busy, candidate.parts = p;
+  }
   candidate.fits = candidate.memory.total <= inputs.cluster.memoryBytes;
   return candidate;
 }

@@ -81,6 +81,7 @@ struct Candidate {
   double tokensPerSecond = 0;
   double gpuHoursPerMillionTokens = 0;
   MemoryBreakdown memory;    // the rank that needs most
+  StepParts parts;           // the busiest rank's step: compute, TP, CP, EP, PP, DP, optimizer
   bool fits = false;
 };
 

@@ -55,7 +55,6 @@ TEST_CASE("collective fits recover the link's bandwidth and latency", "[calibrat
   CHECK(c->interNode->latency == Approx(20e-6).epsilon(1e-6));
   CHECK(c->intraNode->meanError < 1e-9);
   Cluster applied = applyCalibration(h100(), *c);
-  CHECK(applied.intraNodeBandwidth == Approx(180e9).epsilon(1e-6));
   // The link rate is what the collectives achieved over the bus efficiency.
   CHECK(applied.busBandwidth(true) == Approx(180e9).epsilon(1e-6));
   CHECK(applied.matmulEfficiency == h100().matmulEfficiency); // no compute measured
