@@ -112,7 +112,8 @@ void sweepMatmuls(std::vector<Point> &points, bool quick) {
                                             {4096, 3584, 8192},  {4096, 8192, 3584}};
   if (quick)
     shapes.resize(3);
-  for (const auto &[m, n, k] : shapes) {
+  for (const std::array<int, 3> &shape : shapes) {
+    const int m = shape[0], n = shape[1], k = shape[2];
     size_t bytesA = size_t(m) * k * 2, bytesB = size_t(k) * n * 2, bytesC = size_t(m) * n * 2;
     void *A = deviceBuffer(bytesA), *B = deviceBuffer(bytesB), *C = deviceBuffer(bytesC);
     float one = 1, zero = 0;
@@ -178,9 +179,9 @@ void sweepCollectives(std::vector<Point> &points, bool quick) {
     std::cerr << "pipec-calibrate-sweep: one GPU: no collectives measured\n";
     return;
   }
-  std::vector<ncclComm_t> comms(size_t(devices));
-  std::vector<cudaStream_t> streams(size_t(devices));
-  std::vector<void *> send(size_t(devices)), recv(size_t(devices));
+  std::vector<ncclComm_t> comms(static_cast<size_t>(devices));
+  std::vector<cudaStream_t> streams(static_cast<size_t>(devices));
+  std::vector<void *> send(static_cast<size_t>(devices)), recv(static_cast<size_t>(devices));
   PIPERT_NCCL(ncclCommInitAll(comms.data(), devices, nullptr), nullptr);
   size_t largest = quick ? (size_t(1) << 24) : (size_t(1) << 30);
   for (int g = 0; g < devices; ++g) {
