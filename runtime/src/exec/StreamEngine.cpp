@@ -41,9 +41,9 @@ StreamEngine::~StreamEngine() {
   // program is ending; see stuck()).
   Clock::time_point deadline = Clock::now() + watchdog_.timeout();
   for (auto &worker : workers_) {
-    while (worker->running.load() && Clock::now() < deadline)
+    while (worker->heart.running.load() && Clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    if (worker->running.load())
+    if (worker->heart.running.load())
       worker->thread.detach();
     else
       worker->thread.join();
@@ -136,7 +136,7 @@ void StreamEngine::wait() {
   std::vector<Pulse> pulses(workers_.size());
   Clock::time_point now = Clock::now();
   for (size_t w = 0; w < workers_.size(); ++w)
-    pulses[w] = {workers_[w]->beats.load(), now};
+    pulses[w] = {workers_[w]->heart.beats.load(), now};
   std::unique_lock<std::mutex> lock(doneMutex_);
   auto over = [&] { return running_.load() == 0 || failed_.load(); };
   while (!done_.wait_for(lock, watchdog_.tick(), over)) {
@@ -152,7 +152,7 @@ void StreamEngine::wait() {
   auto quiet = [&] {
     size_t inRun = 0;
     for (auto &worker : workers_)
-      inRun += worker->running.load() != nullptr;
+      inRun += worker->heart.running.load() != nullptr;
     return running_.load() <= inRun;
   };
   while (!quiet() && Clock::now() < deadline)
@@ -164,7 +164,7 @@ bool StreamEngine::stuck() const {
   if (!failed_.load())
     return false;
   for (auto &worker : workers_)
-    if (worker->running.load())
+    if (worker->heart.running.load())
       return true;
   return false;
 }
@@ -183,7 +183,7 @@ void StreamEngine::fail(const RunFailure &failure) {
 
 bool StreamEngine::anyWorkerInRun() const {
   for (auto &worker : workers_)
-    if (worker->running.load())
+    if (worker->heart.running.load())
       return true;
   return false;
 }
@@ -192,15 +192,15 @@ void StreamEngine::checkHeartbeats(std::vector<Pulse> &pulses) {
   Clock::time_point now = Clock::now();
   for (size_t w = 0; w < workers_.size(); ++w) {
     Worker &worker = *workers_[w];
-    uint64_t beats = worker.beats.load(std::memory_order_acquire);
+    uint64_t beats = worker.heart.beats.load(std::memory_order_acquire);
     if (beats != pulses[w].beats) {
       pulses[w] = {beats, now};
       continue;
     }
-    const StreamCommand *command = worker.running.load();
+    const StreamCommand *command = worker.heart.running.load();
     if (beats % 2 == 0 || !command || now - pulses[w].since < watchdog_.timeout())
       continue;
-    int rank = worker.runningRank.load();
+    int rank = worker.heart.rank.load();
     std::string part = command->part == RunPart::Whole
                            ? ""
                            : std::string(" (part ") + runPartName(command->part) + ")";
@@ -297,19 +297,19 @@ bool StreamEngine::advance(Stream &stream, uint64_t step) {
     case StreamCmd::Run: {
       // The heartbeat: odd while inside the stage (a relaxed count the owner
       // alone writes; checkHeartbeats reads it).
-      Worker &worker = *stream.worker;
-      uint64_t beats = worker.beats.load(std::memory_order_relaxed);
-      worker.runningRank.store(stream.rank, std::memory_order_relaxed);
-      worker.running.store(&c, std::memory_order_relaxed);
-      worker.beats.store(beats + 1, std::memory_order_release);
+      Heartbeat &heart = stream.worker->heart;
+      uint64_t beats = heart.beats.load(std::memory_order_relaxed);
+      heart.rank.store(stream.rank, std::memory_order_relaxed);
+      heart.running.store(&c, std::memory_order_relaxed);
+      heart.beats.store(beats + 1, std::memory_order_release);
       struct Beat { // the Run ends, returning or throwing
-        Worker &worker;
+        Heartbeat &heart;
         uint64_t beats;
         ~Beat() {
-          worker.running.store(nullptr, std::memory_order_relaxed);
-          worker.beats.store(beats + 2, std::memory_order_release);
+          heart.running.store(nullptr, std::memory_order_relaxed);
+          heart.beats.store(beats + 2, std::memory_order_release);
         }
-      } beat{worker, beats};
+      } beat{heart, beats};
       runner_.run(stream.rank, c.arg, c.part);
       break;
     }

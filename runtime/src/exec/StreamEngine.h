@@ -96,15 +96,19 @@ private:
     uint64_t ticket = 0; // a Send's offer not yet taken
     Worker *worker = nullptr;
   };
+  // The heartbeat: odd while inside a Run (of `running`, on `rank`). On its
+  // own cache line: the owner writes it around every Run, while other workers
+  // write the Waker's counter beside it to wake this one.
+  struct alignas(64) Heartbeat {
+    std::atomic<uint64_t> beats{0};
+    std::atomic<const StreamCommand *> running{nullptr};
+    std::atomic<int> rank{0};
+  };
   struct Worker {
     Waker waker;
     std::vector<Stream *> streams;
     std::thread thread;
-    // The heartbeat: odd while inside a Run (of `running`, on `runningRank`).
-    std::atomic<uint64_t> beats{0};
-    std::atomic<const StreamCommand *> running{nullptr};
-    std::atomic<int> runningRank{0};
-    std::atomic<bool> inStep{false};
+    Heartbeat heart;
   };
   // What the thread in wait() last saw of a worker's heartbeat.
   struct Pulse {
