@@ -3,6 +3,7 @@
 // `--target cpu|cuda` writes a program, so it runs the checks too: nothing
 // unproved is emitted (driver/EmitProgram.h, shared with `pipec build`).
 #include "driver/Commands.h"
+#include "codegen/RuntimeSupport.h"
 #include "driver/EmitProgram.h"
 #include "driver/Reporting.h"
 
@@ -23,9 +24,11 @@ int runEmit(const std::string &file, EmitTarget target, const std::string &outpu
                 ? compilation.load() && compilation.parse() && compilation.resolve()
                 : compilation.runFrontEnd(args.elab);
   if (ok && (target == EmitTarget::Cpu || target == EmitTarget::Cuda))
-    ok = compilation.check(args.checks);
+    ok = compilation.check(args.checks) &&
+         checkRuntimeSupport(*compilation.ir(), "a program", compilation.diags());
   if (ok && target == EmitTarget::TorchCsv)
-    ok = checkTorchCsvPlacement(*compilation.ir(), compilation.diags());
+    ok = checkTorchCsvPlacement(*compilation.ir(), compilation.diags()) &&
+         checkRuntimeSupport(*compilation.ir(), "a PyTorch CSV", compilation.diags());
   int status = finish(compilation, args);
   if (!ok || status != kExitClean)
     return status;

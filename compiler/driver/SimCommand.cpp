@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -29,6 +30,7 @@ struct Row {
   int64_t peakActivations, parameterChunks, copies;
   double stagesPerRank;
   std::string failure; // set: the setting did not pass the checks, and why
+  bool givenCosts = false; // costs from the file, --cost(s) or --sweep (per stage, as given)
 };
 
 // The normalisation rule, stated where the numbers are: default costs are one
@@ -86,9 +88,37 @@ void reportNonFiniteResult(Compilation &compilation, const CommonArgs &args) {
   renderText(diags, llvm::errs(), args.color);
 }
 
+// Given costs are per stage and are not divided by v: say what that means for the
+// rows of this table, since a table is where schedules are compared.
+void printGivenCostRule(const std::vector<Row> &rows, llvm::raw_ostream &out) {
+  std::vector<double> vs;
+  bool given = false;
+  for (const Row &r : rows) {
+    if (!r.failure.empty())
+      continue;
+    given |= r.givenCosts;
+    if (std::find(vs.begin(), vs.end(), r.stagesPerRank) == vs.end())
+      vs.push_back(r.stagesPerRank);
+  }
+  if (!given)
+    return;
+  std::sort(vs.begin(), vs.end());
+  std::string list;
+  for (double v : vs)
+    list += (list.empty() ? "" : ", ") + formatNumber(v);
+  if (vs.size() <= 1)
+    out << "given costs are per stage, not divided by v; every schedule here has v = " << list
+        << ", so each rank's share is the same\n";
+  else
+    out << "note: given costs are per stage, not divided by v, and v differs here (" << list
+        << "): a rank with v stages does v times one stage's work, so rows with different v "
+           "do not compare equal rank shares; give each schedule rank share / v per stage\n";
+}
+
 void printTable(const std::vector<Row> &rows, llvm::raw_ostream &out) {
   const char *kRow = "{:<22} {:<10} {:>10} {:>10} {:>9} {:>12} {:>10} {:>12} {:>7} {:>4}\n";
   out << "costs per stage = rank share / v, v = stages per rank (given costs are per stage)\n";
+  printGivenCostRule(rows, out);
   out << fmt::format(kRow, "schedule", "setting", "makespan", "bubble", "bubble %", "utilization",
                      "peak act.", "params/rank", "copies", "v");
   for (const Row &r : rows)
@@ -175,7 +205,8 @@ int runSim(const std::vector<std::string> &files, const SimArgs &sim, const Comm
                         ranks ? result.totalBubble() / ranks : 0,
                         result.makespan > 0 && ranks ? result.totalBusy() / (result.makespan * ranks)
                                                      : 1,
-                        peak, chunks, ir.copies, CostModel::stagesPerRank(ir)});
+                        peak, chunks, ir.copies, CostModel::stagesPerRank(ir), "",
+                        !args.costs.empty() || !point.costs.empty() || !ir.costs.empty()});
         continue;
       }
       if (sim.json && inUnits)

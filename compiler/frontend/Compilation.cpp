@@ -3,6 +3,7 @@
 #include "sema/NameResolver.h"
 #include "syntax/Parser.h"
 
+#include "frontend/FlagNames.h"
 #include "frontend/InputFile.h"
 
 #include "llvm/Support/MemoryBuffer.h"
@@ -50,6 +51,10 @@ bool Compilation::parse() {
 
 bool Compilation::resolve() {
   return timed("resolve", [&] { return resolveNames(*ast_, diags_); });
+}
+
+bool Compilation::checkFlagNames(llvm::ArrayRef<FlagName> names) {
+  return pipec::checkFlagNames(*ast_, names, diags_);
 }
 
 bool Compilation::buildDomain(llvm::ArrayRef<ParamDefine> defines, uint64_t maxPoints) {
