@@ -12,6 +12,7 @@ bool RankInterpreter::run(int64_t rank, const RankProgram &program, RankSlots &s
   rank_ = rank;
   slots_ = &slots;
   loops_.clear();
+  expansions_.clear();
   deferredSequence_ = 0;
   ir_.ranks[rank].program = &program;
   if (program.generic)
@@ -57,6 +58,9 @@ void RankInterpreter::addContext(Diagnostic &d) {
       where += (i ? ", " : "") + loops_[i].loop->var.name + " = " + std::to_string(loops_[i].value);
   }
   d.note(ir_.ranks[rank_].program->headRange, where);
+  // An op or expression inside a definition: where it was called from, innermost first.
+  for (auto it = expansions_.rbegin(); it != expansions_.rend(); ++it)
+    d.note((*it)->range, "in the expansion of '" + (*it)->def + "' called here");
 }
 
 Diagnostic *RankInterpreter::error(DiagKind kind, llvm::SMRange at, std::string message) {
@@ -90,8 +94,13 @@ bool RankInterpreter::stmt(const Stmt &s) {
   }
   case StmtKind::Op:
     return opStatement(static_cast<const OpStmt &>(s));
-  case StmtKind::Block:
-    return block(static_cast<const BlockStmt &>(s).body);
+  case StmtKind::Block: {
+    const auto &expansion = static_cast<const BlockStmt &>(s);
+    expansions_.push_back(&expansion);
+    bool ok = block(expansion.body);
+    expansions_.pop_back();
+    return ok;
+  }
   }
   return false;
 }

@@ -59,6 +59,7 @@ private:
   int64_t rank_ = 0;
   RankSlots *slots_ = nullptr;
   std::vector<LoopLevel> loops_;
+  std::vector<const ast::BlockStmt *> expansions_; // the def calls being run, outermost first
   uint64_t deferredSequence_ = 0;
 };
 
