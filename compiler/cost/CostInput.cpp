@@ -1,6 +1,6 @@
 #include "cost/CostInput.h"
 
-#include "frontend/InputFile.h"
+#include "support/InputFile.h"
 #include "syntax/CostNames.h"
 
 #include "llvm/ADT/STLExtras.h"

@@ -4,7 +4,7 @@
 // reported and left alone; a layout that would change the schedule's meaning is
 // refused as a formatter bug (exit 2) and nothing is written.
 #include "driver/Commands.h"
-#include "frontend/InputFile.h"
+#include "support/InputFile.h"
 
 #include "diag/DiagnosticRenderer.h"
 #include "formatter/Formatter.h"

@@ -3,7 +3,7 @@
 // Nothing is written when the CSV has errors, nor when the written schedule
 // would not pass pipec's own front end (`check` reads what import writes).
 #include "driver/Commands.h"
-#include "frontend/InputFile.h"
+#include "support/InputFile.h"
 #include "driver/Reporting.h"
 
 #include "diag/DiagnosticRenderer.h"

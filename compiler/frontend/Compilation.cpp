@@ -4,7 +4,7 @@
 #include "syntax/Parser.h"
 
 #include "frontend/FlagNames.h"
-#include "frontend/InputFile.h"
+#include "support/InputFile.h"
 
 #include "llvm/Support/MemoryBuffer.h"
 

@@ -1,6 +1,6 @@
 #include "lsp/DocumentStore.h"
 
-#include "frontend/InputFile.h"
+#include "support/InputFile.h"
 
 #include "llvm/Support/MemoryBuffer.h"
 

@@ -1,6 +1,6 @@
 #include "plan/JsonFields.h"
 
-#include "frontend/InputFile.h"
+#include "support/InputFile.h"
 
 #include <cmath>
 

@@ -3,7 +3,7 @@
 #include "TestSupport.h"
 #include "diag/DiagnosticRenderer.h"
 #include "frontend/Compilation.h"
-#include "frontend/InputFile.h"
+#include "support/InputFile.h"
 #include "support/SafeText.h"
 
 #include "llvm/ADT/SmallString.h"

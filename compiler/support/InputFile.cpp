@@ -1,4 +1,4 @@
-#include "frontend/InputFile.h"
+#include "support/InputFile.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/Errc.h"
