@@ -209,7 +209,8 @@ static std::unique_ptr<ast::Schedule> parseInPieces(PipeParser &parser,
 
 // Hands what `from` collected to `to`, in order, as if reported there. Reports
 // past `from`'s error limit were only counted: they are counted again.
-static void replay(const DiagnosticEngine &from, DiagnosticEngine &to) {
+static void replay(const DiagnosticEngine &from, DiagnosticEngine &to,
+                   llvm::SMRange importedAt = {}) {
   unsigned errors = 0;
   for (const Diagnostic &staged : from.diagnostics()) {
     if (staged.kind == DiagKind::TooManyErrors)
@@ -219,6 +220,10 @@ static void replay(const DiagnosticEngine &from, DiagnosticEngine &to) {
     d.notes = staged.notes;
     d.fixits = staged.fixits;
     d.repeats = staged.repeats;
+    // Found while reading an imported file: say where it was imported (a file
+    // imported by an imported file gets one note per level, innermost first).
+    if (importedAt.Start.isValid())
+      d.note(importedAt, "in the file imported here");
   }
   for (; errors < from.errorCount(); ++errors)
     to.report(DiagKind::TooManyErrors, {}, {});
@@ -319,7 +324,11 @@ void importFile(const std::string &written, llvm::SMRange at, unsigned from,
     state.loaded[key] = buffer;
   }
   state.chain.push_back(key);
-  parseFile(buffer, diags, state, /*library=*/true);
+  // Its findings are passed on with a note at this import, whatever reported them.
+  DiagnosticEngine imported(diags.sources());
+  imported.setErrorLimit(diags.errorLimit());
+  parseFile(buffer, imported, state, /*library=*/true);
+  replay(imported, diags, at);
   state.chain.pop_back();
   state.done.push_back(key);
 }
