@@ -43,6 +43,7 @@ struct Row {
   std::optional<Distribution> stepTime; // under --jitter
   std::vector<double> samples;          // under --jitter: for the distribution plot
   std::optional<plan::Candidate> inUnits; // with --model: step time, memory, fits
+  bool givenCosts = false; // costs from the file, --cost(s) or --sweep (per stage, as given)
 };
 
 // The normalisation rule, stated where the numbers are: default costs are one
@@ -107,6 +108,33 @@ void reportNonFiniteResult(Compilation &compilation, const CommonArgs &args) {
   renderText(diags, llvm::errs(), args.color);
 }
 
+// Given costs are per stage and are not divided by v: say what that means for the
+// rows of this table, since a table is where schedules are compared.
+void printGivenCostRule(const std::vector<Row> &rows, llvm::raw_ostream &out) {
+  std::vector<double> vs;
+  bool given = false;
+  for (const Row &r : rows) {
+    if (!r.failure.empty())
+      continue;
+    given |= r.givenCosts;
+    if (std::find(vs.begin(), vs.end(), r.stagesPerRank) == vs.end())
+      vs.push_back(r.stagesPerRank);
+  }
+  if (!given)
+    return;
+  std::sort(vs.begin(), vs.end());
+  std::string list;
+  for (double v : vs)
+    list += (list.empty() ? "" : ", ") + formatNumber(v);
+  if (vs.size() <= 1)
+    out << "given costs are per stage, not divided by v; every schedule here has v = " << list
+        << ", so each rank's share is the same\n";
+  else
+    out << "note: given costs are per stage, not divided by v, and v differs here (" << list
+        << "): a rank with v stages does v times one stage's work, so rows with different v "
+           "do not compare equal rank shares; give each schedule rank share / v per stage\n";
+}
+
 // One row per run; with --model also the step time in seconds, the memory per
 // GPU and whether it fits (the makespan column is then in seconds too).
 void printTable(const std::vector<Row> &rows, SimArgs::RankBy rankBy, const plan::PlanInputs *units,
@@ -125,6 +153,7 @@ void printTable(const std::vector<Row> &rows, SimArgs::RankBy rankBy, const plan
            "memory in GB per GPU of " << plan::formatGB(units->cluster.memoryBytes) << "\n";
   else
     out << "costs per stage = rank share / v, v = stages per rank (given costs are per stage)\n";
+  printGivenCostRule(rows, out);
   if (rankBy != SimArgs::RankBy::Order)
     out << "ranked by " << (rankBy == SimArgs::RankBy::P99 ? "p99" : stats ? "mean" : "makespan")
         << " step time, best first\n";
@@ -442,6 +471,7 @@ int runSim(const std::vector<std::string> &files, const SimArgs &sim, const Comm
       // 3. The numbers: a table row, or one schedule's report.
       if (table) {
         rows.push_back(tableRow(ir, report, result, point.setting, run, variability));
+        rows.back().givenCosts = !args.costs.empty() || !point.costs.empty() || !ir.costs.empty();
         continue;
       }
       printNumbers(ir, report, result, sim, units, run, variability);

@@ -5,6 +5,7 @@
 #include "driver/TorchCsvInput.h"
 #include "sim/Variability.h"
 #include "diag/WarningFlags.h"
+#include "frontend/FlagNames.h"
 
 #include "PipecVersion.h"
 #include "support/SafeText.h"
@@ -452,7 +453,13 @@ std::string costOption() {
 // one name, is a usage error. Only check takes several values for a name.
 bool parseDefines(pipec::CommonArgs &args) {
   StringMap<std::string> seen;
-  for (const std::string &define : Defines) {
+  for (const std::string &written : Defines) {
+    StringRef text = written;
+    int kind = pipec::stripKindPrefix(text);
+    if (kind == 2)
+      return usage("-D " + written + ": -D sets schedule parameters; set a cost with --cost " +
+                   text.str());
+    std::string define = text.str();
     pipec::ParamDefine parsed;
     std::string error = pipec::parseParamDefine(define, parsed);
     if (!error.empty())
@@ -466,13 +473,15 @@ bool parseDefines(pipec::CommonArgs &args) {
                            : "(give one value)"));
     if (parsed.single())
       args.elab.defines.emplace_back(parsed.name, parsed.values.front());
+    args.elab.flagNames.push_back({parsed.name, "-D " + written, false, kind == 1});
     args.defines.push_back(std::move(parsed));
   }
   return true;
 }
 
 // Reads --costs then --cost.
-bool parseCosts(std::vector<pipec::CostOverride> &costs) {
+bool parseCosts(std::vector<pipec::CostOverride> &costs,
+                std::vector<pipec::FlagName> &names) {
   if (!requirePath(CostsFile))
     return false;
   std::string error;
@@ -482,10 +491,16 @@ bool parseCosts(std::vector<pipec::CostOverride> &costs) {
       return usage("--costs: " + error);
     costs = *fromFile;
   }
-  for (const std::string &flag : CostFlags) {
+  for (const std::string &written : CostFlags) {
+    StringRef flag = written;
+    int kind = pipec::stripKindPrefix(flag);
+    if (kind == 1)
+      return usage("--cost " + written + ": --cost sets costs; set a parameter with -D " +
+                   flag.str());
     auto cost = pipec::parseCostOverride(flag, error);
     if (!cost)
       return usage("--cost: " + error);
+    names.push_back({cost->name, "--cost " + written, true, kind == 2});
     costs.push_back(*cost);
   }
   return true;
@@ -503,7 +518,7 @@ bool readCheckOptions(pipec::CommonArgs &args) {
         int64_t(std::min<uint64_t>(MaxActivations, std::numeric_limits<int64_t>::max()));
   args.elab.limits.maxOps = MaxOps;
   args.elab.limits.maxIterations = MaxIterations;
-  if (!parseDefines(args) || !parseCosts(args.costs))
+  if (!parseDefines(args) || !parseCosts(args.costs, args.elab.flagNames))
     return false;
   args.checks.costs = args.costs; // the memory check and --explain see the same costs
   return true;
@@ -641,17 +656,22 @@ bool parseConditions(pipec::SimArgs &sim) {
 }
 
 // Reads --sweep and the output options.
-bool parseSimArgs(pipec::SimArgs &sim) {
+bool parseSimArgs(pipec::SimArgs &sim, std::vector<pipec::FlagName> &names) {
   if (!requirePath(SvgPath) || !requirePath(TracePath))
     return false;
   if (given(Sweep)) {
-    auto [name, values] = StringRef(Sweep).split('=');
+    StringRef swept = Sweep;
+    int kind = pipec::stripKindPrefix(swept);
+    auto [name, values] = swept.split('=');
     SmallVector<StringRef, 8> parts;
     values.split(parts, ',', -1, /*KeepEmpty=*/false);
     if (name.empty() || parts.empty())
       return usage("--sweep expects NAME=v1,v2,..., got '" + Sweep + "'");
-    // A cost name (with or without [STAGE]) sweeps that cost; anything else is a parameter.
-    bool cost = pipec::isKnownCost(name.split('[').first);
+    // A cost name (with or without [STAGE]) sweeps that cost; anything else is a
+    // parameter. A name that is both is refused once the schedule is read, unless
+    // a prefix said which (frontend/FlagNames.h).
+    bool cost = kind ? kind == 2 : pipec::isKnownCost(name.split('[').first);
+    names.push_back({name.split('[').first.str(), "--sweep " + Sweep, cost, kind != 0});
     for (StringRef part : parts) {
       std::string setting = (name + "=" + part.trim()).str();
       pipec::SimArgs::SweepPoint point{setting, {}, {}};
@@ -966,7 +986,8 @@ int dispatch(int argc, char **argv) {
   }
   if (SimCmd) {
     pipec::SimArgs sim;
-    if (!parseSimArgs(sim) || !parseModelArgs(sim.model, /*required=*/false))
+    if (!parseSimArgs(sim, args.elab.flagNames) ||
+        !parseModelArgs(sim.model, /*required=*/false))
       return pipec::kExitUsage;
     return pipec::runSim(SimFiles, sim, args);
   }
