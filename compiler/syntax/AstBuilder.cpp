@@ -320,7 +320,7 @@ void AstBuilder::buildCosts(Schedule &schedule, P::CostsDeclContext *ctx) {
                                   (suggestion.empty() ? "" : "; did you mean '" + suggestion + "'?"));
       if (suggestion.empty())
         d.note("known costs: F, B, I, W, FB, p2p, bandwidth, activation_bytes, param_bytes, "
-               "attn_f/b, dispatch_f/b, mlp_f/b, combine_f/b");
+               "attn_f/b, dispatch_f/b, mlp_f/b, combine_f/b, activation_bytes_w");
       else
         d.fixit(entry.nameRange, suggestion);
       continue;
