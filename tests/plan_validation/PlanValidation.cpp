@@ -9,6 +9,7 @@
 // A configuration that does not fit is reported on its row and counted in the
 // summary; with --require-fit it fails the run.
 #include "plan/Planner.h"
+#include "plan/ScheduleCache.h"
 
 #include "plan/JsonFields.h"
 
@@ -156,7 +157,16 @@ int main(int argc, char **argv) {
       continue;
     }
     std::string schedule = examples + "/" + row->getString("schedule").getValueOr("1f1b").str() + ".pipe";
-    std::optional<Candidate> c = evaluateCandidate(in, schedule, ParallelSizes{pp, dp, ep, M, v}, error);
+    ParallelSizes sizes{pp, dp, ep, M, v};
+    sizes.tp = training->tensorParallel;
+    sizes.cp = training->contextParallel;
+    sizes.mbs = training->microBatch;
+    ScheduleCache cache;
+    std::shared_ptr<const CompiledSchedule> compiled =
+        cache.get(schedule, pp, M, v, in.limits, error);
+    std::optional<Candidate> c;
+    if (compiled)
+      c = evaluateCompiled(in, *compiled, schedule, sizes, in.training, error);
     if (!c) {
       fail("not evaluated: " + error);
       continue;
