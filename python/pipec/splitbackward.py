@@ -24,6 +24,13 @@ computed from parameters only), or when grouping fails to cover every parameter
 (a wrapper whose parameters are not the graph's leaves), the stage falls back to
 the plain split: W backpropagates from the outputs again, restricted to the
 parameters, which costs about a whole backward but is always right.
+
+An earlier attempt with PyTorch's own functions appeared to leave saved tensors
+alive after W.  The cause was this package's activation measurement: its pack
+hook held saved outputs together with their grad_fn, a reference cycle through
+the graph that only a backward traversing a node could break, so nodes W does
+not traverse (the input path's) were never freed.  activations.py now packs
+detached tensors, and the graph is freed when it is dropped.
 """
 
 from __future__ import annotations
