@@ -51,7 +51,13 @@ class ActivationTracker:
         refs = self._saved.setdefault(key, [])
 
         def pack(tensor):
-            holder = _Saved(tensor)
+            # Detached (same storage and version counter, no copy): a saved output
+            # held with its grad_fn would make a reference cycle through the graph
+            # (output -> its node -> this holder -> output) that Python cannot see,
+            # so the graph would be freed only by a backward that traverses it, never
+            # by dropping it. Autograd reattaches the node on unpack, as it does for
+            # torch.autograd.graph.save_on_cpu's fresh copies.
+            holder = _Saved(tensor.detach())
             refs.append(weakref.ref(holder))
             return holder
 

@@ -12,8 +12,9 @@ rank (V shapes, interleaving) outputs are handed over in memory.
   B  backpropagates the output gradients (or the loss / M) through the stage,
      accumulating parameter gradients and sending the input gradients.
   I  computes only the input gradients, keeping what W needs of the graph;
-     its W later accumulates the parameter gradients and frees it
-     (splitbackward.py: W traverses the graph from the outputs again).
+     its W later accumulates the parameter gradients from the gradients I
+     captured where the weight branches leave the input path, and frees it
+     (splitbackward.py).
 Activations are freed exactly where the compiler's memory check frees them,
 and measured (activations.py) after every op.
 """
@@ -196,7 +197,8 @@ class Executor:
         roots, root_grads = self._roots(record, grads)
         wanted = [t for t in record.inputs if t.requires_grad]
         if split:
-            input_grads, record.split = input_half(roots, root_grads, wanted)
+            params = [p for p in self.modules[op.chunk].parameters() if p.requires_grad]
+            input_grads, record.split = input_half(roots, root_grads, wanted, params)
         else:
             if roots and any(r.requires_grad for r in roots):
                 torch.autograd.backward(roots, root_grads)
