@@ -7,7 +7,16 @@
 // diagnostic instead of a generic syntax error.
 grammar Pipe;
 
-file        : schedule EOF ;
+// A file may open with imports and definitions (`def`) and ends with its
+// schedule. A file that is only imported holds nothing but imports and
+// definitions: the parser reads those itself (syntax/Parser.cpp), not this rule.
+file        : preamble* schedule EOF ;
+
+preamble
+  : IMPORT path=STRING ';'                                             # importItem
+  | DEF name=ID '(' (params+=ID (',' params+=ID)*)? ')' '=' body=expr ';'  # exprDef
+  | DEF name=ID '(' (params+=ID (',' params+=ID)*)? ')' block          # opsDef
+  ;
 
 schedule    : SCHEDULE name=ID '(' (param (',' param)* ','?)? ')' '{' decl* '}' ;
 param       : name=ID '=' neg='-'? value=INT ;
@@ -22,12 +31,14 @@ decl
   | letStmt                                                            # letDecl
   | RANK rankHead block                                                # rankDecl
   | DOMAIN name=ID IN domainValues ';'                                 # domainDecl
+  | SIZES var=ID '->' value=expr ';'                                   # sizesDecl
+  | SIZES '{' items+=expr (',' items+=expr)* ','? '}' ';'              # sizesListDecl
   ;
 
 // The values a parameter takes when a schedule family is checked: a half-open
 // range or an explicit list (an empty list parses, to be reported by name).
 domainValues
-  : range                                                              # rangeDomain
+  : range (stepWord=ID step=expr)?                                     # rangeDomain
   | '{' (items+=expr (',' items+=expr)*)? '}'                          # listDomain
   ;
 
@@ -40,7 +51,20 @@ rankHead
 
 placement   : PLACE STAGE var=ID '->' RANK rank=expr (CHUNK chunk=expr)? ';' ;
 range       : lo=expr '..' hi=expr ;
-costEntry   : name=ID ('[' stage=expr ']')? '=' neg='-'? value=(INT | FLOAT) ';' ;
+costEntry   : name=ID ('[' stage=expr ']')? '=' value=costExpr ';' ;
+
+// A cost is a number, or an expression over the schedule's parameters and lets
+// that may use fractions (`B = 2.5 * v`, `F = P > 8 ? 1.5 : 1`).
+costExpr
+  : '(' inner=costExpr ')'                                             # costParen
+  | number=(INT | FLOAT)                                               # costNumber
+  | callee=ID '(' args+=costExpr (',' args+=costExpr)* ')'             # costCall
+  | ID                                                                 # costName
+  | '-' operand=costExpr                                               # costNeg
+  | lhs=costExpr op=('*' | '/') rhs=costExpr                           # costBinary
+  | lhs=costExpr op=('+' | '-') rhs=costExpr                           # costBinary
+  | <assoc=right> cond=expr '?' then=costExpr ':' otherwise=costExpr   # costConditional
+  ;
 
 block       : '{' stmt* '}' ;
 
@@ -49,6 +73,14 @@ stmt
   | FOR var=ID IN range block                                          # forStatement
   | IF cond=expr then=block (ELSE (otherwise=block | elseIf=stmt))?    # ifStatement
   | opCall (joiners+=('&' | '&&') opCall)* ';'                         # opStatement
+  | TABLE var=ID IN range '{' slotEntry* '}'                           # tableStatement
+  ;
+
+// A time table: for each slot of the range, the entries `at E:` whose E is that
+// slot run in order; a slot no entry names runs the `fill:` entries.
+slotEntry
+  : word=ID at=expr ':' body=stmt                                      # slotAt
+  | word=ID ':' body=stmt                                              # slotFill
   ;
 
 letStmt     : LET name=ID '=' value=expr ';' ;
@@ -60,6 +92,7 @@ opArgs
   | MB '=' mb=expr                                                     # mbOnly
   | chunk=expr MB '=' mb=expr                                          # missingComma    // error production
   | chunk=expr ',' mb=expr                                             # positionalMb    // error production
+  | args+=expr ',' args+=expr (',' args+=expr)+                        # manyArgs        // a def's call
   ;
 
 expr
@@ -104,6 +137,10 @@ IF           : 'if' ;
 ELSE         : 'else' ;
 MB           : 'mb' ;
 DOMAIN       : 'domain' ;
+IMPORT       : 'import' ;
+DEF          : 'def' ;
+TABLE        : 'table' ;
+SIZES        : 'sizes' ;
 
 ID           : [a-zA-Z_] [a-zA-Z_0-9]* ;
 FLOAT        : [0-9]+ '.' [0-9]+ ([eE] [+-]? [0-9]+)? ;

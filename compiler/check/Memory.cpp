@@ -1,6 +1,8 @@
 // Memory: activations alive on each rank over its program, in units of one
-// stage's activations for one micro-batch, and in bytes when the cost model
-// (the schedule's costs, --costs, --cost) gives `activation_bytes`. A forward
+// stage's activations for one micro-batch (of size 1, when the schedule declares
+// `sizes`: a micro-batch of size k counts k), and in bytes when the cost model
+// (the schedule's costs, --costs, --cost) gives `activation_bytes` (of which an
+// I frees all but `activation_bytes_w`, the part its W still needs). A forward
 // stores its activations; a full backward frees them; after a split backward
 // they stay until the W (the weight gradient needs the inputs). In an overlap
 // pair the forward allocates before the backward frees: both run at once.
@@ -51,6 +53,7 @@ bool checkMemory(const ScheduleIR &ir, const CheckOptions &options, const CommPl
   CostModel costs = CostModel::build(ir, options.costs);
   memory.assign(ir.ranks.size(), {});
   bool ok = true;
+  bool sized = !ir.microbatchSizes.empty();
   for (size_t r = 0; r < ir.ranks.size(); ++r) {
     const std::vector<Op> &ops = ir.ranks[r].ops;
     RankMemory &m = memory[r];
@@ -59,9 +62,21 @@ bool checkMemory(const ScheduleIR &ir, const CheckOptions &options, const CommPl
     bool overflowed = false;
     for (uint32_t i = 0; i < ops.size(); ++i) {
       const Op &op = ops[i];
-      int delta = op.kind == OpKind::F ? 1 : (op.kind == OpKind::B || op.kind == OpKind::W) ? -1 : 0;
+      int64_t delta =
+          op.kind == OpKind::F ? 1 : (op.kind == OpKind::B || op.kind == OpKind::W) ? -1 : 0;
+      if (sized) // a micro-batch of size k stores k units (`sizes`)
+        delta *= ir.microbatchSizes[size_t(op.microbatch)];
       live += delta;
-      liveBytes += delta * costs.activationBytes(op.stage);
+      // Bytes: F stores them all, B frees them all; a split backward frees at the
+      // I what its W does not need (activation_bytes_w stays until the W).
+      double bytes = costs.activationBytes(op.stage);
+      double size = sized ? double(ir.microbatchSizes[size_t(op.microbatch)]) : 1.0;
+      if (op.kind == OpKind::I)
+        liveBytes -= (bytes - costs.activationBytesUntilW(op.stage)) * size;
+      else if (op.kind == OpKind::W)
+        liveBytes -= costs.activationBytesUntilW(op.stage) * double(-delta);
+      else
+        liveBytes += double(delta) * bytes;
       if (!std::isfinite(liveBytes) && !overflowed) {
         overflowed = true;
         reportAtOp(diags, DiagKind::NonFiniteResult, ir, r, op,

@@ -123,6 +123,12 @@ private:
       }
     }
 
+    if (const CostOverride *kept = decider("activation_bytes_w", s)) {
+      double all = model_.activationBytes(s), untilW = model_.activationBytesUntilW(s);
+      if (untilW > all && !same(untilW, all))
+        add(DiagKind::ActivationSplitAboveWhole, {show(untilW), show(all)}, kept, s);
+    }
+
     if (!same(i + w, b))
       add(DiagKind::SplitBackwardMismatch, {show(i), show(w), show(i + w), show(b)},
           firstGiven({"I", "W", "B"}, s), s);

@@ -20,6 +20,7 @@ CostModel CostModel::build(const ScheduleIR &ir, const std::vector<CostOverride>
     table.resize(stages);
   model.fb_.resize(stages);
   model.activationBytes_.resize(stages);
+  model.activationBytesW_.resize(stages);
   model.subOps_.resize(stages);
   model.hasSubOps_.resize(stages);
   model.latency_.resize(stages);
@@ -38,6 +39,7 @@ CostModel CostModel::build(const ScheduleIR &ir, const std::vector<CostOverride>
     model.op_[static_cast<int>(OpKind::I)][s] = costs.get("I", s, std::max(0.0, b - w));
     model.fb_[s] = costs.get("FB", s, -1);
     model.activationBytes_[s] = costs.get("activation_bytes", s, 0);
+    model.activationBytesW_[s] = costs.get("activation_bytes_w", s, model.activationBytes_[s]);
     model.latency_[s] = costs.get("p2p", s, 0);
     model.bandwidth_[s] = costs.get("bandwidth", s, 0);
     bool anySubOp = false;

@@ -11,6 +11,7 @@
 // --stage-source files (driver/StageSources) are compiled alongside and linked
 // in as objects.
 #include "driver/Commands.h"
+#include "codegen/RuntimeSupport.h"
 #include "driver/Reporting.h"
 
 #include "driver/BuildTools.h"
@@ -90,7 +91,8 @@ int runBuild(const std::string &file, const BuildArgs &build, const CommonArgs &
   Compilation compilation(file);
   compilation.diags().setErrorLimit(args.errorLimit);
   compilation.diags().setWarningPolicy(args.warnings);
-  bool ok = compilation.runAll(args.elab, args.checks);
+  bool ok = compilation.runAll(args.elab, args.checks) &&
+            checkRuntimeSupport(*compilation.ir(), "a program", compilation.diags());
   int status = finish(compilation, args);
   if (!ok || status != kExitClean)
     return status != kExitClean ? status : int(kExitErrors);

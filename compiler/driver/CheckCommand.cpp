@@ -43,6 +43,7 @@ void printPointSummary(const Compilation &compilation, const PointSummary &point
 // every point of its domain. Returns whether everything checked passed.
 bool checkFile(Compilation &compilation, const CommonArgs &args) {
   if (!compilation.load() || !compilation.parse() || !compilation.resolve() ||
+      !compilation.checkFlagNames(args.elab.flagNames) ||
       !compilation.buildDomain(args.defines, args.maxPoints))
     return false;
   const ParameterDomain &domain = *compilation.domain();

@@ -49,13 +49,24 @@ enum class EmitTarget { IR, AST, TorchCsv, Cpu, Cuda, Json };
 // bytes and plan searches layouts. Counts of 0 are "not given".
 struct ModelArgs {
   std::string model;   // --model config.json; empty: costs stay in units
-  std::string cluster; // --cluster FILE or preset (h100, h800, h200)
+  std::string cluster; // --cluster FILE or preset (a100, h100, h800, h200, b200)
   int64_t gpus = 0;    // --gpus; 0: the cluster's
   int64_t globalBatch = 0, seqLen = 0, microBatchSize = 1;
   std::string recompute = "none"; // none | selective | full
   int zero = 0;
   int64_t tensorParallel = 1;
   int64_t expertParallel = 0; // --ep; 0: plan tries every size, sim uses 1
+  // Which of --tp, --micro-batch-size, --recompute, --zero were given: plan
+  // searches the others (sim uses their defaults above).
+  bool tpGiven = false, cpGiven = false, microBatchGiven = false, recomputeGiven = false,
+       zeroGiven = false;
+  int64_t contextParallel = 1; // --cp
+  std::string precision = "bf16";  // --precision bf16 | fp8
+  std::string attention = "flash"; // --attention flash | eager
+  bool gradFp32 = false;           // --grad-fp32
+  bool tpOverlap = false;          // --tp-overlap
+  int64_t firstStageLayers = -1, lastStageLayers = -1; // --first/last-stage-layers; -1: even
+  std::string pipelineLayout;      // --pipeline-layout
   bool given() const { return !model.empty(); }
 };
 
@@ -72,9 +83,21 @@ struct PlanArgs {
   JitterSpec jitter;
   size_t samples = 200;
   uint64_t seed = 1;
+  double timeBudget = 300;      // --time: seconds for the whole plan, remedies included
 };
 
 int runPlan(const PlanArgs &plan, const ModelArgs &model, const CommonArgs &args);
+
+// pipec calibrate: measurements of the user's cluster -> a cluster file.
+struct CalibrateArgs {
+  std::vector<std::string> kineto; // --kineto: PyTorch profiler traces
+  std::string sweep;               // --sweep: pipec-calibrate-sweep's results
+  std::string programTrace;        // --pipec-trace: a pipec program's trace of `schedule`
+  std::string schedule;            // the .pipe file the program trace ran
+  std::vector<std::pair<std::string, int64_t>> defines; // -D for that schedule
+  std::string output;              // -o: the cluster file
+};
+int runCalibrate(const CalibrateArgs &calibrate, const ModelArgs &model);
 // ---------------------------------------------------------------------------------
 
 struct SimArgs {

@@ -4,6 +4,7 @@
 // unproved is emitted (driver/EmitProgram.h, shared with `pipec build`), and so
 // does `--target json`, the program for the Python runtime (codegen/ProgramJson.h).
 #include "driver/Commands.h"
+#include "codegen/RuntimeSupport.h"
 #include "driver/EmitProgram.h"
 #include "driver/Reporting.h"
 
@@ -27,9 +28,11 @@ int runEmit(const std::string &file, EmitTarget target, const std::string &outpu
                 : compilation.runFrontEnd(args.elab);
   if (ok && (target == EmitTarget::Cpu || target == EmitTarget::Cuda ||
              target == EmitTarget::Json))
-    ok = compilation.check(args.checks);
+    ok = compilation.check(args.checks) &&
+         checkRuntimeSupport(*compilation.ir(), "a program", compilation.diags());
   if (ok && target == EmitTarget::TorchCsv) {
-    ok = checkTorchCsvPlacement(*compilation.ir(), compilation.diags());
+    ok = checkTorchCsvPlacement(*compilation.ir(), compilation.diags()) &&
+         checkRuntimeSupport(*compilation.ir(), "a PyTorch CSV", compilation.diags());
     if (ok) // a warning: the CSV is still written (it runs in pipec's runtimes)
       checkTorchLossOrder(*compilation.ir(), compilation.diags());
   }

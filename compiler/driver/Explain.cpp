@@ -44,11 +44,12 @@ void explainSchedule(const ScheduleIR &ir, const CheckReport &report, llvm::raw_
   out << "per rank:\n";
   for (size_t r = 0; r < ir.ranks.size(); ++r) {
     const RankMemory &m = report.memory[r];
-    out << llvm::format("  rank %zu: %zu ops, peak activations %lld, parameter chunks %lld", r,
-                        ir.ranks[r].ops.size(), (long long)m.peakActivations,
-                        (long long)m.parameterChunks);
+    out << llvm::format("  rank %zu: %zu ops, peak activations %lld", r, ir.ranks[r].ops.size(),
+                        (long long)m.peakActivations);
+    // The bytes are the activations' (activation_bytes), so they follow them.
     if (m.peakBytes > 0)
       out << llvm::format(" (%.0f bytes)", m.peakBytes);
+    out << llvm::format(", parameter chunks %lld", (long long)m.parameterChunks);
     if (report.comm) {
       out << ", sends " << report.comm->ranks[r].sends.size() << ", receives "
           << report.comm->ranks[r].receives.size();

@@ -3,6 +3,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
 
@@ -12,7 +13,7 @@ bool loadPlanInputs(const ModelArgs &args, plan::PlanInputs &inputs, std::string
   if (args.model.empty())
     return error = "--model is required (a Hugging Face config.json)", false;
   if (args.cluster.empty())
-    return error = "--cluster is required (a cluster JSON file, or h100, h800, h200)", false;
+    return error = "--cluster is required (a cluster JSON file, or a100, h100, h800, h200, b200)", false;
   if (args.globalBatch < 1)
     return error = "--global-batch is required (sequences per step, at least 1)", false;
   if (args.seqLen < 1)
@@ -24,7 +25,7 @@ bool loadPlanInputs(const ModelArgs &args, plan::PlanInputs &inputs, std::string
   auto cluster = plan::readCluster(args.cluster, why);
   if (!cluster && !llvm::sys::fs::exists(args.cluster) && !plan::clusterPreset(args.cluster))
     return error = "--cluster: '" + args.cluster +
-                   "' is neither a preset (h100, h800, h200) nor a file",
+                   "' is neither a preset (a100, h100, h800, h200, b200) nor a file",
            false;
   if (!cluster)
     return error = "--cluster: " + why, false;
@@ -41,8 +42,23 @@ bool loadPlanInputs(const ModelArgs &args, plan::PlanInputs &inputs, std::string
   training.recompute = args.recompute == "full"        ? plan::Recompute::Full
                        : args.recompute == "selective" ? plan::Recompute::Selective
                                                        : plan::Recompute::None;
+  training.contextParallel = args.contextParallel;
+  training.precision = plan::parsePrecision(args.precision).value_or(plan::Precision::BF16);
+  training.attention = plan::parseAttentionKernel(args.attention).value_or(plan::AttentionKernel::Flash);
+  if (args.gradFp32)
+    training.gradType = plan::DType::FP32;
+  training.tpCommOverlap = args.tpOverlap;
+  training.firstStageLayers = args.firstStageLayers;
+  training.lastStageLayers = args.lastStageLayers;
+  training.pipelineLayout = args.pipelineLayout;
   if (!plan::validateTraining(training, why))
     return error = why, false;
+  // A learned position table (GPT-2) has no row for tokens past its length.
+  if (config->maxPositions > 0 && args.seqLen > config->maxPositions)
+    llvm::errs() << "pipec: warning: --seq-len " << args.seqLen << " is past the "
+                 << config->modelType << " model's " << config->maxPositions
+                 << " learned positions (n_positions): tokens past " << config->maxPositions
+                 << " have no position embedding; the numbers assume the table is extended\n";
   inputs.config = std::move(*config);
   inputs.model = plan::buildLayers(inputs.config);
   inputs.cluster = std::move(*cluster);
@@ -50,6 +66,33 @@ bool loadPlanInputs(const ModelArgs &args, plan::PlanInputs &inputs, std::string
   if (args.expertParallel > 0)
     inputs.expertParallel = args.expertParallel;
   return true;
+}
+
+plan::SearchOptions planSearch(const ModelArgs &args, const plan::PlanInputs &inputs) {
+  plan::SearchOptions search;
+  if (!args.tpGiven) {
+    int64_t node = std::max<int64_t>(1, inputs.cluster.gpusPerNode);
+    for (int64_t t = 1; t <= std::min<int64_t>(8, node); t *= 2)
+      if (node % t == 0 && inputs.cluster.gpus % t == 0 &&
+          (inputs.config.numHeads <= 0 || inputs.config.numHeads % t == 0))
+        search.tensorParallel.push_back(t);
+  }
+  // Context parallelism for long sequences: each of cp GPUs keeps at least
+  // 4,096 tokens, in 2 cp chunks (causal load balancing).
+  if (!args.cpGiven)
+    for (int64_t cp = 1; cp <= 8; cp *= 2)
+      if (cp == 1 || (inputs.training.sequenceLength % (2 * cp) == 0 &&
+                      inputs.training.sequenceLength / cp >= 4096))
+        search.contextParallel.push_back(cp);
+  if (!args.microBatchGiven)
+    for (int64_t b : {1, 2, 4})
+      if (b <= inputs.training.globalBatch)
+        search.microBatchSizes.push_back(b);
+  if (!args.recomputeGiven)
+    search.recompute = {plan::Recompute::None, plan::Recompute::Selective, plan::Recompute::Full};
+  if (!args.zeroGiven)
+    search.zeroStages = {0, 1, 2, 3};
+  return search;
 }
 
 namespace {

@@ -14,6 +14,8 @@
 #include "diag/DiagnosticRenderer.h"
 
 #include "plan/ClusterTopology.h"
+#include "plan/PlanReport.h"
+#include "plan/ScheduleCache.h"
 #include "sim/SimOutputs.h"
 #include "sim/SvgDistribution.h"
 #include "sim/SvgSensitivity.h"
@@ -40,6 +42,8 @@ struct Row {
   std::string failure; // set: the setting did not pass the checks, and why
   std::optional<Distribution> stepTime; // under --jitter
   std::vector<double> samples;          // under --jitter: for the distribution plot
+  std::optional<plan::Candidate> inUnits; // with --model: step time, memory, fits
+  bool givenCosts = false; // costs from the file, --cost(s) or --sweep (per stage, as given)
 };
 
 // The normalisation rule, stated where the numbers are: default costs are one
@@ -70,21 +74,28 @@ std::string failureCell(const DiagnosticEngine &diags) {
          std::to_string(diags.errorCount()) + (diags.errorCount() == 1 ? " error)" : " errors)");
 }
 
-// Compiles, checks and simulates one file; prints diagnostics. Null on failure,
-// with `failure` saying why.
-std::unique_ptr<Compilation> compileAndCheck(const std::string &file, const CommonArgs &args,
+// Compiles and checks one file (already parsed when `parsed`); prints
+// diagnostics. Null on failure, with `failure` saying why.
+std::unique_ptr<Compilation> compileAndCheck(std::unique_ptr<Compilation> compilation,
+                                             bool parsed, const CommonArgs &args,
                                              const ElabOptions &elab, int &status,
                                              std::string &failure, std::string &name) {
-  auto compilation = std::make_unique<Compilation>(file);
-  compilation->diags().setErrorLimit(args.errorLimit);
-  compilation->diags().setWarningPolicy(args.warnings);
-  bool ok = compilation->runAll(elab, args.checks);
+  bool ok = parsed ? compilation->resolve() && compilation->elaborate(elab) &&
+                         compilation->check(args.checks)
+                   : compilation->runAll(elab, args.checks);
   status = std::max(status, finish(*compilation, args));
   if (!ok) {
     failure = failureCell(compilation->diags());
-    name = compilation->ast() ? compilation->ast()->name : file;
+    name = compilation->ast() ? compilation->ast()->name : compilation->path();
   }
   return ok ? std::move(compilation) : nullptr;
+}
+
+std::unique_ptr<Compilation> newCompilation(const std::string &file, const CommonArgs &args) {
+  auto compilation = std::make_unique<Compilation>(file);
+  compilation->diags().setErrorLimit(args.errorLimit);
+  compilation->diags().setWarningPolicy(args.warnings);
+  return compilation;
 }
 
 // Finite costs whose sums overflow: no number the simulation gives means anything.
@@ -97,27 +108,76 @@ void reportNonFiniteResult(Compilation &compilation, const CommonArgs &args) {
   renderText(diags, llvm::errs(), args.color);
 }
 
-void printTable(const std::vector<Row> &rows, SimArgs::RankBy rankBy, llvm::raw_ostream &out) {
-  const char *kRow = "{:<22} {:<10} {:>10} {:>10} {:>9} {:>12} {:>10} {:>12} {:>7} {:>4}";
+// Given costs are per stage and are not divided by v: say what that means for the
+// rows of this table, since a table is where schedules are compared.
+void printGivenCostRule(const std::vector<Row> &rows, llvm::raw_ostream &out) {
+  std::vector<double> vs;
+  bool given = false;
+  for (const Row &r : rows) {
+    if (!r.failure.empty())
+      continue;
+    given |= r.givenCosts;
+    if (std::find(vs.begin(), vs.end(), r.stagesPerRank) == vs.end())
+      vs.push_back(r.stagesPerRank);
+  }
+  if (!given)
+    return;
+  std::sort(vs.begin(), vs.end());
+  std::string list;
+  for (double v : vs)
+    list += (list.empty() ? "" : ", ") + formatNumber(v);
+  if (vs.size() <= 1)
+    out << "given costs are per stage, not divided by v; every schedule here has v = " << list
+        << ", so each rank's share is the same\n";
+  else
+    out << "note: given costs are per stage, not divided by v, and v differs here (" << list
+        << "): a rank with v stages does v times one stage's work, so rows with different v "
+           "do not compare equal rank shares; give each schedule rank share / v per stage\n";
+}
+
+// One row per run; with --model also the step time in seconds, the memory per
+// GPU and whether it fits (the makespan column is then in seconds too).
+void printTable(const std::vector<Row> &rows, SimArgs::RankBy rankBy, const plan::PlanInputs *units,
+                llvm::raw_ostream &out) {
+  size_t nameWidth = 22;
+  for (const Row &r : rows)
+    nameWidth = std::max(nameWidth, r.schedule.size());
+  std::string kRow = fmt::format("{{:<{}}} {{:<10}} {{:>10}} {{:>10}} {{:>9}} {{:>12}} {{:>10}} "
+                                 "{{:>12}} {{:>7}} {{:>4}}",
+                                 nameWidth);
+  const char *kUnits = " {:>10} {:>10} {:>5}";
   const char *kStats = " {:>10} {:>10} {:>10} {:>10}";
   bool stats = std::any_of(rows.begin(), rows.end(), [](const Row &r) { return r.stepTime; });
-  out << "costs per stage = rank share / v, v = stages per rank (given costs are per stage)\n";
+  if (units)
+    out << "with --model: makespan and bubble in seconds; step s adds the gradient reduction; "
+           "memory in GB per GPU of " << plan::formatGB(units->cluster.memoryBytes) << "\n";
+  else
+    out << "costs per stage = rank share / v, v = stages per rank (given costs are per stage)\n";
+  printGivenCostRule(rows, out);
   if (rankBy != SimArgs::RankBy::Order)
     out << "ranked by " << (rankBy == SimArgs::RankBy::P99 ? "p99" : stats ? "mean" : "makespan")
         << " step time, best first\n";
-  out << fmt::format(kRow, "schedule", "setting", "makespan", "bubble", "bubble %", "utilization",
-                     "peak act.", "params/rank", "copies", "v");
+  out << fmt::format(fmt::runtime(kRow), "schedule", "setting", "makespan", "bubble", "bubble %",
+                     "utilization", "peak act.", "params/rank", "copies", "v");
+  if (units)
+    out << fmt::format(kUnits, "step s", "memory GB", "fits");
   out << (stats ? fmt::format(kStats, "mean", "p50", "p90", "p99") : "") << "\n";
   for (const Row &r : rows) {
     if (!r.failure.empty()) {
-      out << fmt::format("{:<22} {:<10} {}\n", r.schedule, r.setting, r.failure);
+      out << fmt::format(fmt::runtime(fmt::format("{{:<{}}} {{:<10}} {{}}\n", nameWidth)),
+                         r.schedule, r.setting, r.failure);
       continue;
     }
-    out << fmt::format(kRow, r.schedule, r.setting, formatNumber(r.makespan),
+    out << fmt::format(fmt::runtime(kRow), r.schedule, r.setting, formatNumber(r.makespan),
                        formatNumber(r.meanBubble),
                        formatNumber(r.makespan > 0 ? 100 * r.meanBubble / r.makespan : 0) + "%",
                        formatNumber(100 * r.utilization) + "%", r.peakActivations,
                        r.parameterChunks, r.copies, formatNumber(r.stagesPerRank));
+    if (units && r.inUnits)
+      out << fmt::format(kUnits, formatNumber(r.inUnits->stepTime),
+                         plan::formatGB(r.inUnits->memory.total), r.inUnits->fits ? "yes" : "no");
+    else if (units)
+      out << fmt::format(kUnits, "-", "-", "-");
     if (r.stepTime)
       out << fmt::format(kStats, formatNumber(r.stepTime->mean), formatNumber(r.stepTime->p50),
                          formatNumber(r.stepTime->p90), formatNumber(r.stepTime->p99));
@@ -168,34 +228,55 @@ int writeDistributionPlot(const std::vector<Row> &rows, const SimArgs &sim) {
 struct RunSetup {
   ElabOptions elab;
   CommonArgs args;
-  std::optional<plan::Candidate> inUnits; // set with --model
+  std::optional<plan::ParallelSizes> unitsSizes; // with --model: the layout the file runs
+  std::optional<plan::Candidate> inUnits;        // with --model: costs in seconds and bytes
 };
 
-// Phase 1 of a run: the sweep point's defines and costs, then --model's costs in
-// seconds and bytes below any --costs / --cost given. False (status raised) when
-// --model cannot cost the file.
-bool prepareRun(const std::string &file, const SimArgs::SweepPoint &point, const SimArgs &sim,
-                const CommonArgs &args, const plan::PlanInputs &units, RunSetup &run,
-                int &status) {
+// Phase 1 of a run: the sweep point's defines and costs; with --model the file
+// is parsed here (its P sets M) and the layout chosen. Null (status raised) when
+// the file cannot be read or --model cannot lay it out.
+std::unique_ptr<Compilation> prepareRun(const std::string &file, const SimArgs::SweepPoint &point,
+                                        const SimArgs &sim, const CommonArgs &args,
+                                        const plan::PlanInputs &units, RunSetup &run,
+                                        int &status) {
   run.elab = args.elab;
   run.elab.defines.insert(run.elab.defines.end(), point.defines.begin(), point.defines.end());
   run.args = args;
   run.args.costs.insert(run.args.costs.end(), point.costs.begin(), point.costs.end());
   run.args.checks.costs = run.args.costs; // the memory check sees the swept cost too
+  std::unique_ptr<Compilation> fresh = newCompilation(file, args);
   if (!sim.model.given())
-    return true;
+    return fresh;
+  if (!fresh->load() || !fresh->parse()) {
+    status = std::max(status, finish(*fresh, args));
+    return nullptr;
+  }
   std::string error;
-  run.inUnits = costInUnits(file, run.elab, units, error);
-  if (!run.inUnits && !error.empty()) {
+  run.unitsSizes = unitsLayout(*fresh, run.elab, units, error);
+  if (!run.unitsSizes) {
     llvm::errs() << "pipec: error: '" << file << "': " << error << "\n";
     status = std::max(status, int(kExitUsage));
+    return nullptr;
+  }
+  return fresh;
+}
+
+// Phase 2a, with --model: the compiled file's costs in seconds and bytes, below
+// any --costs / --cost given. False (status raised) when they cannot be had.
+bool costInUnits(const std::string &file, const plan::CompiledSchedule &prepared,
+                 const plan::PlanInputs &units, RunSetup &run, int &status) {
+  if (!run.unitsSizes)
+    return true;
+  std::string error;
+  run.inUnits = unitsCandidate(prepared, *run.unitsSizes, units, error);
+  if (!run.inUnits) {
+    llvm::errs() << "pipec: error: '" << file << "': " << error << "\n";
+    status = std::max(status, int(error.rfind("the costs in seconds", 0) == 0 ? kExitErrors
+                                                                               : kExitUsage));
     return false;
   }
-  if (run.inUnits) {
-    std::vector<CostOverride> model = plan::toCostOverrides(run.inUnits->costs);
-    run.args.costs.insert(run.args.costs.begin(), model.begin(), model.end());
-    run.args.checks.costs = run.args.costs;
-  }
+  std::vector<CostOverride> model = plan::toCostOverrides(run.inUnits->costs);
+  run.args.costs.insert(run.args.costs.begin(), model.begin(), model.end());
   return true;
 }
 
@@ -253,7 +334,8 @@ bool underConditions(const std::string &file, const ScheduleIR &ir, const CheckR
 
 // Phase 3, in a table: one row of numbers.
 Row tableRow(const ScheduleIR &ir, const CheckReport &report, const SimResult &result,
-             const std::string &setting, const VariabilityReport &variability) {
+             const std::string &setting, const RunSetup &run,
+             const VariabilityReport &variability) {
   int64_t peak = 0, chunks = 0;
   for (const RankMemory &m : report.memory) {
     peak = std::max(peak, m.peakActivations);
@@ -262,7 +344,8 @@ Row tableRow(const ScheduleIR &ir, const CheckReport &report, const SimResult &r
   size_t ranks = result.ranks.size();
   Row row{ir.name, setting, result.makespan, ranks ? result.totalBubble() / ranks : 0,
           result.makespan > 0 && ranks ? result.totalBusy() / (result.makespan * ranks) : 1,
-          peak, chunks, ir.copies, CostModel::stagesPerRank(ir), "", std::nullopt, {}};
+          peak, chunks, ir.copies, CostModel::stagesPerRank(ir), "", std::nullopt, {},
+          run.inUnits};
   if (variability.jittered) {
     row.stepTime = variability.jittered->stepTime;
     row.samples = variability.jittered->stepTimes;
@@ -323,7 +406,10 @@ int drawPictures(const std::string &file, const ScheduleIR &ir, const CheckRepor
     status = kExitUsage;
   if (!sim.tracePath.empty() &&
       !writeOutputFile(sim.tracePath,
-                       [&](llvm::raw_ostream &o) { writeChromeTrace(ir, report, result, o); }))
+                       [&](llvm::raw_ostream &o) {
+                         // In seconds with --model: real microseconds; else 1 unit = 1 ms.
+                         writeChromeTrace(ir, report, result, o, run.inUnits ? 1e6 : 1000);
+                       }))
     status = kExitUsage;
   return status;
 }
@@ -345,24 +431,31 @@ int runSim(const std::vector<std::string> &files, const SimArgs &sim, const Comm
   std::vector<Row> rows;
   for (const std::string &file : files) {
     for (const SimArgs::SweepPoint &point : sweep) {
-      // 1. The run's settings.
+      // 1. The run's settings; with --model the file is parsed once (its P sets M).
       RunSetup run;
-      if (!prepareRun(file, point, sim, args, units, run, status))
+      std::unique_ptr<Compilation> fresh = prepareRun(file, point, sim, args, units, run, status);
+      if (!fresh)
         continue;
-      // 2. Compile, check and simulate.
+      // 2. Compile and check once, cost in units (--model), simulate.
       std::string failure, name;
-      auto compilation = compileAndCheck(file, run.args, run.elab, status, failure, name);
+      auto compilation = compileAndCheck(std::move(fresh), sim.model.given(), run.args, run.elab,
+                                         status, failure, name);
       if (!compilation) {
         // A sweep names the settings that fail: a missing row would read as absent.
         if (table && !sim.sweep.empty())
-          rows.push_back({name, point.setting, 0, 0, 0, 0, 0, 0, 0, failure, std::nullopt, {}});
+          rows.push_back({name, point.setting, 0, 0, 0, 0, 0, 0, 0, failure, std::nullopt, {},
+                          std::nullopt});
         continue;
       }
-      compilation->releaseCheckContext();
-      const ScheduleIR &ir = *compilation->ir();
-      const CheckReport &report = *compilation->report();
+      std::shared_ptr<plan::CompiledSchedule> prepared =
+          plan::prepareCompiled(std::move(compilation));
+      if (!costInUnits(file, *prepared, units, run, status))
+        continue;
+      const ScheduleIR &ir = prepared->ir();
+      const CheckReport &report = prepared->report();
       CostModel costs = CostModel::build(ir, run.args.costs);
-      SimResult result = simulate(ir, report, costs);
+      SimResult result;
+      simulate(prepared->plan, costs, result);
       // Stragglers, contention and jitter, when asked for: `result` then has the first two.
       VariabilityReport variability;
       if (!underConditions(file, ir, report, costs, sim, topology, run, result, variability)) {
@@ -371,13 +464,14 @@ int runSim(const std::vector<std::string> &files, const SimArgs &sim, const Comm
       }
       if (!std::isfinite(result.makespan) || !std::isfinite(result.totalBusy()) ||
           !std::isfinite(result.totalBubble())) {
-        reportNonFiniteResult(*compilation, args);
+        reportNonFiniteResult(*prepared->compilation, args);
         status = std::max(status, int(kExitErrors));
         continue;
       }
       // 3. The numbers: a table row, or one schedule's report.
       if (table) {
-        rows.push_back(tableRow(ir, report, result, point.setting, variability));
+        rows.push_back(tableRow(ir, report, result, point.setting, run, variability));
+        rows.back().givenCosts = !args.costs.empty() || !point.costs.empty() || !ir.costs.empty();
         continue;
       }
       printNumbers(ir, report, result, sim, units, run, variability);
@@ -387,7 +481,7 @@ int runSim(const std::vector<std::string> &files, const SimArgs &sim, const Comm
   }
   if (table && !rows.empty()) {
     rankRows(rows, sim.rankBy);
-    printTable(rows, sim.rankBy, llvm::outs());
+    printTable(rows, sim.rankBy, sim.model.given() ? &units : nullptr, llvm::outs());
     if (!sim.svgPath.empty()) // with a table, only under --jitter (parseSimArgs)
       status = std::max(status, writeDistributionPlot(rows, sim));
   }

@@ -5,6 +5,7 @@
 #include "driver/TorchCsvInput.h"
 #include "sim/Variability.h"
 #include "diag/WarningFlags.h"
+#include "frontend/FlagNames.h"
 
 #include "PipecVersion.h"
 #include "support/SafeText.h"
@@ -27,6 +28,7 @@
 #include <new>
 #include <limits>
 #include <memory>
+#include <sstream>
 #include <vector>
 
 using namespace llvm;
@@ -39,6 +41,7 @@ cl::SubCommand SimCmd("sim", "Simulate schedules under a cost model");
 cl::SubCommand ImportCmd("import", "Turn a schedule written by another tool into a .pipe file");
 cl::SubCommand BuildCmd("build", "Compile a checked schedule into an executable");
 cl::SubCommand PlanCmd("plan", "Rank schedules and layouts for a model on a cluster");
+cl::SubCommand CalibrateCmd("calibrate", "Write a cluster file from measurements of your own GPUs");
 
 // Attaches an option to several subcommands in one modifier, so that an option
 // shared by a group of subcommands is declared once, for the whole group.
@@ -192,10 +195,10 @@ cl::opt<RankByOption> RankBy(
 
 // --- the planner's inputs (sim and plan) -----------------------------------------
 // With --model, sim reports seconds and bytes; plan needs them.
-const subs Planning{&SimCmd, &PlanCmd};
+const subs Planning{&SimCmd, &PlanCmd, &CalibrateCmd};
 cl::opt<std::string> ModelFile("model", cl::desc("A Hugging Face config.json: costs in seconds and bytes"),
                                cl::value_desc("config.json"), Planning, cl::cat(Category));
-cl::opt<std::string> ClusterName("cluster", cl::desc("A cluster JSON file, or a preset: h100, h800, h200"),
+cl::opt<std::string> ClusterName("cluster", cl::desc("A cluster JSON file, or a preset: a100, h100, h800, h200, b200"),
                                  cl::value_desc("file.json|preset"), Planning, cl::cat(Category));
 cl::opt<int64_t> Gpus("gpus", cl::desc("GPUs to use (default: the cluster's)"), cl::value_desc("N"),
                       Planning, cl::cat(Category));
@@ -203,19 +206,39 @@ cl::opt<int64_t> GlobalBatch("global-batch", cl::desc("Sequences per training st
                              cl::value_desc("N"), Planning, cl::cat(Category));
 cl::opt<int64_t> SeqLen("seq-len", cl::desc("Tokens per sequence"), cl::value_desc("N"), Planning,
                         cl::cat(Category));
-cl::opt<int64_t> MicroBatchSize("micro-batch-size", cl::desc("Sequences per micro-batch"),
+cl::opt<int64_t> MicroBatchSize("micro-batch-size", cl::desc("Sequences per micro-batch (plan: 1, 2, 4 searched when not given)"),
                                 cl::value_desc("N"), cl::init(1), Planning, cl::cat(Category));
 cl::opt<std::string> RecomputeMode("recompute",
-                                   cl::desc("Activation recomputation: none, selective or full"),
+                                   cl::desc("Activation recomputation: none, selective or full (plan: each searched when not given)"),
                                    cl::value_desc("none|selective|full"), cl::init("none"),
                                    Planning, cl::cat(Category));
-cl::opt<int> ZeroStage("zero", cl::desc("ZeRO stage over data parallelism: 0, 1, 2 or 3"),
+cl::opt<int> ZeroStage("zero", cl::desc("ZeRO stage over data parallelism: 0, 1, 2 or 3 (plan: each searched when not given)"),
                        cl::value_desc("0-3"), cl::init(0), Planning, cl::cat(Category));
-cl::opt<int64_t> TensorParallel("tp", cl::desc("Tensor-parallel size (sequence parallelism assumed)"),
+cl::opt<int64_t> TensorParallel("tp", cl::desc("Tensor-parallel size, sequence parallelism assumed (plan: 1-8 within a node searched when not given)"),
                                 cl::value_desc("N"), cl::init(1), Planning, cl::cat(Category));
 cl::opt<int64_t> ExpertParallel("ep",
                                 cl::desc("Expert-parallel size (sim: default 1; plan: every size)"),
                                 cl::value_desc("N"), Planning, cl::cat(Category));
+cl::opt<int64_t> ContextParallel("cp", cl::desc("Context-parallel size, ring attention over the sequence (plan: up to 8 searched when not given, 4,096 tokens or more each)"),
+                                 cl::value_desc("N"), cl::init(1), Planning, cl::cat(Category));
+cl::opt<std::string> PrecisionMode("precision", cl::desc("Matmul precision: bf16, or fp8 (linear layers)"),
+                                   cl::value_desc("bf16|fp8"), cl::init("bf16"), Planning, cl::cat(Category));
+cl::opt<std::string> AttentionMode("attention",
+                                   cl::desc("Attention kernel: flash (no s^2 activations) or eager"),
+                                   cl::value_desc("flash|eager"), cl::init("flash"), Planning, cl::cat(Category));
+cl::opt<bool> GradFp32("grad-fp32", cl::desc("Accumulate and reduce gradients in fp32 (Megatron's main_grad)"),
+                       Planning, cl::cat(Category));
+cl::opt<bool> TpOverlap("tp-overlap", cl::desc("Tensor-parallel collectives overlap the matmuls"), Planning,
+                        cl::cat(Category));
+cl::opt<int64_t> FirstStageLayers("first-stage-layers",
+                                  cl::desc("Transformer layers on the first pipeline stage (default: even)"),
+                                  cl::value_desc("N"), cl::init(-1), Planning, cl::cat(Category));
+cl::opt<int64_t> LastStageLayers("last-stage-layers",
+                                 cl::desc("Transformer layers on the last pipeline stage (default: even)"),
+                                 cl::value_desc("N"), cl::init(-1), Planning, cl::cat(Category));
+cl::opt<std::string> PipelineLayout("pipeline-layout",
+                                    cl::desc("Layers of every stage, Megatron style: 'Et*3|t*4|t*3L'"),
+                                    cl::value_desc("layout"), Planning, cl::cat(Category));
 
 // --- plan ----------------------------------------------------------------------
 cl::list<std::string> PlanFiles(cl::Positional, cl::ZeroOrMore,
@@ -229,9 +252,31 @@ cl::opt<SimFormat> PlanFormat(
 cl::opt<unsigned> PlanThreads("threads", cl::desc("Threads to plan with (default: all cores)"),
                               cl::value_desc("N"), cl::init(0), cl::sub(PlanCmd),
                               cl::cat(Category));
-cl::opt<unsigned> PlanRows("rows", cl::desc("Candidates listed in the table (0: all)"),
+cl::opt<unsigned> PlanRows("rows", cl::desc("Candidates listed in the table and ranked exactly (0: all)"),
                            cl::value_desc("N"), cl::init(20), cl::sub(PlanCmd),
                            cl::cat(Category));
+cl::opt<double> PlanTime("time", cl::desc("Seconds the whole plan may take, remedies included (0: no limit)"),
+                         cl::value_desc("SECONDS"), cl::init(300), cl::sub(PlanCmd),
+                         cl::cat(Category));
+
+// --- calibrate -----------------------------------------------------------------
+cl::list<std::string> CalibrateKineto("kineto", cl::desc("A PyTorch profiler (Kineto) trace, recorded with record_shapes=True (repeatable)"),
+                                      cl::value_desc("trace.json"), cl::sub(CalibrateCmd),
+                                      cl::cat(Category));
+cl::opt<std::string> CalibrateSweep("sweep", cl::desc("The GPU sweep's results (pipec-calibrate-sweep -o FILE)"),
+                                    cl::value_desc("sweep.json"), cl::sub(CalibrateCmd),
+                                    cl::cat(Category));
+cl::opt<std::string> CalibrateProgramTrace("pipec-trace", cl::desc("A pipec program's --trace of the schedule named, run at the --model and sizes given"),
+                                           cl::value_desc("trace.json"), cl::sub(CalibrateCmd),
+                                           cl::cat(Category));
+cl::opt<std::string> CalibrateSchedule(cl::Positional, cl::desc("[<file.pipe>] (the schedule --pipec-trace ran)"),
+                                       cl::sub(CalibrateCmd));
+cl::list<std::string> CalibrateDefines("D", cl::Prefix, cl::desc("Set a parameter of that schedule"),
+                                       cl::value_desc("NAME=VALUE"), cl::sub(CalibrateCmd),
+                                       cl::cat(Category));
+cl::opt<std::string> CalibrateOutput("o", cl::desc("The cluster file to write"), cl::Required,
+                                     cl::value_desc("cluster.json"), cl::sub(CalibrateCmd),
+                                     cl::cat(Category));
 
 // --- emit ----------------------------------------------------------------------
 cl::opt<std::string> EmitFile(cl::Positional, cl::Required, cl::desc("<file.pipe>"),
@@ -408,7 +453,13 @@ std::string costOption() {
 // one name, is a usage error. Only check takes several values for a name.
 bool parseDefines(pipec::CommonArgs &args) {
   StringMap<std::string> seen;
-  for (const std::string &define : Defines) {
+  for (const std::string &written : Defines) {
+    StringRef text = written;
+    int kind = pipec::stripKindPrefix(text);
+    if (kind == 2)
+      return usage("-D " + written + ": -D sets schedule parameters; set a cost with --cost " +
+                   text.str());
+    std::string define = text.str();
     pipec::ParamDefine parsed;
     std::string error = pipec::parseParamDefine(define, parsed);
     if (!error.empty())
@@ -422,13 +473,15 @@ bool parseDefines(pipec::CommonArgs &args) {
                            : "(give one value)"));
     if (parsed.single())
       args.elab.defines.emplace_back(parsed.name, parsed.values.front());
+    args.elab.flagNames.push_back({parsed.name, "-D " + written, false, kind == 1});
     args.defines.push_back(std::move(parsed));
   }
   return true;
 }
 
 // Reads --costs then --cost.
-bool parseCosts(std::vector<pipec::CostOverride> &costs) {
+bool parseCosts(std::vector<pipec::CostOverride> &costs,
+                std::vector<pipec::FlagName> &names) {
   if (!requirePath(CostsFile))
     return false;
   std::string error;
@@ -438,10 +491,16 @@ bool parseCosts(std::vector<pipec::CostOverride> &costs) {
       return usage("--costs: " + error);
     costs = *fromFile;
   }
-  for (const std::string &flag : CostFlags) {
+  for (const std::string &written : CostFlags) {
+    StringRef flag = written;
+    int kind = pipec::stripKindPrefix(flag);
+    if (kind == 1)
+      return usage("--cost " + written + ": --cost sets costs; set a parameter with -D " +
+                   flag.str());
     auto cost = pipec::parseCostOverride(flag, error);
     if (!cost)
       return usage("--cost: " + error);
+    names.push_back({cost->name, "--cost " + written, true, kind == 2});
     costs.push_back(*cost);
   }
   return true;
@@ -459,7 +518,7 @@ bool readCheckOptions(pipec::CommonArgs &args) {
         int64_t(std::min<uint64_t>(MaxActivations, std::numeric_limits<int64_t>::max()));
   args.elab.limits.maxOps = MaxOps;
   args.elab.limits.maxIterations = MaxIterations;
-  if (!parseDefines(args) || !parseCosts(args.costs))
+  if (!parseDefines(args) || !parseCosts(args.costs, args.elab.flagNames))
     return false;
   args.checks.costs = args.costs; // the memory check and --explain see the same costs
   return true;
@@ -597,17 +656,22 @@ bool parseConditions(pipec::SimArgs &sim) {
 }
 
 // Reads --sweep and the output options.
-bool parseSimArgs(pipec::SimArgs &sim) {
+bool parseSimArgs(pipec::SimArgs &sim, std::vector<pipec::FlagName> &names) {
   if (!requirePath(SvgPath) || !requirePath(TracePath))
     return false;
   if (given(Sweep)) {
-    auto [name, values] = StringRef(Sweep).split('=');
+    StringRef swept = Sweep;
+    int kind = pipec::stripKindPrefix(swept);
+    auto [name, values] = swept.split('=');
     SmallVector<StringRef, 8> parts;
     values.split(parts, ',', -1, /*KeepEmpty=*/false);
     if (name.empty() || parts.empty())
       return usage("--sweep expects NAME=v1,v2,..., got '" + Sweep + "'");
-    // A cost name (with or without [STAGE]) sweeps that cost; anything else is a parameter.
-    bool cost = pipec::isKnownCost(name.split('[').first);
+    // A cost name (with or without [STAGE]) sweeps that cost; anything else is a
+    // parameter. A name that is both is refused once the schedule is read, unless
+    // a prefix said which (frontend/FlagNames.h).
+    bool cost = kind ? kind == 2 : pipec::isKnownCost(name.split('[').first);
+    names.push_back({name.split('[').first.str(), "--sweep " + Sweep, cost, kind != 0});
     for (StringRef part : parts) {
       std::string setting = (name + "=" + part.trim()).str();
       pipec::SimArgs::SweepPoint point{setting, {}, {}};
@@ -698,6 +762,13 @@ int dispatchFmtOrLsp() {
   return pipec::runFmt(FmtFiles, {FmtInPlace, FmtCheck, sys::Process::StandardErrHasColors()});
 }
 
+// "-1", "0.5": a number of seconds as the user wrote it, for messages.
+std::string formatSeconds(double seconds) {
+  std::ostringstream out;
+  out << seconds;
+  return out.str();
+}
+
 // Reads the planner's inputs; their files are read later, by the subcommand.
 // plan needs them all; sim only with --model.
 bool parseModelArgs(pipec::ModelArgs &model, bool required) {
@@ -708,7 +779,9 @@ bool parseModelArgs(pipec::ModelArgs &model, bool required) {
   if (!given(ModelFile))
     if (const cl::Option *option = firstGiven({&ClusterName, &Gpus, &GlobalBatch, &SeqLen,
                                                &MicroBatchSize, &RecomputeMode, &ZeroStage,
-                                               &TensorParallel, &ExpertParallel}))
+                                               &TensorParallel, &ExpertParallel, &ContextParallel,
+                                               &PrecisionMode, &AttentionMode, &GradFp32, &TpOverlap,
+                                               &FirstStageLayers, &LastStageLayers, &PipelineLayout}))
       return usage(spelling(*option) + " needs --model (a Hugging Face config.json)");
   auto positive = [](const cl::opt<int64_t> &option) {
     return !given(option) || option >= 1 ||
@@ -716,8 +789,17 @@ bool parseModelArgs(pipec::ModelArgs &model, bool required) {
                  std::to_string(option));
   };
   if (!positive(Gpus) || !positive(GlobalBatch) || !positive(SeqLen) ||
-      !positive(MicroBatchSize) || !positive(ExpertParallel) || !positive(TensorParallel))
+      !positive(MicroBatchSize) || !positive(ExpertParallel) || !positive(TensorParallel) ||
+      !positive(ContextParallel))
     return false;
+  if (PrecisionMode != "bf16" && PrecisionMode != "fp8")
+    return usage("--precision expects bf16 or fp8, got '" + PrecisionMode + "'");
+  if (AttentionMode != "flash" && AttentionMode != "eager")
+    return usage("--attention expects flash or eager, got '" + AttentionMode + "'");
+  for (const cl::opt<int64_t> *option : {&FirstStageLayers, &LastStageLayers})
+    if (given(*option) && *option < 0)
+      return usage(spelling(*option) + " expects a whole number of at least 0, got " +
+                   std::to_string(int64_t(*option)));
   if (RecomputeMode != "none" && RecomputeMode != "selective" && RecomputeMode != "full")
     return usage("--recompute expects none, selective or full, got '" + RecomputeMode + "'");
   if (ZeroStage < 0 || ZeroStage > 3)
@@ -735,6 +817,19 @@ bool parseModelArgs(pipec::ModelArgs &model, bool required) {
   model.zero = ZeroStage;
   model.expertParallel = ExpertParallel;
   model.tensorParallel = TensorParallel;
+  model.tpGiven = given(TensorParallel);
+  model.cpGiven = given(ContextParallel);
+  model.microBatchGiven = given(MicroBatchSize);
+  model.recomputeGiven = given(RecomputeMode);
+  model.zeroGiven = given(ZeroStage);
+  model.contextParallel = ContextParallel;
+  model.precision = PrecisionMode;
+  model.attention = AttentionMode;
+  model.gradFp32 = GradFp32;
+  model.tpOverlap = TpOverlap;
+  model.firstStageLayers = FirstStageLayers;
+  model.lastStageLayers = LastStageLayers;
+  model.pipelineLayout = PipelineLayout;
   return true;
 }
 
@@ -823,6 +918,33 @@ int dispatch(int argc, char **argv) {
       return pipec::kExitUsage;
     return pipec::runImport(ImportFile, ImportOutput, ImportMicrobatches, args);
   }
+  if (CalibrateCmd) {
+    pipec::ModelArgs model;
+    if (given(ModelFile) ? !parseModelArgs(model, /*required=*/false)
+                         : !requirePath(ClusterName))
+      return pipec::kExitUsage;
+    model.cluster = ClusterName;
+    model.gpus = Gpus;
+    if (!requirePath(CalibrateOutput) || !requirePath(CalibrateSchedule) ||
+        !requirePath(CalibrateSweep) || !requirePath(CalibrateProgramTrace))
+      return pipec::kExitUsage;
+    pipec::CalibrateArgs calibrate;
+    calibrate.kineto = CalibrateKineto;
+    calibrate.sweep = CalibrateSweep;
+    calibrate.programTrace = CalibrateProgramTrace;
+    calibrate.schedule = CalibrateSchedule;
+    calibrate.output = CalibrateOutput;
+    for (const std::string &define : CalibrateDefines) {
+      auto [name, value] = StringRef(define).split('=');
+      int64_t number;
+      if (name.empty() || value.getAsInteger(10, number)) {
+        usage("-D expects NAME=VALUE with an integer value, got '" + define + "'");
+        return pipec::kExitUsage;
+      }
+      calibrate.defines.emplace_back(name.str(), number);
+    }
+    return pipec::runCalibrate(calibrate, model);
+  }
   if (PlanCmd) {
     pipec::ModelArgs model;
     if (!parseModelArgs(model, /*required=*/true))
@@ -832,6 +954,11 @@ int dispatch(int argc, char **argv) {
     plan.json = PlanFormat == SimFormat::Json;
     plan.threads = PlanThreads;
     plan.rows = PlanRows;
+    if (!std::isfinite(PlanTime) || PlanTime < 0) {
+      usage("--time expects a number of seconds of at least 0, got " + formatSeconds(PlanTime));
+      return pipec::kExitUsage;
+    }
+    plan.timeBudget = PlanTime;
     if (!parsePlanRanking(plan))
       return pipec::kExitUsage;
     return pipec::runPlan(plan, model, args);
@@ -859,7 +986,8 @@ int dispatch(int argc, char **argv) {
   }
   if (SimCmd) {
     pipec::SimArgs sim;
-    if (!parseSimArgs(sim) || !parseModelArgs(sim.model, /*required=*/false))
+    if (!parseSimArgs(sim, args.elab.flagNames) ||
+        !parseModelArgs(sim.model, /*required=*/false))
       return pipec::kExitUsage;
     return pipec::runSim(SimFiles, sim, args);
   }

@@ -121,11 +121,11 @@ private:
       return true;
     }
     const DomainAxis &axis = domain_.axes[i];
-    int64_t lo = 0, hi = 0;
+    int64_t lo = 0, hi = 0, step = 1;
     std::vector<int64_t> list;
-    if (!valuesOf(axis, lo, hi, list))
+    if (!valuesOf(axis, lo, hi, step, list))
       return false;
-    uint64_t size = axis.lo ? uint64_t(hi) - uint64_t(lo) : list.size();
+    uint64_t size = axis.lo ? (uint64_t(hi) - uint64_t(lo) - 1) / uint64_t(step) + 1 : list.size();
     bool last = i + 1 == domain_.axes.size();
     if (last && (counting_ || count_ + size > maxPoints_)) {
       startCounting();
@@ -137,7 +137,7 @@ private:
         exact_ = false;
         return true;
       }
-      int64_t value = axis.lo ? int64_t(uint64_t(lo) + k) : list[k];
+      int64_t value = axis.lo ? int64_t(uint64_t(lo) + k * uint64_t(step)) : list[k];
       env_[schedule_.params[axis.param].var.id] = value;
       current_[i] = value;
       if (!walk(i + 1))
@@ -156,11 +156,24 @@ private:
     domain_.points.shrink_to_fit();
   }
 
-  bool valuesOf(const DomainAxis &axis, int64_t &lo, int64_t &hi, std::vector<int64_t> &list) {
+  bool valuesOf(const DomainAxis &axis, int64_t &lo, int64_t &hi, int64_t &step,
+                std::vector<int64_t> &list) {
     const std::string &name = schedule_.params[axis.param].var.name;
     if (axis.lo) {
       if (!eval_.eval(*axis.lo, lo) || !eval_.eval(*axis.hi, hi))
         return false;
+      if (axis.step) {
+        if (!eval_.eval(*axis.step, step))
+          return false;
+        if (step < 1) {
+          auto &d = diags_.report(DiagKind::DomainStepNotPositive, axis.step->range,
+                                  "the domain of '" + name + "' steps by " +
+                                      std::to_string(step) + "; a step must be at least 1");
+          if (std::string names = eval_.describeNames(*axis.step); !names.empty())
+            d.note("with " + names);
+          return false;
+        }
+      }
       if (lo < hi)
         return true;
       std::string values;
@@ -266,6 +279,7 @@ std::optional<ParameterDomain> buildDomain(Schedule &schedule, llvm::ArrayRef<Pa
     axis.description = decl.name + " in " + sourceText(decl.valuesRange);
     axis.lo = decl.lo.get();
     axis.hi = decl.hi.get();
+    axis.step = decl.step.get();
     for (const ExprPtr &item : decl.items)
       axis.items.push_back(item.get());
     axisOf[decl.paramIndex] = int(domain.axes.size());
@@ -300,6 +314,8 @@ std::optional<ParameterDomain> buildDomain(Schedule &schedule, llvm::ArrayRef<Pa
     DomainAxisRef ref{axis.param, axis.at, axis.items};
     if (axis.lo)
       ref.bounds.insert(ref.bounds.end(), {axis.lo, axis.hi});
+    if (axis.step)
+      ref.bounds.push_back(axis.step);
     refs.push_back(std::move(ref));
     domain.names.push_back(schedule.params[axis.param].var.name);
   }

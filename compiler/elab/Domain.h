@@ -40,6 +40,7 @@ struct DomainAxis {
   std::string description;  // "P in 2..17", "v in {1, 2, 4}", "P=8"
   ast::SMRange at;          // where the values are written
   const ast::Expr *lo = nullptr, *hi = nullptr; // a range
+  const ast::Expr *step = nullptr;              // `step E` on a range; null: 1
   std::vector<const ast::Expr *> items;         // a list of expressions
   std::vector<int64_t> values;                  // a list of numbers (-D)
 };

@@ -23,7 +23,8 @@ public:
   std::optional<ScheduleIR> run() {
     ir_.name = schedule_.name;
     ir_.source = &schedule_;
-    if (!bindParameters() || !runGlobals() || !evaluateTopology() || !evaluateCosts())
+    if (!bindParameters() || !runGlobals() || !evaluateTopology() || !evaluateSizes() ||
+        !evaluateCosts())
       return std::nullopt;
     SlotTable slots;
     if (!elaboratePlacement(schedule_, eval_, diags_, ir_, slots))
@@ -133,6 +134,43 @@ private:
     return true;
   }
 
+  // Sizes are at least 1, and bounded so that a rank's sum of live sizes stays
+  // far from overflow (2^30 micro-batches of at most 2^30 each).
+  bool evaluateSizes() {
+    if (!schedule_.sizes)
+      return true;
+    const SizesDecl &decl = *schedule_.sizes;
+    constexpr int64_t kMaxSize = int64_t(1) << 30;
+    int64_t count = ir_.numMicrobatches;
+    if (!decl.value && int64_t(decl.items.size()) != count) {
+      diags_.report(DiagKind::SizesCount, decl.range,
+                    "'sizes' lists " + std::to_string(decl.items.size()) + " sizes for " +
+                        std::to_string(count) + " micro-batches")
+          .note("give one size per micro-batch, or write 'sizes i -> E;' for an expression of "
+                "the index");
+      return false;
+    }
+    ir_.microbatchSizes.resize(size_t(count));
+    for (int64_t i = 0; i < count; ++i) {
+      const Expr &e = decl.value ? *decl.value : *decl.items[size_t(i)];
+      if (decl.value)
+        env_[decl.var.id] = i;
+      int64_t size;
+      if (!eval_.eval(e, size))
+        return false;
+      if (size < 1 || size > kMaxSize) {
+        auto &d = diags_.report(DiagKind::SizeOutOfRange, e.range,
+                                "micro-batch " + std::to_string(i) + " has size " +
+                                    std::to_string(size) + "; a size is 1 to 2^30");
+        if (std::string names = eval_.describeNames(e); !names.empty())
+          d.note("with " + names);
+        return false;
+      }
+      ir_.microbatchSizes[size_t(i)] = size;
+    }
+    return true;
+  }
+
   bool evaluateCosts() {
     bool ok = true;
     for (const CostEntry &entry : schedule_.costs) {
@@ -148,11 +186,27 @@ private:
           continue;
         }
       }
+      double value = entry.value;
+      if (entry.valueExpr) {
+        if (!eval_.evalReal(*entry.valueExpr, value))
+          return false;
+        if (value < 0) {
+          auto &d = diags_.report(DiagKind::NegativeCost, entry.valueExpr->range,
+                                  "cost '" + entry.name + "' is " + std::to_string(value) +
+                                      "; costs are times, sizes or bandwidths and must be at "
+                                      "least 0");
+          if (std::string names = eval_.describeNames(*entry.valueExpr); !names.empty())
+            d.note("with " + names);
+          ok = false;
+          continue;
+        }
+        value += 0.0; // -0 is 0
+      }
       for (const CostSetting &earlier : ir_.costs)
         if (earlier.name == entry.name && earlier.stage == stage)
           diags_.warn(DiagKind::DuplicateCost, entry.range, entry.name)
               .note(earlier.origin->range, "first given here");
-      ir_.costs.push_back({entry.name, stage, entry.value, &entry});
+      ir_.costs.push_back({entry.name, stage, value, &entry});
     }
     return ok;
   }

@@ -22,9 +22,19 @@ struct ElabLimits {
   uint64_t maxIterations = limits::kMaxIterations; // loop iterations, all ranks together
 };
 
+// A name given on the command line for a parameter (-D) or a cost (--cost,
+// --sweep), kept to refuse one that means both (frontend/FlagNames.h).
+struct FlagName {
+  std::string name;          // as the flag reads it: "W", "B[3]" is "B"
+  std::string flag;          // as written: "-D W=2", "--sweep W=1,2"
+  bool asCost = false;       // the meaning the flag gave it
+  bool explicitKind = false; // written param:NAME or cost:NAME: not ambiguous
+};
+
 struct ElabOptions {
   std::vector<std::pair<std::string, int64_t>> defines; // -D NAME=VALUE, in order
   ElabLimits limits;
+  std::vector<FlagName> flagNames;
 };
 
 // Hard bounds on topology, whatever the limits: beyond them pipec reports an error

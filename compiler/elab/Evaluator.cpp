@@ -1,6 +1,7 @@
 #include "elab/Evaluator.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace pipec {
@@ -58,6 +59,72 @@ bool Evaluator::eval(const Expr &expr, int64_t &out) {
     }
     return true;
   }
+  case ExprKind::Pending: {
+    const auto &p = static_cast<const Pending &>(expr);
+    int64_t chunk = 0;
+    if (p.chunk && !eval(*p.chunk, chunk))
+      return false;
+    if (!pending_)
+      return fail(DiagKind::PendingOutsideRank, expr, "pending() has no rank state to read here");
+    return pending_->pending(p, p.chunk != nullptr, chunk, out);
+  }
+  case ExprKind::Float: // only cost expressions hold fractions (the grammar sees to it)
+    return fail(DiagKind::SyntaxError, expr, "a fraction where an integer is needed");
+  }
+  return false;
+}
+
+bool Evaluator::evalReal(const Expr &expr, double &out) {
+  switch (expr.kind) {
+  case ExprKind::Float: out = static_cast<const FloatLit &>(expr).value; return true;
+  case ExprKind::Int: out = double(static_cast<const IntLit &>(expr).value); return true;
+  case ExprKind::Name: out = double(env_[static_cast<const NameRef &>(expr).varId]); return true;
+  case ExprKind::Unary:
+    if (!evalReal(*static_cast<const Unary &>(expr).operand, out))
+      return false;
+    out = -out;
+    return true;
+  case ExprKind::Binary: {
+    const auto &b = static_cast<const Binary &>(expr);
+    double x, y;
+    if (!evalReal(*b.lhs, x) || !evalReal(*b.rhs, y))
+      return false;
+    switch (b.op) {
+    case BinaryOp::Add: out = x + y; break;
+    case BinaryOp::Sub: out = x - y; break;
+    case BinaryOp::Mul: out = x * y; break;
+    default: out = x / y; break;
+    }
+    if (!std::isfinite(out))
+      return fail(DiagKind::NonFiniteCost, expr,
+                  "this cost expression is not finite (" + std::to_string(x) + " and " +
+                      std::to_string(y) + ")");
+    return true;
+  }
+  case ExprKind::Conditional: {
+    const auto &c = static_cast<const Conditional &>(expr);
+    int64_t cond;
+    if (!eval(*c.cond, cond))
+      return false;
+    return evalReal(cond != 0 ? *c.then : *c.otherwise, out);
+  }
+  case ExprKind::Call: {
+    const auto &call = static_cast<const Call &>(expr);
+    for (size_t i = 0; i < call.args.size(); ++i) {
+      double v;
+      if (!evalReal(*call.args[i], v))
+        return false;
+      out = i == 0 ? v : call.fn == Builtin::Min ? std::min(out, v) : std::max(out, v);
+    }
+    return true;
+  }
+  case ExprKind::Pending: {
+    int64_t v;
+    if (!eval(expr, v))
+      return false;
+    out = double(v);
+    return true;
+  }
   }
   return false;
 }
@@ -112,7 +179,11 @@ bool Evaluator::binary(const Binary &e, int64_t &out) {
 
 static void collectNames(const Expr &e, std::vector<const NameRef *> &names) {
   switch (e.kind) {
-  case ExprKind::Int: break;
+  case ExprKind::Int: case ExprKind::Float: break;
+  case ExprKind::Pending:
+    if (const ExprPtr &chunk = static_cast<const Pending &>(e).chunk)
+      collectNames(*chunk, names);
+    break;
   case ExprKind::Name: {
     const auto *ref = static_cast<const NameRef *>(&e);
     bool seen = std::any_of(names.begin(), names.end(),

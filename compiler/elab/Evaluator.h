@@ -11,6 +11,14 @@
 
 namespace pipec {
 
+// Answers pending() for the rank being elaborated (RankInterpreter).
+class PendingState {
+public:
+  virtual ~PendingState() = default;
+  // The count for `e` on the whole rank, or on chunk `chunk` when hasChunk.
+  virtual bool pending(const ast::Pending &e, bool hasChunk, int64_t chunk, int64_t &out) = 0;
+};
+
 class Evaluator {
 public:
   // `context` adds notes (which rank, which iteration) to an evaluation error.
@@ -18,9 +26,17 @@ public:
 
   Evaluator(std::vector<int64_t> &env, DiagnosticEngine &diags) : env_(env), diags_(diags) {}
   void setContext(ContextFn context) { context_ = std::move(context); }
+  // Set while a rank program runs; null elsewhere (the name resolver refuses
+  // pending() outside rank programs, so null is never asked).
+  void setPendingState(PendingState *state) { pending_ = state; }
 
   // Returns false (after reporting) on division by zero or overflow.
   bool eval(const ast::Expr &expr, int64_t &out);
+
+  // A cost expression, in doubles: numbers may be fractions, `/` divides exactly,
+  // conditions are integer expressions. False (after reporting) on a result that
+  // is not finite.
+  bool evalReal(const ast::Expr &expr, double &out);
 
   std::vector<int64_t> &env() { return env_; }
 
@@ -34,6 +50,7 @@ private:
   std::vector<int64_t> &env_;
   DiagnosticEngine &diags_;
   ContextFn context_;
+  PendingState *pending_ = nullptr;
 };
 
 } // namespace pipec

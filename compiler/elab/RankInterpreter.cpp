@@ -12,14 +12,42 @@ bool RankInterpreter::run(int64_t rank, const RankProgram &program, RankSlots &s
   rank_ = rank;
   slots_ = &slots;
   loops_.clear();
+  expansions_.clear();
   deferredSequence_ = 0;
   ir_.ranks[rank].program = &program;
   if (program.generic)
     eval_.env()[program.var.id] = rank;
   eval_.setContext([this](Diagnostic &d) { addContext(d); });
+  eval_.setPendingState(this);
   bool ok = block(program.body);
+  eval_.setPendingState(nullptr);
   eval_.setContext(nullptr);
   return ok;
+}
+
+// What the rank still owes, from the same bookkeeping that resolves its ops, so a
+// program that reads it elaborates the same way every time.
+bool RankInterpreter::pending(const Pending &e, bool hasChunk, int64_t chunk, int64_t &out) {
+  auto count = [&](const SlotState &slot) -> int64_t {
+    switch (e.op) {
+    case OpKind::F: return std::max<int64_t>(0, int64_t(slot.count) - slot.forwardsRun);
+    case OpKind::B: return std::max<int64_t>(0, slot.forwardsRun - slot.backwardsRun);
+    default: return int64_t(slot.deferred.size());
+    }
+  };
+  out = 0;
+  if (hasChunk) {
+    const SlotState *slot = slots_->find(chunk);
+    if (!slot) {
+      error(DiagKind::EmptyChunk, e.chunk->range, slotText(rank_, chunk) + " holds no stage");
+      return false;
+    }
+    out = count(*slot);
+    return true;
+  }
+  for (const SlotState &slot : slots_->all())
+    out += count(slot);
+  return true;
 }
 
 void RankInterpreter::addContext(Diagnostic &d) {
@@ -30,6 +58,9 @@ void RankInterpreter::addContext(Diagnostic &d) {
       where += (i ? ", " : "") + loops_[i].loop->var.name + " = " + std::to_string(loops_[i].value);
   }
   d.note(ir_.ranks[rank_].program->headRange, where);
+  // An op or expression inside a definition: where it was called from, innermost first.
+  for (auto it = expansions_.rbegin(); it != expansions_.rend(); ++it)
+    d.note((*it)->range, "in the expansion of '" + (*it)->def + "' called here");
 }
 
 Diagnostic *RankInterpreter::error(DiagKind kind, llvm::SMRange at, std::string message) {
@@ -63,6 +94,13 @@ bool RankInterpreter::stmt(const Stmt &s) {
   }
   case StmtKind::Op:
     return opStatement(static_cast<const OpStmt &>(s));
+  case StmtKind::Block: {
+    const auto &expansion = static_cast<const BlockStmt &>(s);
+    expansions_.push_back(&expansion);
+    bool ok = block(expansion.body);
+    expansions_.pop_back();
+    return ok;
+  }
   }
   return false;
 }
@@ -230,6 +268,7 @@ bool RankInterpreter::resolve(const OpCall &call, Op &op) {
   op.microbatch = static_cast<int32_t>(mb);
   if (call.kind == OpKind::I)
     slot->deferred.push_back({op.microbatch, op.flow, op.stage, deferredSequence_++});
+  ++(call.kind == OpKind::F ? slot->forwardsRun : slot->backwardsRun);
   return true;
 }
 

@@ -23,7 +23,7 @@ struct ElabBudget {
   std::unordered_map<const ast::ForStmt *, uint32_t> loopIds;
 };
 
-class RankInterpreter {
+class RankInterpreter : private PendingState {
 public:
   RankInterpreter(ScheduleIR &ir, Evaluator &eval, DiagnosticEngine &diags, ElabBudget &budget)
       : ir_(ir), eval_(eval), diags_(diags), budget_(budget) {}
@@ -48,6 +48,7 @@ private:
   uint32_t currentFrame(size_t depth);
   uint32_t originId(const ast::OpCall &call);
   Diagnostic *error(DiagKind kind, llvm::SMRange at, std::string message);
+  bool pending(const ast::Pending &e, bool hasChunk, int64_t chunk, int64_t &out) override;
   void addContext(Diagnostic &d);
 
   ScheduleIR &ir_;
@@ -58,6 +59,7 @@ private:
   int64_t rank_ = 0;
   RankSlots *slots_ = nullptr;
   std::vector<LoopLevel> loops_;
+  std::vector<const ast::BlockStmt *> expansions_; // the def calls being run, outermost first
   uint64_t deferredSequence_ = 0;
 };
 

@@ -75,9 +75,15 @@ struct ScheduleIR {
   std::vector<const ast::ForStmt *> loops{nullptr}; // loops that emitted an op
   std::vector<const ast::OpCall *> origins;          // op statements that emitted an op
   std::vector<CostSetting> costs;
+  // Each micro-batch's size (`sizes`), in units of the size costs and activations
+  // are given for; empty when the schedule declares none (every size is 1).
+  std::vector<int64_t> microbatchSizes;
   const ast::Schedule *source = nullptr; // the AST it came from (for locations)
 
   size_t totalOps() const;
+  int64_t sizeOf(int64_t microbatch) const {
+    return microbatchSizes.empty() ? 1 : microbatchSizes[size_t(microbatch)];
+  }
   const ast::OpCall &originOf(const Op &op) const { return *origins[op.origin]; }
   int64_t indexInFlow(const Op &op) const { return op.microbatch - flows[op.flow].begin; }
   // "i = 3, j = 0" for an op's loop iterations, outermost first; "" outside loops.

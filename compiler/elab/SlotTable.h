@@ -65,6 +65,7 @@ public:
   iterator begin() { return items_.begin() + head_; }
   iterator end() { return items_.end(); }
   void push_back(const DeferredI &item) { items_.push_back(item); }
+  size_t size() const { return items_.size() - head_; }
   void erase(iterator it) {
     if (it == begin()) {
       ++head_;
@@ -88,6 +89,7 @@ struct SlotState {
   size_t count = 0;          // micro-batches over all uses
   MicrobatchCursor forward, backward;
   DeferredQueue deferred;
+  int64_t forwardsRun = 0, backwardsRun = 0; // F's and B/I's resolved so far (pending())
 
   int64_t positionOf(int64_t microbatch) const {
     int64_t offset = 0;

@@ -40,6 +40,7 @@ private:
   std::vector<bool> unary_;         // a `-` or `!` that is a prefix operator
   std::vector<size_t> previous_;    // the last non-comment token before, or npos
   std::vector<bool> oneLineBlock_;  // per open block, innermost last
+  std::vector<bool> slotColon_;     // the `:` of a table entry (`at 0:`, `fill:`)
   std::string out_;
   unsigned column_ = 0;
   bool midStatement_ = false;
@@ -56,13 +57,40 @@ private:
     brace_.assign(n, Brace::None);
     unary_.assign(n, false);
     previous_.assign(n, npos);
+    slotColon_.assign(n, false);
     std::vector<size_t> open;
+    std::vector<bool> tableBody;       // per open brace: the body of a `table`
+    size_t statementFirst = npos;      // the first token of the current statement
+    bool inSlotHead = false;           // between `at`/`fill` and its `:`
+    int parens = 0, questions = 0;
     size_t last = npos;
     for (size_t i = 0; i < n; ++i) {
       const Token &t = tok(i);
       previous_[i] = last;
       if (t.isComment())
         continue;
+      bool boundary = last == npos || tok(last).is(";") || tok(last).is("{") || tok(last).is("}");
+      if (boundary) {
+        statementFirst = i;
+        if (!tableBody.empty() && tableBody.back() && (t.is("at") || t.is("fill"))) {
+          inSlotHead = true;
+          parens = questions = 0;
+        }
+      }
+      if (inSlotHead) {
+        if (t.is("(")) ++parens;
+        else if (t.is(")")) --parens;
+        else if (t.is("?")) ++questions;
+        else if (t.is(":") && parens == 0 && questions-- == 0) {
+          slotColon_[i] = true;
+          inSlotHead = false;
+        }
+      }
+      if (t.is("{"))
+        tableBody.push_back(statementFirst != npos && tok(statementFirst).is("table") &&
+                            !(last != npos && tok(last).is("in")));
+      else if (t.is("}") && !tableBody.empty())
+        tableBody.pop_back();
       if (t.is("{")) {
         // `in {1, 2, 4}` is a list of values, not a block.
         brace_[i] = last != npos && tok(last).is("in") ? Brace::List : Brace::Block;
@@ -98,6 +126,8 @@ private:
     if (a.is("..") || b.is(".."))
       return false;
     if (b.is(":") && previous_[p] != npos && tok(previous_[p]).is("flow"))
+      return false;
+    if (b.is(":") && slotColon_[i])
       return false;
     if (brace_[p] == Brace::List && a.is("{"))
       return false;

@@ -3,6 +3,7 @@
 #include "sema/NameResolver.h"
 #include "syntax/Parser.h"
 
+#include "frontend/FlagNames.h"
 #include "frontend/InputTranslator.h"
 #include "support/InputFile.h"
 
@@ -56,6 +57,10 @@ bool Compilation::parse() {
 
 bool Compilation::resolve() {
   return timed("resolve", [&] { return resolveNames(*ast_, diags_); });
+}
+
+bool Compilation::checkFlagNames(llvm::ArrayRef<FlagName> names) {
+  return pipec::checkFlagNames(*ast_, names, diags_);
 }
 
 bool Compilation::buildDomain(llvm::ArrayRef<ParamDefine> defines, uint64_t maxPoints) {

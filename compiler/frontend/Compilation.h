@@ -41,6 +41,8 @@ public:
   bool load();
   bool parse();
   bool resolve();
+  // Refuses a command-line name that means both a parameter and a cost (after parse()).
+  bool checkFlagNames(llvm::ArrayRef<FlagName> names);
   // The points to check: the declared domains under the -D's (after resolve()).
   bool buildDomain(llvm::ArrayRef<ParamDefine> defines, uint64_t maxPoints);
   bool elaborate(const ElabOptions &options);
@@ -48,7 +50,8 @@ public:
 
   // Runs every phase up to elaboration; stops at the first that fails.
   bool runFrontEnd(const ElabOptions &options) {
-    return load() && parse() && resolve() && elaborate(options);
+    return load() && parse() && resolve() && checkFlagNames(options.flagNames) &&
+           elaborate(options);
   }
   bool runAll(const ElabOptions &elab, const CheckOptions &checks) {
     return runFrontEnd(elab) && check(checks);

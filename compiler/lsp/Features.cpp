@@ -87,7 +87,8 @@ struct SymbolIndex {
     if (!e)
       return;
     switch (e->kind) {
-    case ExprKind::Int: break;
+    case ExprKind::Int: case ExprKind::Float: break;
+    case ExprKind::Pending: expr(static_cast<const Pending *>(e)->chunk.get()); break;
     case ExprKind::Name: {
       auto *name = static_cast<const NameRef *>(e);
       references.emplace_back(name->range, name->varId);
@@ -143,6 +144,9 @@ struct SymbolIndex {
           expr(op.mb.get());
         }
         break;
+      case StmtKind::Block: // a def's expansion: its ops hover where the def writes them
+        block(static_cast<const BlockStmt *>(stmt.get())->body, nullptr);
+        break;
       }
     }
   }
@@ -176,8 +180,17 @@ struct SymbolIndex {
       for (const Placement &place : flow.placements)
         placement(place);
     }
-    for (const CostEntry &cost : schedule.costs)
+    for (const CostEntry &cost : schedule.costs) {
       expr(cost.stage.get());
+      expr(cost.valueExpr.get());
+    }
+    if (schedule.sizes) {
+      if (schedule.sizes->value)
+        declare(schedule.sizes->var);
+      expr(schedule.sizes->value.get());
+      for (const ExprPtr &item : schedule.sizes->items)
+        expr(item.get());
+    }
     for (const RankProgram &program : schedule.rankPrograms) {
       if (program.generic)
         declare(program.var);

@@ -14,7 +14,7 @@
 //   attention dropout mask            sb h                       (GPT-2 style only)
 //   MLP input                         e sb h
 //   MLP: GELU                         2 e sb i                   (fc1 output, GELU output)
-//        gated (SwiGLU)               4 e sb i                   (gate, up, SiLU, product)
+//        gated (SwiGLU)               3 e sb i                   (gate and up, SwiGLU output)
 //   MLP dropout mask                  sb h                       (GPT-2 style only)
 // With e = 2, i = 4h, kv = a, d = h/a and dropout this is the paper's
 // sbh (34 + 5 a s / h). MLA (DeepSeek-V2 §2.1) stores the latents instead of
@@ -22,11 +22,16 @@
 // and their norms, then Q, K of a (nope + rope) and V of a v_head per token.
 // MoE replaces the MLP by: router input e sb h, router probabilities 4 sb E
 // (fp32), the k dispatched copies e sb k h, the experts' intermediates
-// 4 e sb k i_moe (gated), the k expert outputs e sb k h awaiting the combine,
-// and shared experts' 4 e sb S i_moe.
+// 3 e sb k i_moe (gated), the k expert outputs e sb k h awaiting the combine,
+// and shared experts' 3 e sb S i_moe. Under FP8 the tensors kept as GEMM
+// inputs (attention and MLP inputs, the output projection's and fc2's
+// inputs, the dispatched copies) take 1 byte an element.
 //
-// Selective recomputation drops the s^2 terms (recomputed, or never stored
-// with FlashAttention); full recomputation keeps only the layer input, e sb h.
+// Selective recomputation drops the s^2 terms (recomputed), and so does
+// FlashAttention, the default (--attention flash): it stores only the
+// softmax statistics, a s b fp32 values (4 a sb). Full recomputation keeps
+// only the layer input, e sb h. Context parallelism splits the sequence: sb
+// is the GPU's s b / cp tokens, and an eager s^2 term is (s / cp) s.
 #include "plan/StageCosts.h"
 
 namespace pipec::plan {
@@ -48,41 +53,64 @@ double layerActivationBytes(const ModelConfig &c, LayerKind kind, const Training
   if (kind != LayerKind::Dense && kind != LayerKind::Moe)
     return 0;
   double e = bytesOf(training.activationType), t = double(training.tensorParallel);
-  double s = double(training.sequenceLength), b = double(training.microBatch), sb = s * b;
+  double cp = double(training.contextParallel);
+  double s = double(training.sequenceLength), b = double(training.microBatch), sb = s * b / cp;
   double h = double(c.hiddenSize), a = double(c.numHeads);
   if (training.recompute == Recompute::Full)
     return e * sb * h / t;
+  // A GEMM's input kept for its weight gradient: in FP8 training Transformer
+  // Engine keeps the FP8 copy it cast for the forward, 1 byte an element.
+  double g = training.precision == Precision::FP8 ? 1 : e;
 
   double linear = 2 * e * sb * h; // the two norms' inputs
-  double scores = e * a * s * s * b;
+  double scores = e * a * (s / cp) * s * b;
   if (c.dropout) {
-    scores += (1 + e) * a * s * s * b;
+    scores += (1 + e) * a * (s / cp) * s * b;
     linear += 2 * sb * h; // attention and MLP dropout masks
   }
+  // DeepSeek-V3's selective recomputation (§3.2.3; Megatron's recompute
+  // modules layernorm, mla_up_proj, moe_act): the norms' outputs, MLA's
+  // up-projected Q, K, V and the SwiGLU outputs are rebuilt in the backward,
+  // not stored. Applied to MLA models (the recipe it comes from).
+  const bool deepseekSelective = training.recompute == Recompute::Selective && c.usesLatentAttention();
+  double normOut = deepseekSelective ? 0 : g;
+  double activationOut = deepseekSelective ? 0 : g;
   if (c.usesLatentAttention()) {
     double qk = double(c.qkNopeHeadDim + c.qkRopeHeadDim), v = double(c.vHeadDim);
-    linear += e * sb * h; // input of q_a and kv_a
+    linear += normOut * sb * h; // input of q_a and kv_a
     linear += e * sb * (2 * double(c.qLoraRank) + 2 * double(c.kvLoraRank) + double(c.qkRopeHeadDim));
-    linear += e * sb * a * (2 * qk + v); // Q, K, V
-    linear += e * sb * a * v;            // output projection input
+    if (!deepseekSelective)
+      linear += e * sb * a * (2 * qk + v); // Q, K, V
+    linear += g * sb * a * v;            // output projection input
   } else {
     double d = double(c.headDim), kv = double(c.numKvHeads);
-    linear += e * sb * h + e * sb * (a + 2 * kv) * d + e * sb * a * d;
+    linear += g * sb * h + e * sb * (a + 2 * kv) * d + g * sb * a * d;
   }
-  linear += e * sb * h; // MLP (or router) input
-  double perWidth = c.gatedMlp ? 4 : 2;
+  linear += normOut * sb * h; // MLP (or router) input
+  // The MLP keeps fc1's output for the activation's backward and the
+  // activation's output as fc2's input: GELU i + i; SwiGLU (Megatron's fused
+  // kernel) fc1's gate and up, 2i, and its output i.
+  double fc1 = c.gatedMlp ? 2 * e : e;
   if (kind == LayerKind::Moe) {
     double k = double(c.expertsPerToken), i = double(c.moeIntermediateSize);
     linear += 4 * sb * double(c.routedExperts);
-    linear += 2 * e * sb * k * h;
-    linear += perWidth * e * sb * k * i;
-    linear += perWidth * e * sb * double(c.sharedExperts) * i;
+    linear += (g + e) * sb * k * h; // k dispatched copies (fc1's input), k expert outputs
+    linear += (fc1 + activationOut) * sb * k * i;
+    linear += (fc1 + activationOut) * sb * double(c.sharedExperts) * i;
   } else {
-    linear += perWidth * e * sb * double(c.intermediateSize);
+    linear += (fc1 + activationOut) * sb * double(c.intermediateSize);
   }
   if (training.recompute == Recompute::Selective)
     scores = 0;
-  return (linear + scores) / t;
+  if (training.attention == AttentionKernel::Flash)
+    scores = 4 * a * sb; // the log-sum-exp per query and head, fp32
+  // Without sequence parallelism (t > 1) every tensor-parallel rank keeps the
+  // whole norm inputs, the two GEMM inputs they feed and the dropout masks:
+  // Korthikanti et al.'s sbh (10 + 24 / t + 5 a s / (h t)), the 10 unsharded.
+  double replicated = 0;
+  if (t > 1 && !training.sequenceParallel)
+    replicated = (2 * e + 2 * normOut) * sb * h + (c.dropout ? 2 * sb * h : 0);
+  return (linear - replicated + scores) / t + replicated;
 }
 
 } // namespace pipec::plan

@@ -1,5 +1,6 @@
 #include "plan/Cluster.h"
 
+#include "plan/GpuPresets.h"
 #include "plan/JsonFields.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -18,38 +19,32 @@ constexpr double kMaxMemory = 1e15, kMaxFlops = 1e18, kMaxBandwidth = 1e15, kMax
 // InfiniBand. Override them from a file when measured.
 constexpr double kNvlinkLatency = 5e-6, kInfinibandLatency = 10e-6;
 
-Cluster hopper(const char *name, double memory, double nvlink) {
-  Cluster c;
-  c.name = name;
-  c.gpus = 8;
-  c.gpusPerNode = 8;
-  c.memoryBytes = memory;
-  c.peakFlops = 989e12; // dense BF16 tensor core, SXM (NVIDIA H100/H200 datasheets: 1,979 with sparsity)
-  c.sustainedFraction = 0.5;
-  c.intraNodeBandwidth = nvlink;
-  // 400 Gb/s InfiniBand (ConnectX-7) per GPU = 50 GB/s; the DeepSeek-V3 report
-  // (§3.2.2) measures the same 50 GB/s per GPU across H800 nodes.
-  c.interNodeBandwidth = 50e9;
-  c.intraNodeLatency = kNvlinkLatency;
-  c.interNodeLatency = kInfinibandLatency;
-  return c;
-}
-
 } // namespace
 
 std::optional<Cluster> clusterPreset(llvm::StringRef name) {
-  // H100 SXM: 80 GB HBM3, NVLink 4 at 900 GB/s bidirectional = 450 GB/s per
-  // direction (NVIDIA H100 datasheet).
-  if (name == "h100")
-    return hopper("h100", 80e9, 450e9);
-  // H800: the H100 with NVLink cut to 400 GB/s bidirectional, 200 GB/s per
-  // direction (DeepSeek-V3 report §3.1; §3.2.2 achieves about 160 GB/s).
-  if (name == "h800")
-    return hopper("h800", 80e9, 200e9);
-  // H200 SXM: 141 GB HBM3e, same compute and NVLink as the H100 (NVIDIA H200 datasheet).
-  if (name == "h200")
-    return hopper("h200", 141e9, 450e9);
-  return std::nullopt;
+  std::optional<GpuSpec> g = gpuPreset(name);
+  if (!g)
+    return std::nullopt;
+  Cluster c;
+  c.name = g->name;
+  c.gpu = g->name;
+  c.gpus = g->gpusPerNode;
+  c.gpusPerNode = g->gpusPerNode;
+  c.memoryBytes = g->memoryBytes;
+  c.peakFlops = g->peakFlops;
+  c.peakFlopsFp8 = g->peakFlopsFp8;
+  c.hbmBandwidth = g->hbmBandwidth;
+  c.smCount = g->smCount;
+  c.matmulEfficiency = g->matmulEfficiency;
+  c.matmulEfficiencyFp8 = g->matmulEfficiencyFp8;
+  c.attentionForwardEfficiency = g->attentionForwardEfficiency;
+  c.attentionBackwardEfficiency = g->attentionBackwardEfficiency;
+  c.memoryEfficiency = g->memoryEfficiency;
+  c.intraNodeBandwidth = g->nvlinkBandwidth;
+  c.interNodeBandwidth = g->networkBandwidth;
+  c.intraNodeLatency = kNvlinkLatency;
+  c.interNodeLatency = kInfinibandLatency;
+  return c;
 }
 
 bool validateCluster(const Cluster &c, std::string &error) {
@@ -67,14 +62,33 @@ bool validateCluster(const Cluster &c, std::string &error) {
                            std::to_string(c.gpusPerNode));
   if (!positive(c.memoryBytes, kMaxMemory))
     return bad("memory_bytes", "must be above 0 and at most 1e15");
-  if (!positive(c.peakFlops, kMaxFlops))
-    return bad("peak_flops", "must be above 0 and at most 1e18");
-  if (!positive(c.sustainedFraction, 1))
-    return bad("sustained_fraction", "must be above 0 and at most 1");
-  if (!positive(c.intraNodeBandwidth, kMaxBandwidth))
-    return bad("intra_node_bandwidth", "must be above 0 and at most 1e15");
-  if (!positive(c.interNodeBandwidth, kMaxBandwidth))
-    return bad("inter_node_bandwidth", "must be above 0 and at most 1e15");
+  // Magnitudes no GPU has are input errors (a unit slip), not clusters.
+  if (!positive(c.peakFlops, kMaxFlops) || c.peakFlops < 1e9)
+    return bad("peak_flops", "must be 1e9 to 1e18 FLOP/s");
+  if (!std::isfinite(c.peakFlopsFp8) || c.peakFlopsFp8 < 0 || c.peakFlopsFp8 > kMaxFlops)
+    return bad("peak_flops_fp8", "must be 0 (none) to 1e18");
+  if (!positive(c.hbmBandwidth, kMaxBandwidth) || c.hbmBandwidth < 1e6)
+    return bad("hbm_bandwidth", "must be 1e6 to 1e15 bytes/s");
+  if (c.smCount < 0 || c.smCount > 1000000)
+    return bad("sm_count", "must be 0 (no shape losses) to 1000000");
+  for (auto [field, value] : {std::pair<const char *, double>{"matmul_efficiency", c.matmulEfficiency},
+                              {"matmul_efficiency_fp8", c.matmulEfficiencyFp8},
+                              {"attention_forward_efficiency", c.attentionForwardEfficiency},
+                              {"attention_backward_efficiency", c.attentionBackwardEfficiency},
+                              {"memory_efficiency", c.memoryEfficiency},
+                              {"bus_efficiency", c.busEfficiency}})
+    if (!positive(value, 1))
+      return bad(field, "must be above 0 and at most 1");
+  if (!std::isfinite(c.cudaContextBytes) || c.cudaContextBytes < 0 || c.cudaContextBytes > kMaxMemory)
+    return bad("cuda_context_bytes", "must be 0 to 1e15");
+  if (!std::isfinite(c.ncclBufferBytes) || c.ncclBufferBytes < 0 || c.ncclBufferBytes > kMaxMemory)
+    return bad("nccl_buffer_bytes", "must be 0 to 1e15");
+  if (!std::isfinite(c.fragmentation) || c.fragmentation < 0 || c.fragmentation >= 1)
+    return bad("fragmentation", "must be 0 to below 1");
+  if (!positive(c.intraNodeBandwidth, kMaxBandwidth) || c.intraNodeBandwidth < 1e6)
+    return bad("intra_node_bandwidth", "must be 1e6 to 1e15 bytes/s");
+  if (!positive(c.interNodeBandwidth, kMaxBandwidth) || c.interNodeBandwidth < 1e6)
+    return bad("inter_node_bandwidth", "must be 1e6 to 1e15 bytes/s");
   if (!std::isfinite(c.intraNodeLatency) || c.intraNodeLatency < 0 || c.intraNodeLatency > kMaxLatency)
     return bad("intra_node_latency", "must be 0 to 1 second");
   if (!std::isfinite(c.interNodeLatency) || c.interNodeLatency < 0 || c.interNodeLatency > kMaxLatency)
@@ -93,7 +107,7 @@ std::optional<Cluster> parseCluster(llvm::StringRef text, llvm::StringRef name, 
     std::string preset = f.string("preset");
     std::optional<Cluster> base = clusterPreset(preset);
     if (!base) {
-      f.fail("preset", "is '" + preset + "'; known: h100, h800, h200");
+      f.fail("preset", "is '" + preset + "'; known: " + gpuPresetNames());
       return std::nullopt;
     }
     c = *base;
@@ -106,7 +120,20 @@ std::optional<Cluster> parseCluster(llvm::StringRef text, llvm::StringRef name, 
   c.gpusPerNode = f.integer("gpus_per_node", 1, kMaxGpus, fallback(c.gpusPerNode));
   c.memoryBytes = f.number("memory_bytes", 0, kMaxMemory, fallback(c.memoryBytes), true);
   c.peakFlops = f.number("peak_flops", 0, kMaxFlops, fallback(c.peakFlops), true);
-  c.sustainedFraction = f.number("sustained_fraction", 0, 1, c.sustainedFraction, true);
+  c.peakFlopsFp8 = f.number("peak_flops_fp8", 0, kMaxFlops, c.peakFlopsFp8);
+  c.hbmBandwidth = f.number("hbm_bandwidth", 0, kMaxBandwidth, fallback(c.hbmBandwidth), true);
+  c.smCount = f.integer("sm_count", 0, 1000000, c.smCount);
+  c.matmulEfficiency = f.number("matmul_efficiency", 0, 1, c.matmulEfficiency, true);
+  c.matmulEfficiencyFp8 = f.number("matmul_efficiency_fp8", 0, 1, c.matmulEfficiencyFp8, true);
+  c.attentionForwardEfficiency =
+      f.number("attention_forward_efficiency", 0, 1, c.attentionForwardEfficiency, true);
+  c.attentionBackwardEfficiency =
+      f.number("attention_backward_efficiency", 0, 1, c.attentionBackwardEfficiency, true);
+  c.memoryEfficiency = f.number("memory_efficiency", 0, 1, c.memoryEfficiency, true);
+  c.busEfficiency = f.number("bus_efficiency", 0, 1, c.busEfficiency, true);
+  c.cudaContextBytes = f.number("cuda_context_bytes", 0, kMaxMemory, c.cudaContextBytes);
+  c.ncclBufferBytes = f.number("nccl_buffer_bytes", 0, kMaxMemory, c.ncclBufferBytes);
+  c.fragmentation = f.number("fragmentation", 0, 0.99, c.fragmentation);
   c.intraNodeBandwidth =
       f.number("intra_node_bandwidth", 0, kMaxBandwidth, fallback(c.intraNodeBandwidth), true);
   c.interNodeBandwidth =
@@ -115,8 +142,11 @@ std::optional<Cluster> parseCluster(llvm::StringRef text, llvm::StringRef name, 
   c.interNodeLatency = f.number("inter_node_latency", 0, kMaxLatency, fallback(c.interNodeLatency));
   for (const auto &entry : *object) {
     static const char *kKnown[] = {"preset", "gpus", "gpus_per_node", "memory_bytes", "peak_flops",
-                                   "sustained_fraction", "intra_node_bandwidth",
+                                   "peak_flops_fp8", "hbm_bandwidth", "sm_count", "matmul_efficiency", "matmul_efficiency_fp8",
+                                   "attention_forward_efficiency", "attention_backward_efficiency",
+                                   "memory_efficiency", "bus_efficiency", "intra_node_bandwidth",
                                    "inter_node_bandwidth", "intra_node_latency", "inter_node_latency",
+                                   "cuda_context_bytes", "nccl_buffer_bytes", "fragmentation",
                                    "topology" /* read by ClusterTopology.cpp */};
     if (!llvm::is_contained(kKnown, entry.first.str()))
       f.fail(entry.first.str(), "is not a cluster field");

@@ -2,16 +2,26 @@
 // between them. Read from a small JSON file or taken from a built-in preset.
 //
 // File format (units are plain SI numbers: bytes, FLOP/s, bytes/s, seconds):
-//   { "preset": "h100",                  // optional: start from a preset
+//   { "preset": "h100",                  // optional: a100, h100, h800, h200, b200
 //     "gpus": 64, "gpus_per_node": 8,
 //     "memory_bytes": 80e9,              // per GPU
 //     "peak_flops": 989e12,              // dense bf16, per GPU
-//     "sustained_fraction": 0.5,         // share of peak that matmuls reach (MFU-like)
+//     "peak_flops_fp8": 1979e12,         // dense fp8 (0: none)
+//     "hbm_bandwidth": 3.35e12,          // bytes/s
+//     "sm_count": 132,
+//     "matmul_efficiency": 0.8,          // large GEMM, achieved / peak
+//     "matmul_efficiency_fp8": 0.7,      // the same of the FP8 peak
+//     "attention_forward_efficiency": 0.58, "attention_backward_efficiency": 0.45,
+//     "memory_efficiency": 0.8,          // elementwise kernels, achieved / HBM
 //     "intra_node_bandwidth": 450e9,     // bytes/s per GPU, one direction
 //     "inter_node_bandwidth": 50e9,
-//     "intra_node_latency": 3e-6,        // seconds per message
-//     "inter_node_latency": 10e-6 }
-// Every field but "preset" is required when there is no preset.
+//     "bus_efficiency": 0.8,             // collectives' achieved bus bandwidth / link
+//     "intra_node_latency": 5e-6,        // seconds per message
+//     "inter_node_latency": 10e-6,
+//     "cuda_context_bytes": 0.6e9, "nccl_buffer_bytes": 268435456,  // per communicator
+//     "fragmentation": 0.05 }            // allocator margin, share of the rest
+// Every field but "preset" is required when there is no preset, except the
+// efficiencies and overheads, which default to the documented values.
 #pragma once
 
 #include "llvm/ADT/StringRef.h"
@@ -28,22 +38,41 @@ struct Cluster {
   int64_t gpusPerNode = 0;
   double memoryBytes = 0;          // per GPU
   double peakFlops = 0;            // dense bf16 FLOP/s per GPU
-  double sustainedFraction = 0.5;  // default: half of peak, a typical large-run MFU
+  double peakFlopsFp8 = 0;         // dense fp8 FLOP/s per GPU; 0: no fp8
+  double hbmBandwidth = 0;         // bytes/s
+  int64_t smCount = 0;             // for wave quantization; 0: no shape losses
+  double matmulEfficiency = 0.8;   // large, well-tiled GEMM: achieved / peak
+  double matmulEfficiencyFp8 = 0.7; // the same for FP8 GEMMs, of the FP8 peak
+  double attentionForwardEfficiency = 0.58;
+  double attentionBackwardEfficiency = 0.45;
+  double memoryEfficiency = 0.8;   // elementwise kernels: achieved / HBM bandwidth
   double intraNodeBandwidth = 0;   // bytes/s per GPU per direction
   double interNodeBandwidth = 0;
+  // Achieved bus bandwidth of NCCL collectives over the link rate at large
+  // messages: nccl-tests on DGX A100 and H100 report about 80%.
+  double busEfficiency = 0.8;
   double intraNodeLatency = 0;     // seconds
   double interNodeLatency = 0;
-
-  // FLOP/s a matmul-bound op reaches: peak x sustained fraction.
-  double sustainedFlops() const { return peakFlops * sustainedFraction; }
+  // Memory outside the framework's tensors: the CUDA context (with lazy
+  // module loading, about 0.5-0.6 GB on Hopper), NCCL's buffers per
+  // communicator (NCCL_BUFFSIZE 4 MiB per channel, send and receive, up to 32
+  // channels: 256 MiB), and the caching allocator's fragmentation as a share
+  // of everything else (a stated margin, not a measurement).
+  double cudaContextBytes = 0.6e9;
+  double ncclBufferBytes = 268435456;
+  double fragmentation = 0.05;
+  std::string gpu;                 // the GPU preset this cluster started from, if any
   int64_t nodeOf(int64_t gpu) const { return gpusPerNode > 0 ? gpu / gpusPerNode : 0; }
   double bandwidth(bool sameNode) const { return sameNode ? intraNodeBandwidth : interNodeBandwidth; }
+  // What a collective achieves: the link rate x bus efficiency.
+  double busBandwidth(bool sameNode) const { return bandwidth(sameNode) * busEfficiency; }
   double latency(bool sameNode) const { return sameNode ? intraNodeLatency : interNodeLatency; }
 };
 
-// "h100", "h800", "h200" (one node of 8 GPUs; set "gpus" for more); nullopt otherwise.
+// "a100", "h100", "h800", "h200", "b200" (one node of 8 GPUs; set "gpus" for
+// more), from GpuPresets.h; nullopt otherwise.
 std::optional<Cluster> clusterPreset(llvm::StringRef name);
-// Checks every field (positive, finite, gpus a multiple of gpus_per_node, fraction in (0, 1]);
+// Checks every field (positive, finite, gpus a multiple of gpus_per_node, fractions in (0, 1]);
 // false with `error` naming the field.
 bool validateCluster(const Cluster &cluster, std::string &error);
 // Parses the JSON text; `name` is the file name for messages.

@@ -77,6 +77,11 @@ void readDeepSeek(JsonFields &f, ModelConfig &c) {
     c.moeIntermediateSize = f.integer("moe_intermediate_size", 1, kMaxWidth);
     c.firstDenseLayers = f.integer("first_k_dense_replace", 0, c.numLayers, 0);
     c.moeLayerFrequency = f.integer("moe_layer_freq", 1, kMaxLayers, 1);
+    // Group-limited routing (DeepSeek-V2 §2.1.3 device-limited, V3 §2.1.2
+    // node-limited): experts in n_group groups, each token's top-k taken
+    // from at most topk_group of them.
+    c.expertGroups = f.integer("n_group", 1, c.routedExperts, 1);
+    c.expertGroupsPerToken = f.integer("topk_group", 1, c.expertGroups, c.expertGroups);
   }
   c.nextnPredictLayers = f.integer("num_nextn_predict_layers", 0, 64, 0);
 }

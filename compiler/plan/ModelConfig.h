@@ -45,6 +45,8 @@ struct ModelConfig {
   int64_t moeIntermediateSize = 0;  // per expert (Mixtral: intermediate_size)
   int64_t firstDenseLayers = 0;     // first_k_dense_replace
   int64_t moeLayerFrequency = 1;    // moe_layer_freq: every n-th layer after those is MoE
+  int64_t expertGroups = 1;         // n_group: routing groups (DeepSeek)
+  int64_t expertGroupsPerToken = 1; // topk_group: groups one token may reach (= expertGroups: no limit)
 
   // Multi-head latent attention (DeepSeek). kvLoraRank == 0: plain (GQA) attention.
   int64_t qLoraRank = 0;            // 0: q is projected directly (DeepSeek-V2-Lite)

@@ -15,8 +15,11 @@ void printPlanText(const PlanInputs &inputs, const PlanResult &plan, llvm::raw_o
 void printPlanJson(const PlanInputs &inputs, const PlanResult &plan, llvm::raw_ostream &out);
 void printRemedies(const std::vector<Remedy> &remedies, llvm::raw_ostream &out);
 
-// "P=8 M=16 dp=4 ep=1", "v=2" too when the schedule has one.
+// "P=8 M=16 dp=4 ep=1", then v=2 when the schedule has one, tp, cp and b when
+// not 1 or when `search` varies them, and the recomputation and ZeRO stage when
+// `search` varies them (otherwise the header states them once).
 std::string describeLayout(const ParallelSizes &layout);
+std::string describeCandidate(const Candidate &c, const SearchOptions &search);
 // "80 GB" style (decimal GB).
 std::string formatGB(double bytes);
 

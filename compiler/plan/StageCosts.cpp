@@ -1,5 +1,8 @@
 #include "plan/StageCosts.h"
 
+#include "plan/LayerTimes.h"
+#include "plan/OpTimeModel.h"
+
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
@@ -29,10 +32,12 @@ bool checkLayout(const ModelConfig &config, const ModelLayers &model, const Clus
     return bad("tensor parallelism " + std::to_string(training.tensorParallel) +
                " does not divide the " + std::to_string(config.numHeads) + " attention heads");
   // In doubles: the product of three int64 factors may not fit one.
-  double gpus = double(l.pipelineRanks) * double(l.dataParallel) * double(training.tensorParallel);
+  double gpus = double(l.pipelineRanks) * double(l.dataParallel) * double(training.modelParallelGpus());
   if (gpus > double(cluster.gpus))
-    return bad("needs " + std::to_string(int64_t(std::min(gpus, 9e18))) + " GPUs (P x dp x t), the cluster has " +
+    return bad("needs " + std::to_string(int64_t(std::min(gpus, 9e18))) + " GPUs (P x dp x t x cp), the cluster has " +
                std::to_string(cluster.gpus));
+  if (training.precision == Precision::FP8 && cluster.peakFlopsFp8 <= 0)
+    return bad("--precision fp8 needs FP8 tensor cores; the cluster's peak_flops_fp8 is 0");
   if (double(l.pipelineRanks) * double(l.chunksPerRank) != double(l.stageLayers.size()))
     return bad("has " + std::to_string(l.stageLayers.size()) + " stage layer ranges for " +
                std::to_string(l.pipelineRanks) + " x " + std::to_string(l.chunksPerRank) +
@@ -80,7 +85,7 @@ int64_t nodeOfRank(const ParallelLayout &l, const Cluster &cluster, const Traini
                    int64_t rank) {
   if (!l.rankNode.empty())
     return l.rankNode[size_t(rank)];
-  return cluster.nodeOf(rank * l.dataParallel * training.tensorParallel);
+  return cluster.nodeOf(rank * l.dataParallel * training.modelParallelGpus());
 }
 
 struct StageWork {
@@ -88,11 +93,16 @@ struct StageWork {
   int64_t moeLayers = 0, routedCopies = 0;
   double params = 0, expertParams = 0; // stored, whole (not yet divided by t, ep)
   double activationBytes = 0, largestLayerActivation = 0, largestLayerParams = 0;
+  // Of activationBytes, the head's (its norm and projection inputs, fp32
+  // logits): the last stage runs its backward right after its forward, so
+  // these live for one micro-batch only.
+  double headActivationBytes = 0;
 };
 
 StageWork stageWork(const ModelConfig &config, const ModelLayers &model, const Training &training,
                     std::pair<size_t, size_t> range) {
-  double tokens = double(training.microBatch) * double(training.sequenceLength);
+  double cp = double(training.contextParallel);
+  double tokens = double(training.microBatch) * double(training.sequenceLength) / cp;
   double t = double(training.tensorParallel), s = double(training.sequenceLength);
   Training noRecompute = training;
   noRecompute.recompute = Recompute::None;
@@ -117,8 +127,10 @@ StageWork stageWork(const ModelConfig &config, const ModelLayers &model, const T
     // input, projection input and fp32 logits for the loss.
     if (layer.kind == LayerKind::Embedding && config.dropout)
       w.activationBytes += tokens * h / t;
-    if (layer.kind == LayerKind::Head)
-      w.activationBytes += (2 * e * tokens * h + 4 * tokens * double(config.vocabSize)) / t;
+    if (layer.kind == LayerKind::Head) {
+      w.headActivationBytes = (2 * e * tokens * h + 4 * tokens * double(config.vocabSize)) / t;
+      w.activationBytes += w.headActivationBytes;
+    }
   }
   return w;
 }
@@ -131,13 +143,22 @@ std::optional<PlanCosts> computeCosts(const ModelConfig &config, const ModelLaye
   if (!validateCluster(cluster, error) || !validateTraining(training, error) ||
       !checkLayout(config, model, cluster, training, l, error))
     return std::nullopt;
-  const double flops = cluster.sustainedFlops(), t = double(training.tensorParallel);
+  const double t = double(training.tensorParallel), cp = double(training.contextParallel);
   const double e = bytesOf(training.activationType), h = double(config.hiddenSize);
-  const double tokens = double(training.microBatch) * double(training.sequenceLength);
+  const double tokens = double(training.microBatch) * double(training.sequenceLength) / cp;
   const size_t stages = l.stageLayers.size();
-  // An expert-parallel group is ep replicas of one GPU, t apart in the numbering.
-  const bool expertGroupInNode = double(l.expertParallel) * t <= double(cluster.gpusPerNode);
-  const bool dataGroupInNode = double(l.dataParallel) * t <= double(cluster.gpusPerNode);
+  const int64_t mp = training.modelParallelGpus();
+  // The gradient-reduction group: dp replicas x cp (context-parallel ranks
+  // hold the same weights), each member t apart... in the numbering t x cp
+  // fastest, so the group lies in one node when dp x t x cp GPUs do.
+  const int64_t reduceGroup = l.dataParallel * training.contextParallel;
+  const bool dataGroupInNode = double(l.dataParallel) * double(mp) <= double(cluster.gpusPerNode);
+
+  // One layer of each kind, timed once.
+  LayerTime kinds[4];
+  for (LayerKind kind : {LayerKind::Embedding, LayerKind::Dense, LayerKind::Moe, LayerKind::Head})
+    if (kind != LayerKind::Moe || config.isMoe())
+      kinds[int(kind)] = layerTime(config, kind, cluster, training, l.expertParallel);
 
   PlanCosts costs;
   costs.stages.resize(stages);
@@ -146,34 +167,39 @@ std::optional<PlanCosts> computeCosts(const ModelConfig &config, const ModelLaye
     StageWork &w = work[s] = stageWork(config, model, training, l.stageLayers[s]);
     StageCost &c = costs.stages[s];
     c.forwardFlops = w.attention + w.scores + w.mlp;
-    double attention = (w.attention + w.scores) / flops, mlp = w.mlp / flops;
-    // One dispatch (and one combine) per MoE layer: k copies of each of the
-    // GPU's tokens, of which (ep-1)/ep leave it.
-    double a2aBytes = tokens / t * double(w.routedCopies) * h * e;
-    double a2a = double(w.moeLayers) *
-                 allToAllSeconds(a2aBytes, l.expertParallel, cluster.bandwidth(expertGroupInNode),
-                                 cluster.latency(expertGroupInNode));
-    c.allToAllBytes = double(w.moeLayers) * a2aBytes * double(l.expertParallel - 1) /
-                      double(l.expertParallel);
-    c.forwardParts = {attention, a2a, mlp, a2a};
-    // Backward: input and weight gradients, twice the forward's matmuls; the
-    // gradients cross the all-to-alls the other way. Recomputation replays
-    // the score term (selective) or the whole forward (full) first.
-    double replayAttention = 0, replayMlp = 0, replayA2a = 0;
-    if (training.recompute == Recompute::Selective)
-      replayAttention = w.scores / flops;
-    if (training.recompute == Recompute::Full) {
-      replayAttention = attention;
-      replayMlp = mlp;
-      replayA2a = a2a;
+    double attnF = 0, mlpF = 0, dispatch = 0, combine = 0, attnB = 0, mlpB = 0, weight = 0;
+    TimeParts &fwd = c.forwardTime, &bwd = c.backwardTime;
+    for (size_t i = l.stageLayers[s].first; i < l.stageLayers[s].second; ++i) {
+      const LayerTime &x = kinds[int(model.layers[i].kind)];
+      attnF += x.attentionForward + x.tpAttentionForward + x.cpForward;
+      mlpF += x.mlpForward + x.tpMlpForward;
+      dispatch += x.dispatch;
+      combine += x.combine;
+      attnB += x.attentionInputGrad + x.attentionWeightGrad + x.tpAttentionBackward + x.cpBackward +
+               x.replayAttention + x.replayCp + x.replayTp / 2;
+      mlpB += x.mlpInputGrad + x.mlpWeightGrad + x.tpMlpBackward + x.replayMlp + x.replayTp / 2;
+      weight += x.attentionWeightGrad + x.mlpWeightGrad;
+      c.allToAllBytes += x.dispatchBytes;
+      fwd.compute += x.attentionForward + x.mlpForward;
+      fwd.tp += x.tpAttentionForward + x.tpMlpForward;
+      fwd.cp += x.cpForward;
+      fwd.ep += x.dispatch + x.combine;
+      bwd.compute += x.attentionInputGrad + x.attentionWeightGrad + x.mlpInputGrad + x.mlpWeightGrad +
+                     x.replayAttention + x.replayMlp;
+      bwd.tp += x.tpAttentionBackward + x.tpMlpBackward + x.replayTp;
+      bwd.cp += x.cpBackward + x.replayCp;
+      bwd.ep += x.dispatch + x.combine + x.replayAllToAll;
     }
-    c.backwardParts = {2 * attention + replayAttention, a2a + replayA2a, 2 * mlp + replayMlp,
-                       a2a + replayA2a};
-    c.F = attention + mlp + 2 * a2a;
+    double replayA2a = bwd.ep - fwd.ep;
+    c.forwardParts = {attnF, dispatch, mlpF, combine};
+    // Backward: the gradients cross the all-to-alls the other way (and a full
+    // recomputation's replay crosses them once more).
+    c.backwardParts = {attnB, dispatch + replayA2a / 2, mlpB, combine + replayA2a / 2};
+    c.F = attnF + mlpF + dispatch + combine;
     c.B = c.backwardParts[0] + c.backwardParts[1] + c.backwardParts[2] + c.backwardParts[3];
-    // W: the weight gradients, one matmul per weight (the score term has no
-    // weights); I: the rest of B, the all-to-alls and any replay included.
-    c.W = (w.attention + w.mlp) / flops;
+    // W: the weight-gradient matmuls; I: the rest of B (input gradients, the
+    // attention backward, communication and any replay).
+    c.W = weight;
     c.I = c.B - c.W;
     c.activationBytes = w.activationBytes;
     c.paramsPerGpu = (w.params - w.expertParams) / t + w.expertParams / (t * double(l.expertParallel));
@@ -197,42 +223,59 @@ std::optional<PlanCosts> computeCosts(const ModelConfig &config, const ModelLaye
   }
 
   // Memory and the step tail, per rank.
-  const int64_t P = l.pipelineRanks, dp = l.dataParallel, ep = l.expertParallel;
+  const int64_t P = l.pipelineRanks, ep = l.expertParallel;
   const double paramBytes = bytesOf(training.paramType), gradBytes = bytesOf(training.gradType);
   const double optimizerBytes = training.optimizerBytesPerParam();
   const int zero = training.zeroStage;
+  // Communicators a GPU joins, each with its NCCL buffers: tensor, context,
+  // expert, data parallel and the pipeline's point-to-point.
+  int communicators = (training.tensorParallel > 1) + (training.contextParallel > 1) + (ep > 1) +
+                      (reduceGroup > 1) + (P > 1);
   costs.rankMemory.assign(size_t(P), {});
   costs.rankTailSeconds.assign(size_t(P), 0);
+  costs.rankParts.assign(size_t(P), {});
   std::vector<StepTail> tails(static_cast<size_t>(P));
+  const size_t last = stages - 1;
   for (int64_t r = 0; r < P; ++r) {
     MemoryBreakdown &m = costs.rankMemory[size_t(r)];
     double dense = 0, experts = 0, largestActivation = 0, largestLayerActivation = 0,
-           largestLayerParams = 0, largestMessage = 0, largestA2a = 0;
+           largestLayerParams = 0, largestMessage = 0, largestA2a = 0, rankF = 0, rankB = 0,
+           headActivation = 0;
+    auto copiesOn = [&](size_t s) {
+      return int(l.stageRank[s] == r) + int(!l.stageCopyRank.empty() && l.stageCopyRank[s] == r);
+    };
     for (size_t s = 0; s < stages; ++s) {
-      int copies = (l.stageRank[s] == r) + (!l.stageCopyRank.empty() && l.stageCopyRank[s] == r);
+      int copies = copiesOn(s);
       if (copies == 0)
         continue;
       const StageWork &w = work[s];
       dense += copies * (w.params - w.expertParams) / t;
       experts += copies * w.expertParams / (t * double(ep));
-      largestActivation = std::max(largestActivation, costs.stages[s].activationBytes);
+      largestActivation = std::max(largestActivation, costs.stages[s].activationBytes - w.headActivationBytes);
+      headActivation = std::max(headActivation, w.headActivationBytes);
       largestLayerActivation = std::max(largestLayerActivation, w.largestLayerActivation);
       largestLayerParams = std::max(largestLayerParams, w.largestLayerParams / t);
       largestMessage = std::max(largestMessage, costs.stages[s].messageBytes);
       largestA2a = std::max(largestA2a, tokens / t * double(w.routedCopies) * h * e);
+      rankF += costs.stages[s].F;
+      rankB += costs.stages[s].B;
     }
-    // ZeRO shards over the replicas holding the same parameters: dp for dense
-    // ones, dp/ep for experts.
-    double expertReplicas = double(dp / ep);
+    // A tied head on the embedding's rank is the embedding matrix itself:
+    // one parameter, counted once (with its gradient and optimizer state).
+    if (config.tiedEmbeddings)
+      dense -= std::min(copiesOn(0), copiesOn(last)) * double(config.vocabSize) * h / t;
+    // ZeRO shards over the replicas holding the same parameters: dp x cp for
+    // dense ones, dp x cp / ep for experts.
+    double denseReplicas = double(reduceGroup), expertReplicas = double(reduceGroup / ep);
     auto sharded = [&](double bytesPerParam, int fromStage) {
-      return zero >= fromStage ? dense * bytesPerParam / double(dp) + experts * bytesPerParam / expertReplicas
+      return zero >= fromStage ? dense * bytesPerParam / denseReplicas + experts * bytesPerParam / expertReplicas
                                : (dense + experts) * bytesPerParam;
     };
     m.params = sharded(paramBytes, 3);
     m.grads = sharded(gradBytes, 2);
     m.optimizer = sharded(optimizerBytes, 1);
     double peak = l.peakActivations.empty() ? double(P) : l.peakActivations[size_t(r)];
-    m.activations = peak * largestActivation;
+    m.activations = peak * largestActivation + headActivation;
     // Two activations and two gradients in flight (a send and a receive each);
     // an MoE layer's dispatch and combine receive buffers; with full
     // recomputation, one layer's activations rebuilt for its backward; with
@@ -242,24 +285,42 @@ std::optional<PlanCosts> computeCosts(const ModelConfig &config, const ModelLaye
       m.buffers += largestLayerActivation;
     if (zero >= 3)
       m.buffers += largestLayerParams * paramBytes;
-    m.total = m.params + m.grads + m.optimizer + m.activations + m.buffers;
+    double tensors = m.params + m.grads + m.optimizer + m.activations + m.buffers;
+    m.runtime = cluster.fragmentation * tensors + cluster.cudaContextBytes +
+                double(communicators) * cluster.ncclBufferBytes;
+    m.total = tensors + m.runtime;
 
-    // Gradient reduction over the data-parallel replicas (experts over dp/ep).
+    // Gradient reduction over the data-parallel (x context-parallel) replicas
+    // (experts over dp x cp / ep).
     StepTail &tail = tails[size_t(r)];
-    double bw = cluster.bandwidth(dataGroupInNode), lat = cluster.latency(dataGroupInNode);
+    double bw = cluster.busBandwidth(dataGroupInNode), lat = cluster.latency(dataGroupInNode);
+    double reduceSeconds = 0, gatherSeconds = 0;
     auto reduce = [&](double params, int64_t replicas) {
-      if (params == 0)
-        return 0.0; // no experts here: no collective at all
+      if (params == 0 || replicas <= 1)
+        return;
       double grads = params * gradBytes;
-      if (zero == 0)
-        return ringAllReduceSeconds(grads, replicas, bw, lat);
+      if (zero == 0) {
+        reduceSeconds += ringAllReduceSeconds(grads, replicas, bw, lat);
+        return;
+      }
       // Reduce-scatter the gradients, all-gather the updated parameters (ZeRO-3:
-      // once for the forward and once for the backward, counted here unhidden).
-      double gathers = zero >= 3 ? 2 : 1;
-      return reduceScatterSeconds(grads, replicas, bw, lat) +
-             gathers * reduceScatterSeconds(params * paramBytes, replicas, bw, lat);
+      // once for the forward and once for the backward).
+      reduceSeconds += reduceScatterSeconds(grads, replicas, bw, lat);
+      gatherSeconds += (zero >= 3 ? 2 : 1) * reduceScatterSeconds(params * paramBytes, replicas, bw, lat);
     };
-    tail.dataParallelSeconds = reduce(dense, dp) + reduce(experts, dp / ep);
+    reduce(dense, reduceGroup);
+    reduce(experts, reduceGroup / ep);
+    tail.dataParallelUnhiddenSeconds = reduceSeconds + gatherSeconds;
+    // Overlapped: the reduction runs behind this rank's last backward (one
+    // micro-batch of each chunk), the gather behind its first forward.
+    tail.dataParallelSeconds = training.overlapGradReduce
+                                   ? std::max(0.0, reduceSeconds - rankB) + std::max(0.0, gatherSeconds - rankF)
+                                   : reduceSeconds + gatherSeconds;
+    // The optimizer step over this GPU's shard, memory-bound: AdamW reads and
+    // writes the fp32 master and both moments, reads the gradient and writes
+    // the 16-bit parameter.
+    double shard = zero >= 1 ? dense / denseReplicas + experts / expertReplicas : dense + experts;
+    tail.optimizerSeconds = memoryBoundSeconds(cluster, shard * (2 * optimizerBytes + gradBytes + paramBytes));
     // A replicated stage's two copies sum their gradients: an all-reduce of two.
     if (!l.stageCopyRank.empty())
       for (size_t s = 0; s < stages; ++s) {
@@ -269,7 +330,7 @@ std::optional<PlanCosts> computeCosts(const ModelConfig &config, const ModelLaye
         bool same = nodeOfRank(l, cluster, training, a) == nodeOfRank(l, cluster, training, b);
         const StageWork &w = work[s];
         double bytes = ((w.params - w.expertParams) / t + w.expertParams / (t * double(ep))) * gradBytes;
-        tail.copiesSeconds += ringAllReduceSeconds(bytes, 2, cluster.bandwidth(same), cluster.latency(same));
+        tail.copiesSeconds += ringAllReduceSeconds(bytes, 2, cluster.busBandwidth(same), cluster.latency(same));
       }
     // A tied embedding and head on two ranks are one parameter with two
     // copies (Megatron's embedding group): their gradients are summed too.
@@ -277,9 +338,23 @@ std::optional<PlanCosts> computeCosts(const ModelConfig &config, const ModelLaye
     if (config.tiedEmbeddings && embeddingRank != headRank && (r == embeddingRank || r == headRank)) {
       bool same = nodeOfRank(l, cluster, training, embeddingRank) == nodeOfRank(l, cluster, training, headRank);
       double bytes = double(config.vocabSize) * h / t * gradBytes;
-      tail.copiesSeconds += ringAllReduceSeconds(bytes, 2, cluster.bandwidth(same), cluster.latency(same));
+      tail.copiesSeconds += ringAllReduceSeconds(bytes, 2, cluster.busBandwidth(same), cluster.latency(same));
     }
     costs.rankTailSeconds[size_t(r)] = tail.total();
+    StepParts &parts = costs.rankParts[size_t(r)];
+    const double M = double(l.microbatches);
+    for (size_t s = 0; s < stages; ++s) {
+      if (l.stageRank[s] != r)
+        continue;
+      const StageCost &c = costs.stages[s];
+      parts.compute += M * (c.forwardTime.compute + c.backwardTime.compute);
+      parts.tp += M * (c.forwardTime.tp + c.backwardTime.tp);
+      parts.cp += M * (c.forwardTime.cp + c.backwardTime.cp);
+      parts.ep += M * (c.forwardTime.ep + c.backwardTime.ep);
+      parts.pp += M * 2 * c.messageSeconds; // the activation out, its gradient back
+    }
+    parts.dp = tail.dataParallelSeconds + tail.copiesSeconds;
+    parts.optimizer = tail.optimizerSeconds;
     if (tail.total() > costs.tail.total())
       costs.tail = tail;
   }

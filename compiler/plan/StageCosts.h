@@ -42,10 +42,23 @@ struct ParallelLayout {
 };
 
 struct MemoryBreakdown {
-  double params = 0, grads = 0, optimizer = 0, activations = 0, buffers = 0, total = 0;
+  double params = 0, grads = 0, optimizer = 0, activations = 0, buffers = 0;
+  // Outside the framework's tensors: CUDA context, NCCL buffers per
+  // communicator, and the allocator's fragmentation margin over the rest.
+  double runtime = 0;
+  double total = 0;
+};
+
+// Where a stage's time goes, per micro-batch on one GPU, seconds: compute
+// (matmuls, attention, memory-bound ops) and the exposed (not overlapped)
+// part of each parallelism's communication.
+struct TimeParts {
+  double compute = 0, tp = 0, cp = 0, ep = 0;
+  double total() const { return compute + tp + cp + ep; }
 };
 
 struct StageCost {
+  TimeParts forwardTime, backwardTime; // F = forwardTime.total(), B = backwardTime.total()
   double forwardFlops = 0;         // per GPU, one micro-batch
   double F = 0, B = 0, I = 0, W = 0; // seconds
   SubOpDurations forwardParts{};   // attention, dispatch, mlp, combine; sum to F
@@ -61,13 +74,26 @@ struct StageCost {
 };
 
 struct StepTail {
-  double dataParallelSeconds = 0; // gradient all-reduce (or reduce-scatter + all-gather) over dp
+  // Gradient all-reduce (or reduce-scatter + all-gather) over dp x cp, the part
+  // not hidden behind the last backward and first forward.
+  double dataParallelSeconds = 0;
+  double dataParallelUnhiddenSeconds = 0; // the same collectives before overlap
   double copiesSeconds = 0;       // all-reduce between a replicated stage's two copies (and a tied embedding's)
-  double total() const { return dataParallelSeconds + copiesSeconds; }
+  double optimizerSeconds = 0;    // the optimizer step over this GPU's shard (memory-bound)
+  double total() const { return dataParallelSeconds + copiesSeconds + optimizerSeconds; }
+};
+
+// Where one rank's step goes, seconds: its stages' compute and exposed TP, CP
+// and EP communication over all micro-batches, its pipeline messages (sent
+// and received), its exposed data-parallel reduction and its optimizer step.
+// The bubble is the simulation's to add (makespan - what the rank was busy).
+struct StepParts {
+  double compute = 0, tp = 0, cp = 0, ep = 0, pp = 0, dp = 0, optimizer = 0;
 };
 
 struct PlanCosts {
   std::vector<StageCost> stages;
+  std::vector<StepParts> rankParts;        // per pipeline rank
   std::vector<MemoryBreakdown> rankMemory; // per pipeline rank, one GPU
   std::vector<double> rankTailSeconds;     // per pipeline rank
   StepTail tail;                           // the slowest rank's

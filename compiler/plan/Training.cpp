@@ -23,6 +23,20 @@ std::optional<DType> parseDType(llvm::StringRef text) {
       .Default(std::nullopt);
 }
 
+std::optional<Precision> parsePrecision(llvm::StringRef text) {
+  return llvm::StringSwitch<std::optional<Precision>>(text)
+      .Case("bf16", Precision::BF16)
+      .Case("fp8", Precision::FP8)
+      .Default(std::nullopt);
+}
+
+std::optional<AttentionKernel> parseAttentionKernel(llvm::StringRef text) {
+  return llvm::StringSwitch<std::optional<AttentionKernel>>(text)
+      .Case("flash", AttentionKernel::Flash)
+      .Case("eager", AttentionKernel::Eager)
+      .Default(std::nullopt);
+}
+
 double Training::optimizerBytesPerParam() const {
   double master = paramType == DType::FP32 ? 0 : 4;
   return optimizer == Optimizer::AdamW ? master + 8 : master;
@@ -49,6 +63,16 @@ bool validateTraining(const Training &t, std::string &error) {
     return bad("zero_stage", "must be 0, 1, 2 or 3");
   if (t.tensorParallel < 1 || t.tensorParallel > kMaxTensorParallel)
     return bad("tensor_parallel", "must be 1 to " + std::to_string(kMaxTensorParallel));
+  if (t.contextParallel < 1 || t.contextParallel > kMaxTensorParallel)
+    return bad("context_parallel", "must be 1 to " + std::to_string(kMaxTensorParallel));
+  if (t.sequenceLength % (t.contextParallel * (t.contextParallel > 1 ? 2 : 1)) != 0)
+    return bad("context_parallel", "is " + std::to_string(t.contextParallel) + "; the sequence length " +
+                                       std::to_string(t.sequenceLength) +
+                                       " must split into 2 x cp equal chunks (load-balanced causal ring attention)");
+  if (t.firstStageLayers < -1 || t.firstStageLayers > kMaxSequence)
+    return bad("first_stage_layers", "must be 0 or more (-1: an even split)");
+  if (t.lastStageLayers < -1 || t.lastStageLayers > kMaxSequence)
+    return bad("last_stage_layers", "must be 0 or more (-1: an even split)");
   return true;
 }
 
@@ -90,9 +114,28 @@ std::optional<Training> parseTraining(llvm::StringRef text, llvm::StringRef name
   else
     f.fail("recompute", "is '" + recompute + "'; expected none, selective or full");
   t.tensorParallel = f.integer("tensor_parallel", 1, kMaxTensorParallel, 1);
+  t.contextParallel = f.integer("context_parallel", 1, kMaxTensorParallel, 1);
+  t.sequenceParallel = f.boolean("sequence_parallel", true);
+  t.tpCommOverlap = f.boolean("tp_comm_overlap", false);
+  t.overlapGradReduce = f.boolean("overlap_grad_reduce", true);
+  std::string precision = f.string("precision", "bf16");
+  if (std::optional<Precision> p = parsePrecision(precision))
+    t.precision = *p;
+  else
+    f.fail("precision", "is '" + precision + "'; expected bf16 or fp8");
+  std::string attention = f.string("attention", "flash");
+  if (std::optional<AttentionKernel> a = parseAttentionKernel(attention))
+    t.attention = *a;
+  else
+    f.fail("attention", "is '" + attention + "'; expected flash or eager");
+  t.firstStageLayers = f.integer("first_stage_layers", 0, kMaxSequence, -1);
+  t.lastStageLayers = f.integer("last_stage_layers", 0, kMaxSequence, -1);
+  t.pipelineLayout = f.string("pipeline_layout", "");
   static const char *kKnown[] = {"global_batch", "sequence_length", "micro_batch", "param_dtype",
                                  "grad_dtype", "activation_dtype", "optimizer", "zero_stage",
-                                 "recompute", "tensor_parallel"};
+                                 "recompute", "tensor_parallel", "context_parallel",
+                                 "sequence_parallel", "tp_comm_overlap", "overlap_grad_reduce", "precision", "attention",
+                                 "first_stage_layers", "last_stage_layers", "pipeline_layout"};
   for (const auto &entry : *object)
     if (!llvm::is_contained(kKnown, entry.first.str()))
       f.fail(entry.first.str(), "is not a training field");

@@ -3,8 +3,14 @@
 //   { "global_batch": 1024, "sequence_length": 4096, "micro_batch": 1,
 //     "param_dtype": "bf16", "grad_dtype": "bf16", "activation_dtype": "bf16",
 //     "optimizer": "adamw" | "sgd", "zero_stage": 0..3,
-//     "recompute": "none" | "selective" | "full", "tensor_parallel": 1 }
+//     "recompute": "none" | "selective" | "full", "tensor_parallel": 1,
+//     "context_parallel": 1, "sequence_parallel": true, "tp_comm_overlap": false,
+//     "overlap_grad_reduce": true,
+//     "precision": "bf16" | "fp8", "attention": "flash" | "eager",
+//     "first_stage_layers": 3, "last_stage_layers": 2,
+//     "pipeline_layout": "Et*3|t*4|t*4|t*3L" }
 // Only global_batch and sequence_length are required; the rest default as below.
+// fp32 gradient accumulation (Megatron's main_grad buffer) is grad_dtype fp32.
 #pragma once
 
 #include "llvm/ADT/StringRef.h"
@@ -18,9 +24,18 @@ namespace pipec::plan {
 enum class DType { BF16, FP16, FP32 };
 enum class Optimizer { AdamW, Sgd };
 enum class Recompute { None, Selective, Full };
+// The matmuls' input precision: FP8 runs the linear layers' GEMMs on the FP8
+// tensor cores (as DeepSeek-V3 and NVIDIA's Transformer Engine recipes do) and
+// keeps attention, norms and communication in BF16.
+enum class Precision { BF16, FP8 };
+// Flash: FlashAttention (the default of every current framework): no s^2
+// scores are stored. Eager: the softmax and its dropout are stored (s^2 terms).
+enum class AttentionKernel { Flash, Eager };
 
 inline double bytesOf(DType type) { return type == DType::FP32 ? 4 : 2; }
 std::optional<DType> parseDType(llvm::StringRef text); // "bf16", "fp16", "fp32"
+std::optional<Precision> parsePrecision(llvm::StringRef text);             // "bf16", "fp8"
+std::optional<AttentionKernel> parseAttentionKernel(llvm::StringRef text); // "flash", "eager"
 
 struct Training {
   int64_t globalBatch = 0;     // sequences per step, all data-parallel replicas together
@@ -32,7 +47,27 @@ struct Training {
   Optimizer optimizer = Optimizer::AdamW;
   int zeroStage = 0;           // 0: none; 1: optimizer; 2: + gradients; 3: + parameters
   Recompute recompute = Recompute::None;
-  int64_t tensorParallel = 1;  // t; sequence parallelism assumed when t > 1
+  int64_t tensorParallel = 1;  // t
+  int64_t contextParallel = 1; // cp: the sequence split over cp GPUs (ring attention)
+  bool sequenceParallel = true; // with t > 1: norms/dropouts sharded, TP all-gather/reduce-scatter
+  bool tpCommOverlap = false;  // TP collectives hidden behind the matmuls (Megatron --tp-comm-overlap)
+  // Data-parallel gradient reduce-scatter (all-reduce) overlapped with the
+  // last backward, and the parameter all-gather with the first forward
+  // (Megatron --overlap-grad-reduce --overlap-param-gather, FSDP's default).
+  bool overlapGradReduce = true;
+  Precision precision = Precision::BF16;
+  AttentionKernel attention = AttentionKernel::Flash;
+  // Uneven pipeline stages: transformer layers on the first and on the last
+  // stage (the embedding and head come on top); -1: split evenly. The other
+  // stages share the rest as evenly as possible.
+  int64_t firstStageLayers = -1, lastStageLayers = -1;
+  // Megatron-style layout (--pipeline-model-parallel-layout): stages split by
+  // '|', each a sequence of E (embedding), t (transformer layer), L (loss/head),
+  // with "x*n" repeating; overrides first/last_stage_layers. Empty: unused.
+  std::string pipelineLayout;
+
+  // GPUs one pipeline rank of one data-parallel replica occupies: t x cp.
+  int64_t modelParallelGpus() const { return tensorParallel * contextParallel; }
 
   // Optimizer state bytes per parameter: AdamW keeps two fp32 moments (8) and,
   // when parameters are 16-bit, an fp32 master copy (4): 12 for bf16 training.

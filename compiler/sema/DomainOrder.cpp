@@ -7,7 +7,11 @@ using namespace ast;
 void collectParameterUses(const Schedule &schedule, const Expr &e,
                           std::vector<const NameRef *> &uses) {
   switch (e.kind) {
-  case ExprKind::Int: break;
+  case ExprKind::Int: case ExprKind::Float: break;
+  case ExprKind::Pending:
+    if (const ExprPtr &chunk = static_cast<const Pending &>(e).chunk)
+      collectParameterUses(schedule, *chunk, uses);
+    break;
   case ExprKind::Name: {
     const auto &ref = static_cast<const NameRef &>(e);
     // Parameters are declared first, so their ids are their indices.
@@ -89,6 +93,8 @@ std::vector<DomainAxisRef> declaredAxes(const Schedule &schedule) {
     DomainAxisRef axis{domain.paramIndex, domain.nameRange, {}};
     if (domain.isRange())
       axis.bounds = {domain.lo.get(), domain.hi.get()};
+    if (domain.step)
+      axis.bounds.push_back(domain.step.get());
     for (const ExprPtr &item : domain.items)
       axis.bounds.push_back(item.get());
     axes.push_back(std::move(axis));

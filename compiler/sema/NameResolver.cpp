@@ -30,9 +30,22 @@ public:
     for (auto *sized : {&schedule.ranks, &schedule.stages, &schedule.microbatches, &schedule.copies})
       if (*sized)
         expr(*(*sized)->value);
-    for (CostEntry &cost : schedule.costs)
+    for (CostEntry &cost : schedule.costs) {
       if (cost.stage)
         expr(*cost.stage);
+      if (cost.valueExpr)
+        expr(*cost.valueExpr);
+    }
+    if (schedule.sizes) {
+      for (ExprPtr &item : schedule.sizes->items)
+        expr(*item);
+      if (schedule.sizes->value) {
+        pushScope();
+        declare(schedule.sizes->var);
+        expr(*schedule.sizes->value);
+        popScope();
+      }
+    }
     if (schedule.placement)
       placement(*schedule.placement);
     for (FlowDecl &flow : schedule.flows) {
@@ -42,6 +55,7 @@ public:
         placement(p);
     }
     for (RankProgram &program : schedule.rankPrograms) {
+      inRank_ = true;
       pushScope();
       if (program.generic) {
         if (int existing = lookup(program.var.name); existing >= 0) {
@@ -61,6 +75,7 @@ public:
         expr(*program.index);
       block(program.body);
       popScope();
+      inRank_ = false;
     }
     popScope();
     schedule.numVars = static_cast<int>(decls_.size());
@@ -88,6 +103,8 @@ private:
       if (domain.isRange()) {
         expr(*domain.lo);
         expr(*domain.hi);
+        if (domain.step)
+          expr(*domain.step);
       }
       for (ExprPtr &item : domain.items)
         expr(*item);
@@ -200,6 +217,9 @@ private:
       block(branch.otherwise);
       break;
     }
+    case StmtKind::Block:
+      block(static_cast<BlockStmt &>(s).body);
+      break;
     case StmtKind::Op:
       for (OpCall &op : static_cast<OpStmt &>(s).ops) {
         if (op.chunk)
@@ -213,7 +233,17 @@ private:
 
   void expr(Expr &e) {
     switch (e.kind) {
-    case ExprKind::Int: break;
+    case ExprKind::Int: case ExprKind::Float: break;
+    case ExprKind::Pending: {
+      auto &p = static_cast<Pending &>(e);
+      if (!inRank_)
+        diags_.report(DiagKind::PendingOutsideRank, e.range,
+                      "pending() reads a rank's state, so it is meaningful only inside a rank "
+                      "program");
+      if (p.chunk)
+        expr(*p.chunk);
+      break;
+    }
     case ExprKind::Name: name(static_cast<NameRef &>(e)); break;
     case ExprKind::Unary: expr(*static_cast<Unary &>(e).operand); break;
     case ExprKind::Binary:
@@ -265,6 +295,7 @@ private:
   }
 
   DiagnosticEngine &diags_;
+  bool inRank_ = false; // resolving a rank program: pending() may be read
   std::vector<std::vector<int>> scopes_;            // ids declared in each open scope
   llvm::StringMap<std::vector<int>> visible_;       // name -> visible declarations' ids
   std::vector<Entry> decls_;

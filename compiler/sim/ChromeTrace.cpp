@@ -13,10 +13,10 @@ namespace pipec {
 // Streamed event by event (nothing the size of the schedule is built in memory),
 // keys in sorted order as llvm::json prints an Object.
 bool writeChromeTrace(const ScheduleIR &ir, const CheckReport &report, const SimResult &sim,
-                      llvm::raw_ostream &out) {
+                      llvm::raw_ostream &out, double microsPerUnit) {
   if (!undrawableReason(sim).empty())
     return false; // JSON has no infinity
-  const double kMicros = 1000; // per cost unit
+  const double kMicros = microsPerUnit; // trace microseconds per cost unit
   llvm::json::OStream j(out);
   auto metadata = [&](int64_t pid, int64_t tid, const char *what, const std::string &name) {
     j.object([&] {

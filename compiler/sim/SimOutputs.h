@@ -36,7 +36,8 @@ struct SvgOptions {
 bool writeSvg(const ScheduleIR &ir, const SimResult &sim, llvm::raw_ostream &out,
               const SvgOptions &options = {});
 bool writeChromeTrace(const ScheduleIR &ir, const CheckReport &report, const SimResult &sim,
-                      llvm::raw_ostream &out);
+                      llvm::raw_ostream &out,
+                      double microsPerUnit = 1000); // 1e6 when costs are seconds (sim --model)
 // Why the times of `sim` cannot be drawn ("the makespan is inf"), or "" when they can.
 std::string undrawableReason(const SimResult &sim);
 

@@ -60,6 +60,24 @@ void printSimText(const ScheduleIR &ir, const CheckReport &report, const SimResu
   double utilization = sim.makespan > 0 && ranks ? sim.totalBusy() / (sim.makespan * ranks) : 1;
   out << fmt::format(kRow, "total", formatNumber(sim.totalBusy()), formatNumber(sim.totalBubble()),
                      formatNumber(100 * utilization) + "%", peakOf(report));
+  // With activation_bytes the peaks have a size: the activations', not the parameters'.
+  double maxBytes = 0;
+  size_t maxRank = 0;
+  for (size_t r = 0; r < report.memory.size(); ++r)
+    if (report.memory[r].peakBytes > maxBytes) {
+      maxBytes = report.memory[r].peakBytes;
+      maxRank = r;
+    }
+  if (maxBytes > 0) {
+    out << "peak activation bytes: " << formatNumber(maxBytes) << " (rank " << maxRank << ")";
+    constexpr size_t kListed = 16;
+    if (report.memory.size() <= kListed) {
+      out << "; per rank";
+      for (const RankMemory &m : report.memory)
+        out << " " << formatNumber(m.peakBytes);
+    }
+    out << "\n";
+  }
 
   out << "critical path: " << sim.criticalPath.size() << " steps";
   const size_t kShown = 6;

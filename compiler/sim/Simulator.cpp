@@ -94,6 +94,23 @@ SimulationPlan buildSimulationPlan(const ScheduleIR &ir, const CommPlan &comm) {
   }
   for (size_t r = 0; r < ranks; ++r)
     plan.rankMessage[r + 1] += plan.rankMessage[r];
+
+  if (!ir.microbatchSizes.empty()) {
+    plan.stepScale.reserve(steps);
+    for (size_t r = 0; r < ranks; ++r) {
+      const std::vector<Op> &ops = ir.ranks[r].ops;
+      for (uint32_t first : comm.ranks[r].stepOp) {
+        double size = double(ir.sizeOf(ops[first].microbatch));
+        if (ops[first].pair == PairRole::First)
+          size = (size + double(ir.sizeOf(ops[first + 1].microbatch))) / 2;
+        plan.stepScale.push_back(size);
+      }
+    }
+    plan.messageScale.reserve(messages);
+    for (const Message &m : comm.messages)
+      plan.messageScale.push_back(
+          double(ir.sizeOf(ir.ranks[comm.from(m)].ops[m.producer].microbatch)));
+  }
   return plan;
 }
 
@@ -155,8 +172,10 @@ private:
       uint32_t input = s_.latestInput[k];
       if (input != kNoMessage)
         start = std::max(start, result_.messageArrived[input]);
-      double finish = start + (stepDuration_ ? stepDuration_[k]
-                                             : s_.classDuration[plan_.stepClass(k)]);
+      double duration = stepDuration_ ? stepDuration_[k] : s_.classDuration[plan_.stepClass(k)];
+      if (!plan_.stepScale.empty()) // per-micro-batch sizes (`sizes`)
+        duration *= plan_.stepScale[k];
+      double finish = start + duration;
       result_.stepEnd[k] = finish;
       busy += finish - start;
       sendOutputs(r, k, finish);
@@ -171,7 +190,10 @@ private:
       const Message &m = messages[id];
       double &channelFree = s_.channelFree[m.channel];
       double sent = std::max(end, channelFree);
-      double arrived = sent + s_.stageTransfer[plan_.messageStage(m)];
+      double transfer = s_.stageTransfer[plan_.messageStage(m)];
+      if (!plan_.messageScale.empty())
+        transfer *= plan_.messageScale[id];
+      double arrived = sent + transfer;
       channelFree = arrived;
       result_.messageArrived[id] = arrived;
       uint32_t consumer = plan_.consumerStep(m);

@@ -45,6 +45,10 @@ struct SimulationPlan {
   std::vector<StepClass> classes;
   uint32_t numChannels = 0;
   int64_t numStages = 0;
+  // With `sizes`: each step's and each message's factor on its cost (the
+  // micro-batch's size; a pair's, the mean of its two). Empty: every factor is 1.
+  std::vector<double> stepScale;
+  std::vector<double> messageScale;
 
   uint32_t stepClass(uint32_t global) const {
     return stepClassWide.empty() ? stepClassNarrow[global] : stepClassWide[global];

@@ -31,7 +31,9 @@ struct VarDecl {
 
 // ---- expressions ------------------------------------------------------------
 
-enum class ExprKind : uint8_t { Int, Name, Unary, Binary, Conditional, Call };
+// Float appears only in cost expressions (`B = 2.5 * v;`); Pending only in rank
+// programs, where it reads the rank's state as elaboration reaches it.
+enum class ExprKind : uint8_t { Int, Name, Unary, Binary, Conditional, Call, Float, Pending };
 enum class UnaryOp : uint8_t { Neg, Not };
 enum class BinaryOp : uint8_t { Mul, Div, Mod, Add, Sub, Lt, Le, Gt, Ge, Eq, Ne, And, Or };
 enum class Builtin : uint8_t { Min, Max };
@@ -83,9 +85,25 @@ struct Call : Expr {
   std::vector<ExprPtr> args;
 };
 
-// ---- statements (rank programs) ----------------------------------------------
+struct FloatLit : Expr {
+  FloatLit(SMRange range, double value) : Expr(ExprKind::Float, range), value(value) {}
+  double value;
+};
 
 enum class OpKind : uint8_t { F, B, I, W };
+
+// `pending(W)`, `pending(F, c)`: how many ops of a kind the rank still owes at
+// this point of its program (F: forwards not yet run; B: forwards whose backward
+// has not run; W: input-gradient halves whose W has not run), on every chunk or
+// on chunk `chunk`. Deterministic: it reads the elaborator's own bookkeeping.
+struct Pending : Expr {
+  Pending(SMRange range, OpKind op, ExprPtr chunk)
+      : Expr(ExprKind::Pending, range), op(op), chunk(std::move(chunk)) {}
+  OpKind op;
+  ExprPtr chunk; // null: every chunk of the rank
+};
+
+// ---- statements (rank programs) ----------------------------------------------
 
 struct OpCall {
   OpKind kind = OpKind::F;
@@ -94,7 +112,7 @@ struct OpCall {
   ExprPtr mb;    // null: the chunk's next micro-batch (or oldest deferred I for W)
 };
 
-enum class StmtKind : uint8_t { Let, For, If, Op };
+enum class StmtKind : uint8_t { Let, For, If, Op, Block };
 
 struct Stmt {
   explicit Stmt(StmtKind kind, SMRange range) : kind(kind), range(range) {}
@@ -129,6 +147,14 @@ struct IfStmt : Stmt {
 struct OpStmt : Stmt {
   OpStmt(SMRange range) : Stmt(StmtKind::Op, range) {}
   std::vector<OpCall> ops;
+};
+
+// The expansion of a call to an op-sequence `def` (`warmup(P - r - 1);`): its own
+// scope, so that the definition's lets do not leak into the caller's block.
+struct BlockStmt : Stmt {
+  BlockStmt(SMRange range) : Stmt(StmtKind::Block, range) {}
+  std::string def; // the definition expanded here
+  Block body;
 };
 
 // ---- declarations --------------------------------------------------------------
@@ -169,6 +195,9 @@ struct CostEntry {
   SMRange nameRange;
   ExprPtr stage; // null: applies to every stage
   double value = 0;
+  // A cost written as an expression over parameters and lets (`B = 2.5 * v;`),
+  // evaluated at elaboration; null for a plain number, which is `value`.
+  ExprPtr valueExpr;
 };
 
 struct RankProgram {
@@ -195,9 +224,20 @@ struct DomainDecl {
   SMRange nameRange;
   int paramIndex = -1;         // into Schedule::params, set by the name resolver
   ExprPtr lo, hi;              // a range; both null for a list
+  ExprPtr step;                // `lo..hi step E`: every E-th value from lo; null: 1
   std::vector<ExprPtr> items;  // a list
   SMRange valuesRange;         // the text after `in`
   bool isRange() const { return lo != nullptr; }
+};
+
+// `sizes i -> E;` or `sizes {4, 4, 2};`: each micro-batch's size, in units of the
+// size every cost and activation is given for (1 when not declared). Costs and
+// activation memory of micro-batch i scale by its size.
+struct SizesDecl {
+  SMRange range;
+  VarDecl var;                // the index, in `sizes i -> E`
+  ExprPtr value;              // `-> E`; null for a list
+  std::vector<ExprPtr> items; // a list, one per micro-batch
 };
 
 // Top-level lets and requires run in source order once parameters are bound.
@@ -218,6 +258,7 @@ struct Schedule {
   std::vector<CostEntry> costs;
   std::vector<RankProgram> rankPrograms;
   std::vector<DomainDecl> domains; // in declaration order
+  std::optional<SizesDecl> sizes;
   int numVars = 0; // set by the name resolver: ids are 0..numVars-1
 };
 

@@ -61,6 +61,8 @@ static std::string unquote(const std::string &quoted) {
 // ---- schedule and declarations ---------------------------------------------------
 
 std::unique_ptr<Schedule> AstBuilder::build(P::FileContext *file) {
+  for (P::PreambleContext *item : file->preamble())
+    addPreamble(item);
   P::ScheduleContext *ctx = file->schedule();
   std::unique_ptr<Schedule> schedule = begin(ctx->name, ctx->param());
   for (P::DeclContext *decl : ctx->decl())
@@ -89,6 +91,38 @@ std::unique_ptr<Schedule> AstBuilder::begin(antlr4::Token *name,
     schedule->params.push_back(std::move(param));
   }
   return schedule;
+}
+
+void AstBuilder::addPreamble(P::PreambleContext *item) {
+  if (auto *import = dynamic_cast<P::ImportItemContext *>(item)) {
+    if (importer_)
+      importer_(unquote(import->path->getText()), range(import));
+    return;
+  }
+  auto def = std::make_unique<Definition>();
+  std::vector<antlr4::Token *> params;
+  if (auto *e = dynamic_cast<P::ExprDefContext *>(item)) {
+    def->name = e->name->getText();
+    def->nameRange = range(e->name);
+    params = e->params;
+    def->expr = buildExpr(e->body);
+  } else {
+    auto *o = static_cast<P::OpsDefContext *>(item);
+    def->name = o->name->getText();
+    def->nameRange = range(o->name);
+    params = o->params;
+    def->ops = buildBlock(o->block());
+  }
+  for (antlr4::Token *param : params) {
+    std::string name = param->getText();
+    if (llvm::is_contained(def->params, name)) {
+      diags_.report(DiagKind::DuplicateParameter, range(param),
+                    "parameter '" + name + "' of '" + def->name + "' is declared twice");
+      return;
+    }
+    def->params.push_back(name);
+  }
+  defs_.add(std::move(def), diags_);
 }
 
 void AstBuilder::finish(Schedule &schedule, SMRange whole, antlr4::Token *closingBrace) {
@@ -184,6 +218,22 @@ void AstBuilder::addDecl(Schedule &schedule, P::DeclContext *decl) {
     schedule.domains.push_back(buildDomain(domain));
   } else if (auto *let = dynamic_cast<P::LetDeclContext *>(decl)) {
     schedule.globals.push_back({buildLet(let->letStmt()), nullptr});
+  } else if (dynamic_cast<P::SizesDeclContext *>(decl) ||
+             dynamic_cast<P::SizesListDeclContext *>(decl)) {
+    SizesDecl sizes;
+    sizes.range = range(decl);
+    if (auto *e = dynamic_cast<P::SizesDeclContext *>(decl)) {
+      sizes.var = declare(e->var, VarRole::LoopVar);
+      sizes.value = buildExpr(e->value);
+    } else {
+      for (P::ExprContext *item : static_cast<P::SizesListDeclContext *>(decl)->items)
+        sizes.items.push_back(buildExpr(item));
+    }
+    if (schedule.sizes)
+      diags_.report(DiagKind::DuplicateDeclaration, sizes.range, "'sizes' is declared twice")
+          .note(schedule.sizes->range, "first declared here");
+    else
+      schedule.sizes = std::move(sizes);
   } else {
     schedule.rankPrograms.push_back(buildRankProgram(decl));
   }
@@ -208,6 +258,14 @@ DomainDecl AstBuilder::buildDomain(P::DomainDeclContext *ctx) {
   if (auto *r = dynamic_cast<P::RangeDomainContext *>(ctx->domainValues())) {
     domain.lo = buildExpr(r->range()->lo);
     domain.hi = buildExpr(r->range()->hi);
+    if (r->stepWord) {
+      if (r->stepWord->getText() != "step")
+        diags_.report(DiagKind::SyntaxError, range(r->stepWord),
+                      "expected 'step' or ';' after the range, found '" +
+                          r->stepWord->getText() + "'")
+            .fixit(range(r->stepWord), "step");
+      domain.step = buildExpr(r->step);
+    }
     return domain;
   }
   auto *list = static_cast<P::ListDomainContext *>(ctx->domainValues());
@@ -228,17 +286,32 @@ void AstBuilder::buildCosts(Schedule &schedule, P::CostsDeclContext *ctx) {
     entry.nameRange = range(e->name);
     if (e->stage)
       entry.stage = buildExpr(e->stage);
-    entry.value = std::strtod(e->value->getText().c_str(), nullptr);
-    if (!std::isfinite(entry.value)) {
-      diags_.report(DiagKind::NonFiniteCost, range(e->value),
-                    "cost '" + entry.name + "' is too large for a double (above 1.8e308)");
-      continue;
-    }
-    if (e->neg && entry.value != 0) { // -0 is 0
-      diags_.report(DiagKind::NegativeCost, range(e->neg),
-                    "cost '" + entry.name + "' is negative; costs are times, sizes or "
-                    "bandwidths and must be at least 0");
-      continue;
+    // A number, or minus a number, keeps its literal meaning and its messages;
+    // anything else is an expression evaluated once parameters are bound.
+    P::CostExprContext *value = e->value;
+    while (auto *paren = dynamic_cast<P::CostParenContext *>(value))
+      value = paren->inner;
+    bool negated = false;
+    if (auto *neg = dynamic_cast<P::CostNegContext *>(value))
+      if (dynamic_cast<P::CostNumberContext *>(neg->operand)) {
+        negated = true;
+        value = neg->operand;
+      }
+    if (auto *number = dynamic_cast<P::CostNumberContext *>(value)) {
+      entry.value = std::strtod(number->number->getText().c_str(), nullptr);
+      if (!std::isfinite(entry.value)) {
+        diags_.report(DiagKind::NonFiniteCost, range(number->number),
+                      "cost '" + entry.name + "' is too large for a double (above 1.8e308)");
+        continue;
+      }
+      if (negated && entry.value != 0) { // -0 is 0
+        diags_.report(DiagKind::NegativeCost, range(e->value),
+                      "cost '" + entry.name + "' is negative; costs are times, sizes or "
+                      "bandwidths and must be at least 0");
+        continue;
+      }
+    } else {
+      entry.valueExpr = buildCostExpr(e->value);
     }
     if (!llvm::is_contained(costNames(), entry.name)) {
       std::string suggestion = closestMatch(entry.name, costNames());
@@ -247,7 +320,7 @@ void AstBuilder::buildCosts(Schedule &schedule, P::CostsDeclContext *ctx) {
                                   (suggestion.empty() ? "" : "; did you mean '" + suggestion + "'?"));
       if (suggestion.empty())
         d.note("known costs: F, B, I, W, FB, p2p, bandwidth, activation_bytes, param_bytes, "
-               "attn_f/b, dispatch_f/b, mlp_f/b, combine_f/b");
+               "attn_f/b, dispatch_f/b, mlp_f/b, combine_f/b, activation_bytes_w");
       else
         d.fixit(entry.nameRange, suggestion);
       continue;
@@ -315,13 +388,106 @@ StmtPtr AstBuilder::buildStmt(P::StmtContext *ctx) {
         stmt->otherwise.push_back(std::move(nested));
     return stmt;
   }
+  if (auto *table = dynamic_cast<P::TableStatementContext *>(ctx))
+    return buildTable(table);
   return buildOpStatement(static_cast<P::OpStatementContext *>(ctx));
+}
+
+// `table s in A..B { at E: stmt ... fill: stmt }` is the loop
+//   for s in A..B { if E == s { stmt } ... if !(E == s || ...) { fill } }
+// so it lowers to the ops a hand-written loop gives, and every later phase
+// (names, elaboration, checks over the domain) treats it as that loop.
+StmtPtr AstBuilder::buildTable(P::TableStatementContext *ctx) {
+  auto loop = std::make_unique<ForStmt>(range(ctx));
+  loop->var = declare(ctx->var, VarRole::LoopVar);
+  loop->lo = buildExpr(ctx->range()->lo);
+  loop->hi = buildExpr(ctx->range()->hi);
+  SMRange slotName = range(ctx->var);
+  auto slot = [&] { return std::make_unique<NameRef>(slotName, loop->var.name); };
+  std::vector<ExprPtr> named; // each `at` entry's "E == s", for the fill's condition
+  Block fill;
+  SMRange fillRange;
+  for (P::SlotEntryContext *entry : ctx->slotEntry()) {
+    if (auto *at = dynamic_cast<P::SlotAtContext *>(entry)) {
+      if (at->word->getText() != "at") {
+        diags_.report(DiagKind::SyntaxError, range(at->word),
+                      "expected 'at E:' or 'fill:' in a table, found '" + at->word->getText() + "'");
+        continue;
+      }
+      auto branch = std::make_unique<IfStmt>(range(at));
+      SMRange slotExpr = range(at->at);
+      branch->cond = std::make_unique<Binary>(slotExpr, BinaryOp::Eq, buildExpr(at->at), slot());
+      named.push_back(std::make_unique<Binary>(slotExpr, BinaryOp::Eq, buildExpr(at->at), slot()));
+      if (StmtPtr body = buildStmt(at->body))
+        branch->then.push_back(std::move(body));
+      loop->body.push_back(std::move(branch));
+      continue;
+    }
+    auto *filler = static_cast<P::SlotFillContext *>(entry);
+    if (filler->word->getText() != "fill") {
+      diags_.report(DiagKind::SyntaxError, range(filler->word),
+                    "expected 'at E:' or 'fill:' in a table, found '" + filler->word->getText() +
+                        "'");
+      continue;
+    }
+    fillRange = fillRange.Start.isValid() ? fillRange : range(filler);
+    if (StmtPtr body = buildStmt(filler->body))
+      fill.push_back(std::move(body));
+  }
+  if (!fill.empty()) {
+    auto branch = std::make_unique<IfStmt>(fillRange);
+    ExprPtr any;
+    for (ExprPtr &e : named) {
+      SMRange at = e->range;
+      if (any)
+        any = std::make_unique<Binary>(at, BinaryOp::Or, std::move(any), std::move(e));
+      else
+        any = std::move(e);
+    }
+    if (any)
+      branch->cond = std::make_unique<Unary>(fillRange, UnaryOp::Not, std::move(any));
+    else
+      branch->cond = std::make_unique<IntLit>(fillRange, 1);
+    branch->then = std::move(fill);
+    loop->body.push_back(std::move(branch));
+  }
+  return loop;
 }
 
 static bool isForward(OpKind kind) { return kind == OpKind::F; }
 static bool isBackward(OpKind kind) { return kind == OpKind::B || kind == OpKind::I; }
 
+StmtPtr AstBuilder::buildDefCall(const Definition &def, P::OpStatementContext *ctx) {
+  P::OpCallContext *call = ctx->opCall(0);
+  if (ctx->opCall().size() > 1) {
+    diags_.report(DiagKind::DefinitionKindMismatch, range(ctx),
+                  "'" + def.name + "' is a definition, not an op: it cannot join an overlap pair")
+        .note(def.nameRange, "defined here");
+    return nullptr;
+  }
+  std::vector<ExprPtr> args;
+  P::OpArgsContext *given = call->opArgs();
+  if (auto *a = dynamic_cast<P::ChunkOnlyContext *>(given)) {
+    args.push_back(buildExpr(a->chunk));
+  } else if (auto *a = dynamic_cast<P::PositionalMbContext *>(given)) {
+    args.push_back(buildExpr(a->chunk));
+    args.push_back(buildExpr(a->mb));
+  } else if (auto *a = dynamic_cast<P::ManyArgsContext *>(given)) {
+    for (P::ExprContext *arg : a->args)
+      args.push_back(buildExpr(arg));
+  } else if (given) {
+    diags_.report(DiagKind::DefinitionArity, range(given),
+                  "the arguments of '" + def.name + "' are positional; 'mb =' names an op's "
+                  "micro-batch")
+        .note(def.nameRange, "defined here");
+    return nullptr;
+  }
+  return defs_.expandOps(def, std::move(args), range(call), diags_);
+}
+
 StmtPtr AstBuilder::buildOpStatement(P::OpStatementContext *ctx) {
+  if (const Definition *def = defs_.find(ctx->opCall(0)->name->getText()))
+    return buildDefCall(*def, ctx);
   auto stmt = std::make_unique<OpStmt>(range(ctx));
   std::vector<P::OpCallContext *> calls = ctx->opCall();
   for (antlr4::Token *joiner : ctx->joiners)
@@ -406,6 +572,10 @@ void AstBuilder::buildOpArgs(OpCall &op, P::OpArgsContext *ctx) {
         .fixit(SMRange(mbKeyword.Start, mbKeyword.Start), ", ");
     op.chunk = buildExpr(a->chunk);
     op.mb = buildExpr(a->mb);
+  } else if (auto *a = dynamic_cast<P::ManyArgsContext *>(ctx)) {
+    diags_.report(DiagKind::SyntaxError, range(ctx),
+                  "an op takes at most a chunk and 'mb = E', not " +
+                      std::to_string(a->args.size()) + " arguments");
   } else if (auto *a = dynamic_cast<P::PositionalMbContext *>(ctx)) {
     SMRange mb = range(a->mb);
     std::string text(mb.Start.getPointer(), mb.End.getPointer());
@@ -418,6 +588,72 @@ void AstBuilder::buildOpArgs(OpCall &op, P::OpArgsContext *ctx) {
 }
 
 // ---- expressions -------------------------------------------------------------------
+
+ExprPtr AstBuilder::buildCostExpr(P::CostExprContext *ctx) {
+  SMRange at = range(ctx);
+  if (auto *paren = dynamic_cast<P::CostParenContext *>(ctx))
+    return buildCostExpr(paren->inner);
+  if (auto *number = dynamic_cast<P::CostNumberContext *>(ctx)) {
+    double value = std::strtod(number->number->getText().c_str(), nullptr);
+    if (!std::isfinite(value)) {
+      diags_.report(DiagKind::NonFiniteCost, at, "this number is too large for a double");
+      value = 0;
+    }
+    return std::make_unique<FloatLit>(at, value);
+  }
+  if (auto *name = dynamic_cast<P::CostNameContext *>(ctx))
+    return std::make_unique<NameRef>(at, name->getText());
+  if (auto *neg = dynamic_cast<P::CostNegContext *>(ctx))
+    return std::make_unique<Unary>(at, UnaryOp::Neg, buildCostExpr(neg->operand));
+  if (auto *binary = dynamic_cast<P::CostBinaryContext *>(ctx)) {
+    BinaryOp op = llvm::StringSwitch<BinaryOp>(binary->op->getText())
+                      .Case("*", BinaryOp::Mul).Case("/", BinaryOp::Div)
+                      .Case("+", BinaryOp::Add).Default(BinaryOp::Sub);
+    return std::make_unique<Binary>(at, op, buildCostExpr(binary->lhs),
+                                    buildCostExpr(binary->rhs));
+  }
+  if (auto *cond = dynamic_cast<P::CostConditionalContext *>(ctx))
+    return std::make_unique<Conditional>(at, buildExpr(cond->cond), buildCostExpr(cond->then),
+                                         buildCostExpr(cond->otherwise));
+  auto *call = static_cast<P::CostCallContext *>(ctx);
+  std::string callee = call->callee->getText();
+  std::vector<ExprPtr> args;
+  for (P::CostExprContext *arg : call->args)
+    args.push_back(buildCostExpr(arg));
+  if (callee != "min" && callee != "max") {
+    diags_.report(DiagKind::UnknownFunction, range(call->callee),
+                  "unknown function '" + callee + "' in a cost")
+        .note("a cost may call min and max; a 'def' is expanded in integer expressions only");
+  } else if (args.size() < 2) {
+    diags_.report(DiagKind::CallArity, at,
+                  "'" + callee + "' takes at least two arguments, got " +
+                      std::to_string(args.size()));
+  }
+  return std::make_unique<Call>(at, callee == "max" ? Builtin::Max : Builtin::Min,
+                                std::move(args));
+}
+
+// `pending(W)`, `pending(F, c)`: the op kind is written as its name.
+ExprPtr AstBuilder::buildPending(P::CallExprContext *call) {
+  SMRange at = range(call);
+  std::string kind = call->args.empty() ? "" : call->args[0]->getText();
+  OpKind op = OpKind::F;
+  if (kind == "F") op = OpKind::F;
+  else if (kind == "B") op = OpKind::B;
+  else if (kind == "W") op = OpKind::W;
+  else {
+    diags_.report(DiagKind::PendingArgument, call->args.empty() ? at : range(call->args[0]),
+                  "pending() counts F, B or W, not '" + kind + "'")
+        .note("pending(F): forwards still to run; pending(B): forwards whose backward (B or I) "
+              "has not run; pending(W): I's whose W has not run");
+    return std::make_unique<IntLit>(at, 0);
+  }
+  if (call->args.size() > 2)
+    diags_.report(DiagKind::PendingArgument, range(call->args[2]),
+                  "pending() takes an op kind and at most a chunk");
+  ExprPtr chunk = call->args.size() >= 2 ? buildExpr(call->args[1]) : nullptr;
+  return std::make_unique<Pending>(at, op, std::move(chunk));
+}
 
 ExprPtr AstBuilder::buildExpr(P::ExprContext *ctx) {
   SMRange at = range(ctx);
@@ -451,9 +687,16 @@ ExprPtr AstBuilder::buildExpr(P::ExprContext *ctx) {
                                          buildExpr(cond->otherwise));
   auto *call = static_cast<P::CallExprContext *>(ctx);
   std::string callee = call->callee->getText();
+  if (callee == "pending")
+    return buildPending(call);
   std::vector<ExprPtr> args;
   for (P::ExprContext *arg : call->args)
     args.push_back(buildExpr(arg));
+  if (const Definition *def = defs_.find(callee)) {
+    if (ExprPtr expanded = defs_.expandExpr(*def, std::move(args), at, diags_))
+      return expanded;
+    return std::make_unique<IntLit>(at, 0);
+  }
   Builtin fn = Builtin::Min;
   if (callee == "max") {
     fn = Builtin::Max;
@@ -463,7 +706,8 @@ ExprPtr AstBuilder::buildExpr(P::ExprContext *ctx) {
     auto &d = diags_.report(DiagKind::UnknownFunction, range(call->callee),
                             "unknown function '" + callee + "'" +
                                 (suggestion.empty() ? "" : "; did you mean '" + suggestion + "'?"));
-    d.note("the functions are min and max");
+    d.note("the functions are min and max, pending(F|B|W) in a rank program, and those "
+           "a 'def' declares before the schedule");
     if (!suggestion.empty())
       d.fixit(range(call->callee), suggestion);
   }

@@ -8,17 +8,29 @@
 
 #include "diag/Diagnostics.h"
 #include "syntax/AST.h"
+#include "syntax/Definitions.h"
 #include "syntax/SourceText.h"
 
 #include "PipeParser.h"
+
+#include <functional>
 
 namespace pipec {
 
 class AstBuilder {
 public:
-  AstBuilder(DiagnosticEngine &diags, const SourceText &text) : diags_(diags), text_(text) {}
+  // Loads `import "path";` (path as written, the statement's range): parses the
+  // file into the definition table, reporting what goes wrong at the statement.
+  using Importer = std::function<void(const std::string &path, ast::SMRange at)>;
+
+  AstBuilder(DiagnosticEngine &diags, const SourceText &text, DefinitionTable &defs,
+             Importer importer = nullptr)
+      : diags_(diags), text_(text), defs_(defs), importer_(std::move(importer)) {}
 
   using P = pipegen::PipeParser;
+
+  // `import "x.pipe";` or a `def`, before the schedule.
+  void addPreamble(P::PreambleContext *item);
 
   std::unique_ptr<ast::Schedule> build(P::FileContext *file);
 
@@ -47,10 +59,14 @@ private:
   ast::Block buildBlock(P::BlockContext *ctx);
   std::unique_ptr<ast::LetStmt> buildLet(P::LetStmtContext *ctx);
   ast::StmtPtr buildOpStatement(P::OpStatementContext *ctx);
+  ast::StmtPtr buildTable(P::TableStatementContext *ctx);
   ast::OpCall buildOpCall(P::OpCallContext *ctx);
   void buildOpArgs(ast::OpCall &op, P::OpArgsContext *ctx);
 
   ast::ExprPtr buildExpr(P::ExprContext *ctx);
+  ast::ExprPtr buildCostExpr(P::CostExprContext *ctx);
+  ast::ExprPtr buildPending(P::CallExprContext *call);
+  ast::StmtPtr buildDefCall(const Definition &def, P::OpStatementContext *ctx);
   int64_t parseInt(antlr4::Token *token, bool negative);
 
   ast::SMRange range(antlr4::ParserRuleContext *ctx) const;
@@ -59,6 +75,8 @@ private:
 
   DiagnosticEngine &diags_;
   const SourceText &text_;
+  DefinitionTable &defs_;
+  Importer importer_;
   ast::SMRange costsRange_; // the first `costs` keyword, to report a second block
 };
 

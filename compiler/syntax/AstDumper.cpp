@@ -69,15 +69,30 @@ public:
         placement(2, p);
     }
     for (const CostEntry &cost : s.costs) {
-      line(1, "Cost " + cost.name + " = " + shortest(cost.value), cost.range);
+      line(1, "Cost " + cost.name + (cost.valueExpr ? " = expression" : " = " + shortest(cost.value)),
+           cost.range);
       if (cost.stage)
         expr(2, *cost.stage);
+      if (cost.valueExpr)
+        expr(2, *cost.valueExpr);
+    }
+    if (s.sizes) {
+      line(1, s.sizes->value ? "Sizes " + s.sizes->var.name : std::string("Sizes list"),
+           s.sizes->range);
+      if (s.sizes->value)
+        expr(2, *s.sizes->value);
+      for (const ExprPtr &item : s.sizes->items)
+        expr(2, *item);
     }
     for (const DomainDecl &domain : s.domains) {
       line(1, "Domain " + domain.name + (domain.isRange() ? " range" : " list"), domain.range);
       if (domain.isRange()) {
         expr(2, *domain.lo);
         expr(2, *domain.hi);
+        if (domain.step) {
+          out_.indent(4) << "step:\n";
+          expr(3, *domain.step);
+        }
       }
       for (const ExprPtr &item : domain.items)
         expr(2, *item);
@@ -165,6 +180,12 @@ private:
       }
       break;
     }
+    case StmtKind::Block: {
+      const auto &expanded = static_cast<const BlockStmt &>(s);
+      line(depth, "Expansion " + expanded.def, s.range);
+      block(depth + 1, expanded.body);
+      break;
+    }
     }
   }
 
@@ -202,6 +223,16 @@ private:
       line(depth, c.fn == Builtin::Min ? "Call min" : "Call max", e.range);
       for (const ExprPtr &arg : c.args)
         expr(depth + 1, *arg);
+      break;
+    }
+    case ExprKind::Float:
+      line(depth, "Number " + shortest(static_cast<const FloatLit &>(e).value), e.range);
+      break;
+    case ExprKind::Pending: {
+      const auto &p = static_cast<const Pending &>(e);
+      line(depth, std::string("Pending ") + opKindName(p.op), e.range);
+      if (p.chunk)
+        expr(depth + 1, *p.chunk);
       break;
     }
     }

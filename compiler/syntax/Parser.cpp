@@ -12,6 +12,9 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/ConvertUTF.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 
 namespace pipec {
@@ -129,7 +132,8 @@ static bool checkNesting(antlr4::CommonTokenStream &tokens, const SourceText &te
 // throws ParseCancellationException at anything it cannot parse.
 static std::unique_ptr<ast::Schedule> parseInPieces(PipeParser &parser,
                                                     antlr4::CommonTokenStream &tokens,
-                                                    AstBuilder &builder, const SourceText &text) {
+                                                    AstBuilder &builder, const SourceText &text,
+                                                    bool library, DiagnosticEngine &staged) {
   auto is = [&](const char *punctuation) { return tokens.LT(1)->getText() == punctuation; };
   auto expect = [&](size_t type, const char *punctuation = nullptr) {
     antlr4::Token *token = tokens.LT(1);
@@ -143,6 +147,26 @@ static std::unique_ptr<ast::Schedule> parseInPieces(PipeParser &parser,
     return text.rangeOf(first->getStartIndex(), last->getStopIndex());
   };
 
+  while (tokens.LA(1) == PipeLexer::IMPORT || tokens.LA(1) == PipeLexer::DEF) {
+    builder.addPreamble(parser.preamble());
+    freeTree();
+  }
+  if (library || tokens.LA(1) == antlr4::Token::EOF) {
+    antlr4::Token *next = tokens.LT(1);
+    llvm::SMRange at = text.rangeOf(next->getStartIndex(), next->getStartIndex());
+    if (library && next->getType() == PipeLexer::SCHEDULE)
+      staged.report(DiagKind::ImportedSchedule, at,
+                    "an imported file holds only imports and definitions, but this one "
+                    "declares a schedule")
+          .note("move the definitions both schedules share into a file of their own");
+    else if (next->getType() != antlr4::Token::EOF)
+      throw antlr4::ParseCancellationException();
+    else if (!library)
+      staged.report(DiagKind::MissingSchedule, at, "this file declares no schedule")
+          .note("a file that holds only definitions is imported by one that declares "
+                "'schedule NAME(...) { ... }'");
+    return nullptr;
+  }
   antlr4::Token *keyword = expect(PipeLexer::SCHEDULE);
   antlr4::Token *name = expect(PipeLexer::ID);
   expect(0, "(");
@@ -185,7 +209,8 @@ static std::unique_ptr<ast::Schedule> parseInPieces(PipeParser &parser,
 
 // Hands what `from` collected to `to`, in order, as if reported there. Reports
 // past `from`'s error limit were only counted: they are counted again.
-static void replay(const DiagnosticEngine &from, DiagnosticEngine &to) {
+static void replay(const DiagnosticEngine &from, DiagnosticEngine &to,
+                   llvm::SMRange importedAt = {}) {
   unsigned errors = 0;
   for (const Diagnostic &staged : from.diagnostics()) {
     if (staged.kind == DiagKind::TooManyErrors)
@@ -195,12 +220,121 @@ static void replay(const DiagnosticEngine &from, DiagnosticEngine &to) {
     d.notes = staged.notes;
     d.fixits = staged.fixits;
     d.repeats = staged.repeats;
+    // Found while reading an imported file: say where it was imported (a file
+    // imported by an imported file gets one note per level, innermost first).
+    if (importedAt.Start.isValid())
+      d.note(importedAt, "in the file imported here");
   }
   for (; errors < from.errorCount(); ++errors)
     to.report(DiagKind::TooManyErrors, {}, {});
 }
 
-std::unique_ptr<ast::Schedule> parseSchedule(unsigned bufferId, DiagnosticEngine &diags) {
+namespace {
+
+// What the files being parsed share: the definitions of all of them, the chain of
+// imports being followed (to name a cycle), and the files already read.
+struct ImportState {
+  static constexpr size_t kMaxDepth = 16;
+  static constexpr size_t kMaxFiles = 256;
+  DefinitionTable defs;
+  std::vector<std::string> chain;             // canonical paths, outermost first
+  llvm::StringMap<unsigned> loaded;           // canonical path -> buffer
+  std::vector<std::string> done;              // imported completely already
+
+  // A parse that gives up and starts again first forgets what it added.
+  struct Mark {
+    DefinitionTable::Mark defs;
+    size_t done;
+  };
+  Mark mark() const { return {defs.mark(), done.size()}; }
+  void rollback(Mark m) {
+    defs.rollback(m.defs);
+    done.resize(m.done);
+  }
+};
+
+std::unique_ptr<ast::Schedule> parseFile(unsigned bufferId, DiagnosticEngine &diags,
+                                         ImportState &state, bool library);
+
+std::string canonical(llvm::StringRef path) {
+  llvm::SmallString<256> real;
+  if (!llvm::sys::fs::real_path(path, real))
+    return std::string(real);
+  llvm::SmallString<256> absolute(path);
+  llvm::sys::fs::make_absolute(absolute);
+  llvm::sys::path::remove_dots(absolute, true);
+  return std::string(absolute);
+}
+
+// `import "path";` from buffer `from`: the path is relative to that file's folder.
+void importFile(const std::string &written, llvm::SMRange at, unsigned from,
+                DiagnosticEngine &diags, ImportState &state) {
+  llvm::StringRef importer = diags.sources().getMemoryBuffer(from)->getBufferIdentifier();
+  llvm::SmallString<256> path;
+  if (llvm::sys::path::is_absolute(written) || importer == "-" || importer.empty() ||
+      importer == "<stdin>")
+    path = written;
+  else {
+    path = llvm::sys::path::parent_path(importer);
+    llvm::sys::path::append(path, written);
+  }
+  std::string key = canonical(path);
+  for (size_t i = 0; i < state.chain.size(); ++i)
+    if (state.chain[i] == key) {
+      std::string cycle;
+      for (size_t j = i; j < state.chain.size(); ++j)
+        cycle += llvm::sys::path::filename(state.chain[j]).str() + " -> ";
+      diags.report(DiagKind::ImportCycle, at,
+                   "import cycle: " + cycle + llvm::sys::path::filename(key).str())
+          .note("a file cannot import itself, directly or through others");
+      return;
+    }
+  if (llvm::is_contained(state.done, key))
+    return; // imported already (by another file): its definitions are in the table
+  if (state.chain.size() >= ImportState::kMaxDepth || state.loaded.size() >= ImportState::kMaxFiles) {
+    diags.report(DiagKind::ImportTooDeep, at,
+                 "imports nest more than " + std::to_string(ImportState::kMaxDepth) +
+                     " deep or reach more than " + std::to_string(ImportState::kMaxFiles) +
+                     " files here");
+    return;
+  }
+  unsigned buffer;
+  auto found = state.loaded.find(key);
+  if (found != state.loaded.end()) {
+    buffer = found->second;
+  } else {
+    constexpr uint64_t kMaxBytes = 12u << 20; // the limit for an input file
+    uint64_t size = 0;
+    if (!llvm::sys::fs::file_size(path, size) && size > kMaxBytes) {
+      diags.report(DiagKind::ImportNotFound, at,
+                   "cannot import '" + written + "': larger than the 12 MiB limit");
+      return;
+    }
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+        llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+    if (!file || llvm::sys::fs::is_directory(path)) {
+      diags.report(DiagKind::ImportNotFound, at,
+                   "cannot import '" + written + "': " +
+                       (file ? std::string("it is a directory") : file.getError().message()))
+          .note("an import's path is relative to the folder of the file that imports it (" +
+                std::string(path.str()) + ")");
+      return;
+    }
+    buffer = diags.sources().AddNewSourceBuffer(std::move(*file), at.Start);
+    state.loaded[key] = buffer;
+  }
+  state.chain.push_back(key);
+  // Its findings are passed on with a note at this import, whatever reported them.
+  DiagnosticEngine imported(diags.sources());
+  imported.setErrorLimit(diags.errorLimit());
+  parseFile(buffer, imported, state, /*library=*/true);
+  replay(imported, diags, at);
+  state.chain.pop_back();
+  state.done.push_back(key);
+}
+
+std::unique_ptr<ast::Schedule> parseFile(unsigned bufferId, DiagnosticEngine &diags,
+                                         ImportState &state, bool library) {
   llvm::StringRef source = diags.sources().getMemoryBuffer(bufferId)->getBuffer();
   if (!checkUtf8(source, diags))
     return nullptr;
@@ -233,15 +367,20 @@ std::unique_ptr<ast::Schedule> parseSchedule(unsigned bufferId, DiagnosticEngine
     parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(mode);
     DiagnosticEngine staged(diags.sources());
     staged.setErrorLimit(diags.errorLimit());
-    AstBuilder builder(staged, text);
+    AstBuilder builder(staged, text, state.defs, [&](const std::string &path, llvm::SMRange at) {
+      importFile(path, at, bufferId, staged, state);
+    });
+    ImportState::Mark mark = state.mark();
     try {
-      std::unique_ptr<ast::Schedule> schedule = parseInPieces(parser, tokens, builder, text);
+      std::unique_ptr<ast::Schedule> schedule =
+          parseInPieces(parser, tokens, builder, text, library, staged);
       replay(staged, diags);
       if (diags.errorCount() != errorsBefore)
         return nullptr;
       return schedule;
     } catch (const antlr4::ParseCancellationException &) {
       stuck = tokens.LT(1);
+      state.rollback(mark);
     }
   }
 
@@ -264,16 +403,37 @@ std::unique_ptr<ast::Schedule> parseSchedule(unsigned bufferId, DiagnosticEngine
   parser.setErrorHandler(recovering);
   parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
       antlr4::atn::PredictionMode::LL);
+  if (library) {
+    // Only its imports and definitions: the `file` rule would ask for a schedule.
+    // A syntax error in them is all that is reported (nothing is imported).
+    while (tokens.LA(1) != antlr4::Token::EOF) {
+      size_t before = tokens.index();
+      parser.preamble();
+      if (tokens.index() == before)
+        tokens.consume(); // recovery made no progress: skip the token it is stuck on
+    }
+    recovering->finish(&parser);
+    return nullptr;
+  }
   PipeParser::FileContext *tree = parser.file();
   recovering->finish(&parser);
   if (diags.errorCount() != errorsBefore)
     return nullptr;
 
-  AstBuilder builder(diags, text);
+  AstBuilder builder(diags, text, state.defs, [&](const std::string &path, llvm::SMRange at) {
+    importFile(path, at, bufferId, diags, state);
+  });
   std::unique_ptr<ast::Schedule> schedule = builder.build(tree);
   if (diags.errorCount() != errorsBefore)
     return nullptr;
   return schedule;
+}
+
+} // namespace
+
+std::unique_ptr<ast::Schedule> parseSchedule(unsigned bufferId, DiagnosticEngine &diags) {
+  ImportState state;
+  return parseFile(bufferId, diags, state, /*library=*/false);
 }
 
 bool parseRangeText(unsigned bufferId, size_t offset, ast::ExprPtr &lo, ast::ExprPtr &hi,
@@ -310,7 +470,8 @@ bool parseRangeText(unsigned bufferId, size_t offset, ast::ExprPtr &lo, ast::Exp
                  "expected a half-open range 'A..B' (bounds may use parameters)");
     return false;
   }
-  AstBuilder builder(diags, text);
+  DefinitionTable none;
+  AstBuilder builder(diags, text, none);
   builder.buildRange(range, lo, hi);
   return diags.errorCount() == errorsBefore;
 }

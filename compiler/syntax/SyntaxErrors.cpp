@@ -224,8 +224,13 @@ void SyntaxErrorStrategy::finish(antlr4::Parser *parser) {
 std::string SyntaxErrorStrategy::expectedText(antlr4::Parser *parser) {
   antlr4::misc::IntervalSet expected = parser->getExpectedTokens();
   std::vector<std::string> names;
+  // Where a schedule may begin, imports and definitions may too; the schedule is
+  // what a file is missing, so only it is named.
+  bool scheduleExpected = expected.contains(static_cast<size_t>(PipeParser::SCHEDULE));
   for (ssize_t type : expected.toList())
-    if (type != PipeParser::AMPAMP) // an error production, never what we suggest
+    if (type != PipeParser::AMPAMP && // an error production, never what we suggest
+        !(scheduleExpected && (type == PipeParser::IMPORT || type == PipeParser::DEF ||
+                               type == static_cast<ssize_t>(antlr4::Token::EOF))))
       names.push_back(describeTokenType(type, parser->getVocabulary()));
   if (names.empty())
     return "";
@@ -278,6 +283,10 @@ void SyntaxErrorStrategy::reportMissingSemicolon(antlr4::Parser *parser) {
 void SyntaxErrorStrategy::sync(antlr4::Parser *parser) {
   // Leave a missing ';' for match() to report, instead of deleting the next token.
   if (!inErrorRecoveryMode(parser) && looksLikeMissingSemicolon(parser))
+    return;
+  // Before the schedule, imports and definitions are optional: a token that is
+  // none of them is left for match('schedule') to report as a missing schedule.
+  if (parser->getContext()->getRuleIndex() == PipeParser::RuleFile)
     return;
   DefaultErrorStrategy::sync(parser);
 }

@@ -1,9 +1,10 @@
 // Checkpoint files (see Checkpoint.h).
 #include "pipert/Checkpoint.h"
 
+#include "pipert/RegularFile.h"
+
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <sys/stat.h>
 
 namespace pipert {
@@ -12,6 +13,7 @@ namespace {
 
 constexpr char kMagic[8] = {'P', 'I', 'P', 'E', 'C', 'K', 'P', 'T'};
 constexpr uint32_t kVersion = 1;
+constexpr size_t kHeaderBytes = 4096; // magic to identity, with room to spare
 
 uint64_t fnv1a(const std::string &bytes) {
   uint64_t h = 1469598103934665603ull;
@@ -72,6 +74,42 @@ private:
   size_t at_ = 0;
 };
 
+// The header: magic, version, element size, steps (range-checked) and
+// identity, each checked against this run. Returns the steps taken.
+template <typename T>
+int64_t readHeader(Reader &r, const std::string &identity) {
+  for (size_t i = 0; i < sizeof kMagic; ++i)
+    if (r.get<char>() != kMagic[i])
+      r.fail("not a pipert checkpoint");
+  if (uint32_t version = r.get<uint32_t>(); version != kVersion)
+    r.fail("version " + std::to_string(version) + ", this program reads " + std::to_string(kVersion));
+  if (uint32_t bytesPer = r.get<uint32_t>(); bytesPer != 4 && bytesPer != 8)
+    r.fail("its element size " + std::to_string(bytesPer) + " is neither 4 (fp32) nor 8 (fp64)");
+  else if (bytesPer != sizeof(T))
+    r.fail(std::string("written by an ") + (bytesPer == 4 ? "fp32" : "fp64") + " run, this run is " +
+           (sizeof(T) == 4 ? "fp32" : "fp64"));
+  int64_t steps = r.get<int64_t>();
+  if (steps < 0 || steps > kMaxCheckpointSteps)
+    r.fail("its step count " + std::to_string(steps) + " is out of range (0 to " +
+           std::to_string(kMaxCheckpointSteps) + ")");
+  if (std::string theirs = r.text(); theirs != identity)
+    r.fail("written for " + theirs + "; this run is " + identity);
+  return steps;
+}
+
+// The most bytes a checkpoint of these copies can take (each parameter with
+// both optimizer moments): what --load reads at most.
+template <typename T>
+uint64_t largestCheckpoint(const std::string &identity, const std::vector<Stage<T> *> &copies) {
+  uint64_t bytes = sizeof kMagic + 4 + 4 + 8 + 4 + identity.size() + 4 + 8;
+  for (Stage<T> *copy : copies) {
+    bytes += 4 + 4;
+    for (const Parameter<T> &p : copy->parameters())
+      bytes += 4 + p.name.size() + 8 + 8 + 1 + 1 + 3 * uint64_t(p.value->size()) * sizeof(T);
+  }
+  return bytes + 4096; // another run's identity may be longer (each is under 512 bytes)
+}
+
 } // namespace
 
 std::string checkpointFile(const std::string &dir) { return dir + "/checkpoint.bin"; }
@@ -126,10 +164,17 @@ int64_t loadCheckpoint(const std::string &dir, const std::string &identity,
                        const std::vector<Stage<T> *> &copies,
                        const std::vector<StageOptimizerState<T> *> &states) {
   std::string file = checkpointFile(dir);
-  std::ifstream in(file, std::ios::binary);
-  if (!in)
-    throw CheckpointError("cannot read checkpoint " + file);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  FileRead read = readRegularFile(file, largestCheckpoint(identity, copies));
+  if (read.tooLarge) {
+    // Larger than any checkpoint of this run: say whose it is, when its
+    // header tells (another model's checkpoint is larger), else the size.
+    FileRead head = readRegularFile(file, kHeaderBytes, true);
+    Reader r(head.bytes, file);
+    readHeader<T>(r, identity);
+  }
+  if (!read.ok)
+    throw CheckpointError("cannot read checkpoint " + file + " (--load " + dir + "): " + read.problem);
+  const std::string &bytes = read.bytes;
   if (bytes.size() < sizeof kMagic + sizeof(uint64_t) || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
     throw CheckpointError("checkpoint " + file + ": not a pipert checkpoint");
   std::string body = bytes.substr(0, bytes.size() - sizeof(uint64_t));
@@ -138,16 +183,7 @@ int64_t loadCheckpoint(const std::string &dir, const std::string &identity,
   if (sum != fnv1a(body))
     throw CheckpointError("checkpoint " + file + ": checksum mismatch (corrupt or truncated)");
   Reader r(body, file);
-  for (size_t i = 0; i < sizeof kMagic; ++i)
-    r.get<char>();
-  if (uint32_t version = r.get<uint32_t>(); version != kVersion)
-    r.fail("version " + std::to_string(version) + ", this program reads " + std::to_string(kVersion));
-  if (uint32_t bytesPer = r.get<uint32_t>(); bytesPer != sizeof(T))
-    r.fail(std::string("written by an ") + (bytesPer == 4 ? "fp32" : "fp64") + " run, this run is " +
-           (sizeof(T) == 4 ? "fp32" : "fp64"));
-  int64_t steps = r.get<int64_t>();
-  if (std::string theirs = r.text(); theirs != identity)
-    r.fail("written for " + theirs + "; this run is " + identity);
+  int64_t steps = readHeader<T>(r, identity);
   if (uint32_t n = r.get<uint32_t>(); n != copies.size())
     r.fail("holds " + std::to_string(n) + " stage copies, this run has " + std::to_string(copies.size()));
   for (size_t c = 0; c < copies.size(); ++c) {
@@ -169,7 +205,11 @@ int64_t loadCheckpoint(const std::string &dir, const std::string &identity,
         r.fail("stage " + std::to_string(copies[c]->stageIndex()) + " parameter " + name + " " +
                std::to_string(rows) + "x" + std::to_string(cols) + ", expected " + params[p].name +
                " " + v.shapeString());
-      bool first = r.get<uint8_t>(), second = r.get<uint8_t>();
+      uint8_t first = r.get<uint8_t>(), second = r.get<uint8_t>();
+      if (first > 1 || second > 1)
+        r.fail("stage " + std::to_string(copies[c]->stageIndex()) + " parameter " + name +
+               ": optimizer-state flags " + std::to_string(first) + ", " + std::to_string(second) +
+               " are not 0 or 1");
       r.tensor(v);
       if (first) {
         state.parameters[p].first.reset(v.rows(), v.cols());

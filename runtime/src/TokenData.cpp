@@ -2,20 +2,19 @@
 #include "pipert/TokenData.h"
 
 #include "pipert/Random.h"
+#include "pipert/RegularFile.h"
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 namespace pipert {
 
 TokenData::TokenData(const std::string &path, int bytesPerToken, int sequenceLength)
     : sequenceLength_(sequenceLength) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw std::invalid_argument("--data " + path + ": cannot open the file");
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  FileRead file = readRegularFile(path, kMaxTokenDataBytes);
+  if (!file.ok)
+    throw std::invalid_argument("--data " + path + ": " + file.problem);
+  const std::string &bytes = file.bytes;
   if (bytes.empty())
     throw std::invalid_argument("--data " + path + ": the file is empty");
   if (bytes.size() % size_t(bytesPerToken) != 0)

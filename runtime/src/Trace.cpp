@@ -6,6 +6,8 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
 #include <utility>
 
 namespace pipert {
@@ -150,9 +152,17 @@ bool writeTrace(const std::string &path, const Program &program, const std::vect
     return false;
   };
   errno = 0;
-  std::FILE *out = std::fopen(path.c_str(), "w");
-  if (!out)
+  // Opened non-blocking: a FIFO nobody reads is an error now (ENXIO), not a
+  // write that waits forever; then blocking again, for fwrite.
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_CLOEXEC, 0666);
+  if (fd < 0)
     return failed();
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  std::FILE *out = ::fdopen(fd, "w");
+  if (!out) {
+    ::close(fd);
+    return failed();
+  }
   bool written = std::fwrite(json.data(), 1, json.size(), out) == json.size() && std::fflush(out) == 0;
   int writeErrno = errno;
   if (std::fclose(out) != 0 || !written) {

@@ -47,6 +47,7 @@ struct LiveHandles {
 };
 LiveHandles liveHandles();
 long liveCommunicators(); // HostNccl.cpp
+long abortedCommunicators(); // ncclCommAbort calls so far (HostNccl.cpp)
 
 // Makes the `n`-th stream, event, cuBLAS handle or cudaMalloc from now fail
 // (cudaErrorMemoryAllocation, CUBLAS_STATUS_ALLOC_FAILED); 0 turns it off.

@@ -369,6 +369,12 @@ std::atomic<long> liveComms{0};
 
 long pipert::hostcuda::liveCommunicators() { return liveComms; }
 
+namespace {
+std::atomic<long> abortCalls{0};
+} // namespace
+
+long pipert::hostcuda::abortedCommunicators() { return abortCalls.load(); }
+
 // The opaque handle type, given a body here.
 struct ncclComm {
   ncclComm() { ++liveComms; }
@@ -727,6 +733,7 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
 
 // Ends every wait of the communicator's world at once, then destroys it.
 ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  ++abortCalls;
   if (comm)
     comm->mesh->abort();
   return ncclCommDestroy(comm);

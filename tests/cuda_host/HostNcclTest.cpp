@@ -8,6 +8,7 @@
 #include "HostCuda.h"
 #include "InProcessTransport.h"
 #include "NcclExpertExchange.h"
+#include "NcclGroup.h"
 #include "NcclWait.h"
 
 #include <catch2/catch.hpp>
@@ -196,7 +197,132 @@ TEST_CASE("handles: a constructor that fails halfway leaks nothing", "[hostnccl]
 
 namespace {
 void ignoreSignal(int) {}
+
+int freePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  REQUIRE(bind(fd, reinterpret_cast<sockaddr *>(&address), length) == 0);
+  REQUIRE(getsockname(fd, reinterpret_cast<sockaddr *>(&address), &length) == 0);
+  int port = ntohs(address.sin_port);
+  close(fd);
+  return port;
+}
+
+// A connection to rank 0's id server, retried until it listens.
+int connectTo(int port) {
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(uint16_t(port));
+    if (connect(fd, reinterpret_cast<sockaddr *>(&address), sizeof address) == 0)
+      return fd;
+    close(fd);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  FAIL("rank 0 never listened");
+  return -1;
+}
+
+ProcessGroup rankOf(int rank, int worldSize, int port) {
+  ProcessGroup group;
+  group.rank = rank;
+  group.worldSize = worldSize;
+  group.masterAddr = "127.0.0.1";
+  group.masterPort = port;
+  return group;
+}
 } // namespace
+
+// Rank 0 counts the ranks that confirm the id, not connections: a connection
+// that closes at once, one that takes the id and names no rank of the job,
+// and rank 1 fetching twice leave rank 0 waiting until rank 2 has it too.
+TEST_CASE("bootstrap: the id server counts ranks, not connections", "[hostnccl]") {
+  int port = freePort();
+  auto server = std::async(std::launch::async, [port] { return exchangeUniqueId(rankOf(0, 3, port), 20); });
+  close(connectTo(port)); // a port scan
+  {
+    int fd = connectTo(port); // takes the id, then answers as a rank the job does not have
+    char taken[12 + sizeof(ncclUniqueId)]; // the header (magic, world size) and the id
+    size_t got = 0;
+    while (got < sizeof taken) {
+      ssize_t n = recv(fd, taken + got, sizeof taken - got, 0);
+      REQUIRE(n > 0);
+      got += size_t(n);
+    }
+    const char receipt[12] = {'p', 'i', 'p', 'e', 'r', 't', 'O', 'K', 7, 0, 0, 0};
+    REQUIRE(send(fd, receipt, sizeof receipt, MSG_NOSIGNAL) == sizeof receipt);
+    close(fd);
+  }
+  ncclUniqueId first = exchangeUniqueId(rankOf(1, 3, port), 20);
+  ncclUniqueId again = exchangeUniqueId(rankOf(1, 3, port), 20); // a retry
+  CHECK(server.wait_for(std::chrono::milliseconds(500)) == std::future_status::timeout);
+  ncclUniqueId last = exchangeUniqueId(rankOf(2, 3, port), 20);
+  REQUIRE(server.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  ncclUniqueId served = server.get();
+  CHECK(std::memcmp(&served, &first, sizeof served) == 0);
+  CHECK(std::memcmp(&served, &again, sizeof served) == 0);
+  CHECK(std::memcmp(&served, &last, sizeof served) == 0);
+}
+
+// The server's timeout names the ranks that never confirmed.
+TEST_CASE("bootstrap: a rank that never comes is named at the deadline", "[hostnccl]") {
+  int port = freePort();
+  auto server = std::async(std::launch::async, [port] { return exchangeUniqueId(rankOf(0, 3, port), 1); });
+  exchangeUniqueId(rankOf(2, 3, port), 20);
+  CHECK_THROWS_WITH(server.get(), Catch::Contains("(1 of 2 did; missing: ranks 1)"));
+}
+
+// An exception between ncclGroupStart and ncclGroupEnd still ends the group:
+// the thread's next NCCL call is not swallowed by it.
+TEST_CASE("nccl group: an exception inside a group still ends it", "[hostnccl]") {
+  try {
+    NcclGroup group;
+    throw CudaError("a communicator is missing");
+  } catch (const CudaError &) {
+  }
+  CHECK(ncclGroupEnd() == ncclInvalidUsage); // no group is open
+  NcclGroup ended;
+  CHECK(ended.end() == ncclSuccess);
+  CHECK(ncclGroupEnd() == ncclInvalidUsage);
+}
+
+// After an asynchronous error on one communicator, all of the process's are
+// aborted, the healthy one too, before any is destroyed; healthy ones alone
+// are destroyed.
+TEST_CASE("handles: an asynchronous error aborts every communicator", "[hostnccl]") {
+  {
+    TwoRanks world;
+    long before = pipert::hostcuda::abortedCommunicators();
+    std::vector<UniqueComm> comms;
+    comms.emplace_back(world.comm[0]);
+    comms.emplace_back(world.comm[1]);
+    releaseCommunicators({&comms[0], &comms[1]});
+    CHECK(pipert::hostcuda::abortedCommunicators() == before); // destroyed, none aborted
+    CHECK(!comms[0].get());
+  }
+  TwoRanks world;
+  float got = 0; // a different size arrives: an asynchronous error on comm[1]
+  REQUIRE(ncclGroupStart() == ncclSuccess);
+  REQUIRE(ncclRecv(&got, 2, ncclFloat, 0, world.comm[1], nullptr) == ncclSuccess);
+  REQUIRE(ncclGroupEnd() == ncclInProgress);
+  int32_t one = 1;
+  REQUIRE(ncclGroupStart() == ncclSuccess);
+  REQUIRE(ncclSend(&one, 1, ncclInt32, 1, world.comm[0], nullptr) == ncclSuccess);
+  REQUIRE(ncclGroupEnd() == ncclSuccess);
+  CHECK_THROWS(awaitCommunicators({world.comm[0], world.comm[1]}, Deadline(20), "it", ""));
+  CHECK(state(world.comm[0]) == ncclSuccess); // the sender is healthy
+  long before = pipert::hostcuda::abortedCommunicators();
+  std::vector<UniqueComm> comms;
+  comms.emplace_back(world.comm[0]);
+  comms.emplace_back(world.comm[1]);
+  releaseCommunicators({&comms[0], &comms[1]});
+  CHECK(pipert::hostcuda::abortedCommunicators() - before == 2);
+}
 
 // Signals arriving all the time (a profiler's timer, a launcher's SIGCHLD)
 // interrupt poll, accept, connect, send and recv with EINTR; the bootstrap
@@ -207,18 +333,7 @@ TEST_CASE("bootstrap: the id exchange survives a storm of signals", "[hostnccl]"
   REQUIRE(sigaction(SIGALRM, &action, &previous) == 0);
   itimerval every{{0, 500}, {0, 500}}, off{};
   REQUIRE(setitimer(ITIMER_REAL, &every, nullptr) == 0);
-  int port = 0;
-  { // a free port
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t length = sizeof address;
-    REQUIRE(bind(fd, reinterpret_cast<sockaddr *>(&address), length) == 0);
-    REQUIRE(getsockname(fd, reinterpret_cast<sockaddr *>(&address), &length) == 0);
-    port = ntohs(address.sin_port);
-    close(fd);
-  }
+  int port = freePort();
   // Only the ranks' threads take the signal (else the kernel may pick this one).
   sigset_t alarm, old;
   sigemptyset(&alarm);

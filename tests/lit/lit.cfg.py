@@ -16,6 +16,8 @@ config.environment["PATH"] = os.pathsep.join(
 config.substitutions.append(("%pipec", os.path.join(config.pipec_bin_dir, "pipec")))
 config.substitutions.append(("%examples", os.path.join(config.source_root, "examples")))
 config.substitutions.append(("%reference", os.path.join(config.test_source_root, "library", "Inputs", "reference")))
+# One launcher for the multi-process (NCCL) tests: tests/tools/launch_ranks.sh.
+config.substitutions.append(("%launch_ranks", "bash " + os.path.join(config.source_root, "tests", "tools", "launch_ranks.sh")))
 config.substitutions.append(("%runtime_include", os.path.join(config.source_root, "runtime", "include")))
 # The CPU runtime library, for tests that compile an emitted program themselves.
 config.substitutions.append(("%pipert_library", config.pipert_library))

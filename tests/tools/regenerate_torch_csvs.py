@@ -22,6 +22,12 @@ RECORDINGS = [
     ("torch_interleavedzb_v1_P4_M2.csv", "InterleavedZeroBubble", 4, 2, 1),
     ("torch_interleavedzb_v1_P4_M3.csv", "InterleavedZeroBubble", 4, 3, 1),
     ("torch_interleavedzb_v1_P8_M5.csv", "InterleavedZeroBubble", 8, 5, 1),
+    ("torch_interleavedzb_P4_M8_v2.csv", "InterleavedZeroBubble", 4, 8, 2),
+    ("torch_interleavedzb_P4_M6_v3.csv", "InterleavedZeroBubble", 4, 6, 3),
+    ("torch_interleavedzb_P8_M10_v2.csv", "InterleavedZeroBubble", 8, 10, 2),
+    ("torch_interleavedzb_P3_M1_v3.csv", "InterleavedZeroBubble", 3, 1, 3),
+    ("torch_interleavedzb_P8_M32_v3.csv", "InterleavedZeroBubble", 8, 32, 3),
+    ("torch_interleavedzb_P2_M2_v2.csv", "InterleavedZeroBubble", 2, 2, 2),
     ("torch_zbv_P4_M8.csv", "ZBVZeroBubble", 4, 8, 2),
     ("torch_zbv_P4_M5.csv", "ZBVZeroBubble", 4, 5, 2),
 ]

@@ -2,6 +2,7 @@
 // Korthikanti et al. 2022, memory per GPU by ZeRO stage, message, all-to-all
 // and reduction times, the costs `pipec sim` takes, the cluster and training
 // inputs and their errors.
+#include "plan/LayerTimes.h"
 #include "plan/StageCosts.h"
 
 #include "cost/CostInput.h"
@@ -41,7 +42,8 @@ ModelConfig mixtral() {
     "num_local_experts": 4, "num_experts_per_tok": 2})");
 }
 
-// Two nodes of 8; 5e11 FLOP/s sustained; round link figures.
+// Two nodes of 8; matmuls at 5e11 FLOP/s (no shape losses: no SM count);
+// round link figures; collectives at the full link rate.
 Cluster cluster() {
   Cluster c;
   c.name = "test";
@@ -49,7 +51,9 @@ Cluster cluster() {
   c.gpusPerNode = 8;
   c.memoryBytes = 80e9;
   c.peakFlops = 1e12;
-  c.sustainedFraction = 0.5;
+  c.matmulEfficiency = 0.5;
+  c.hbmBandwidth = 1e12;
+  c.busEfficiency = 1;
   c.intraNodeBandwidth = 100e9;
   c.interNodeBandwidth = 10e9;
   c.intraNodeLatency = 1e-6;
@@ -106,6 +110,7 @@ TEST_CASE("Activation bytes reproduce Korthikanti et al. on GPT-3", "[plan]") {
   tr.sequenceLength = 2048;
   tr.microBatch = 1;
   tr.tensorParallel = 8;
+  tr.attention = AttentionKernel::Eager; // the paper stores the softmax (no FlashAttention)
   double s = 2048, b = 1, h = 12288, a = 96, t = 8;
   // 5as/h = 80 for GPT-3, as the paper notes.
   CHECK(korthikantiActivationBytes(s, b, h, a, t, Recompute::None) == s * b * h * (34 + 80) / t);
@@ -114,24 +119,41 @@ TEST_CASE("Activation bytes reproduce Korthikanti et al. on GPT-3", "[plan]") {
     CHECK(layerActivationBytes(gpt3, LayerKind::Dense, tr) ==
           Approx(korthikantiActivationBytes(s, b, h, a, t, r)).epsilon(1e-12));
   }
+  // Without sequence parallelism: sbh (10 + 24/t + 5as/(ht)), the paper's eq. 2.
+  tr.recompute = Recompute::None;
+  tr.sequenceParallel = false;
+  CHECK(layerActivationBytes(gpt3, LayerKind::Dense, tr) ==
+        Approx(s * b * h * (10 + 24 / t + 5 * a * s / (h * t))).epsilon(1e-12));
+  tr.sequenceParallel = true;
   // Selective recomputation saves 70% of the activations, as the paper reports for GPT-3.
   tr.recompute = Recompute::Selective;
   double selective = layerActivationBytes(gpt3, LayerKind::Dense, tr);
   tr.recompute = Recompute::None;
   CHECK(1 - selective / layerActivationBytes(gpt3, LayerKind::Dense, tr) == Approx(0.70).margin(0.005));
   CHECK(layerActivationBytes(gpt3, LayerKind::Embedding, tr) == 0);
+  // FlashAttention stores no s^2 term, only a log-sum-exp per query and head
+  // (fp32): what selective recomputation keeps, plus 4 a s b / t.
+  tr.attention = AttentionKernel::Flash;
+  CHECK(layerActivationBytes(gpt3, LayerKind::Dense, tr) == Approx(selective + 4 * a * s * b / t).epsilon(1e-12));
 }
 
 TEST_CASE("Activation bytes of GQA, gated MLPs and MoE layers follow the derived terms", "[plan]") {
   Training tr = training();
+  tr.attention = AttentionKernel::Eager;
   double sb = 32, h = 64, e = 2, a = 4, s = 16, b = 2;
   // norms 2h, attention input h, Q + K + V (4 + 2 + 2 heads of 16), output input h,
-  // MLP input h, four gated tensors of width 128; softmax a s^2 b.
-  double dense = e * sb * (2 * h + h + (4 + 2 * 2) * 16 + h + h + 4 * 128) + e * a * s * s * b;
+  // MLP input h, SwiGLU's input (gate and up) and output, 3 x 128; softmax a s^2 b.
+  double dense = e * sb * (2 * h + h + (4 + 2 * 2) * 16 + h + h + 3 * 128) + e * a * s * s * b;
   CHECK(layerActivationBytes(llama(), LayerKind::Dense, tr) == dense);
+  Training flash = tr;
+  flash.attention = AttentionKernel::Flash;
+  CHECK(layerActivationBytes(llama(), LayerKind::Dense, flash) == dense - e * a * s * s * b + 4 * a * sb);
+  // Context parallelism of 2 halves the tokens a GPU stores (and the s^2 term).
+  flash.contextParallel = 2;
+  CHECK(layerActivationBytes(llama(), LayerKind::Dense, flash) == (dense - e * a * s * s * b + 4 * a * sb) / 2);
   // MoE: router probabilities in fp32, k dispatched copies and outputs, k experts' intermediates.
   double moe = e * sb * (2 * h + h + 8 * 16 + h + h) + e * a * s * s * b + 4 * sb * 4 +
-               e * sb * (2 * 2 * h + 4 * 2 * 128);
+               e * sb * (2 * 2 * h + 3 * 2 * 128);
   CHECK(layerActivationBytes(mixtral(), LayerKind::Moe, tr) == moe);
   tr.tensorParallel = 2;
   CHECK(layerActivationBytes(mixtral(), LayerKind::Moe, tr) == moe / 2);
@@ -139,7 +161,7 @@ TEST_CASE("Activation bytes of GQA, gated MLPs and MoE layers follow the derived
   CHECK(layerActivationBytes(mixtral(), LayerKind::Moe, tr) == e * sb * h / 2);
 }
 
-TEST_CASE("Stage times are FLOPs over sustained FLOP/s; B = 2F and I + W = B", "[plan]") {
+TEST_CASE("Stage times: W is the weight-gradient matmuls, I + W = B, and B exceeds 2F", "[plan]") {
   ModelConfig config = llama();
   ModelLayers model = buildLayers(config);
   PlanCosts costs = costsOf(config, training(), layout({{0, 3}, {3, 6}}));
@@ -148,19 +170,43 @@ TEST_CASE("Stage times are FLOPs over sustained FLOP/s; B = 2F and I + W = B", "
     const StageCost &c = costs.stages[s];
     auto [first, last] = s == 0 ? std::pair<size_t, size_t>{0, 3} : std::pair<size_t, size_t>{3, 6};
     CHECK(c.forwardFlops == Approx(model.forwardFlops(first, last, 2, 16)));
-    CHECK(c.F == Approx(c.forwardFlops / 5e11));
-    CHECK(c.B == Approx(2 * c.F));
+    // The weight gradients do one matmul per weight: 2 x weights x tokens
+    // FLOPs, at 5e11 FLOP/s (the score term has no weights).
+    double weights = 0;
+    for (size_t i = first; i < last; ++i)
+      weights += model.layers[i].attentionFlopsPerToken + model.layers[i].mlpFlopsPerToken;
+    // Stage 0 adds the embedding's scatter-add of its gradient rows.
+    if (s == 1)
+      CHECK(c.W == Approx(weights * 32 / 5e11).epsilon(1e-6));
+    else
+      CHECK(c.W > weights * 32 / 5e11);
     CHECK(c.I + c.W == Approx(c.B));
+    // The attention backward does 2.5x its forward's FLOPs and memory-bound
+    // kernels move twice their forward bytes: B is above 2F.
+    CHECK(c.B > 2 * c.F);
     CHECK(c.forwardParts[1] == 0); // dense: no all-to-all
     CHECK(c.forwardParts[0] + c.forwardParts[2] == Approx(c.F));
+    CHECK(c.forwardTime.total() == Approx(c.F));
+    CHECK(c.backwardTime.total() == Approx(c.B));
+    CHECK(c.forwardTime.tp == 0);
   }
-  // Tensor parallelism divides the work per GPU.
+  // A rank's step parts: its stage's F + B over the 4 micro-batches, split
+  // into compute and communication; the messages out and back.
+  const StepParts &parts = costs.rankParts[1];
+  CHECK(parts.compute + parts.tp + parts.cp + parts.ep == Approx(4 * (costs.stages[1].F + costs.stages[1].B)));
+  CHECK(parts.pp == Approx(4 * 2 * costs.stages[1].messageSeconds));
+  CHECK(parts.dp + parts.optimizer == Approx(costs.rankTailSeconds[1]));
+  // Tensor parallelism splits the matmuls and adds its collectives.
   PlanCosts split = costsOf(config, training(2), layout({{0, 3}, {3, 6}}));
-  CHECK(split.stages[0].F == Approx(costs.stages[0].F / 2));
-  // Full recomputation replays the forward in the backward.
+  CHECK(split.stages[1].W == Approx(costs.stages[1].W / 2).epsilon(1e-6));
+  CHECK(split.stages[1].forwardTime.tp > 0);
+  // Full recomputation replays the forward of the transformer layers in the
+  // backward (not the embedding's or the head's): stage 1 holds only layers.
   Training full = training();
   full.recompute = Recompute::Full;
-  CHECK(costsOf(config, full, layout({{0, 3}, {3, 6}})).stages[0].B == Approx(3 * costs.stages[0].F));
+  PlanCosts three = costsOf(config, training(), layout({{0, 1}, {1, 5}, {5, 6}}));
+  CHECK(costsOf(config, full, layout({{0, 1}, {1, 5}, {5, 6}})).stages[1].B ==
+        Approx(three.stages[1].B + three.stages[1].F));
 }
 
 TEST_CASE("The activation message crosses NVLink or InfiniBand by placement", "[plan]") {
@@ -200,10 +246,22 @@ TEST_CASE("The expert all-to-all is the dispatch and combine sub-operations", "[
   OverlapPlan pair = planOverlap(c.forwardParts, c.backwardParts);
   CHECK(pair.makespan < c.F + c.B);
   CHECK(pair.makespan >= std::max(c.F, c.B) - 1e-15);
-  // Across nodes (ep 16 spans two), the inter-node link carries it.
+  // Across nodes (ep 16 spans two): half the copies go to the other node over
+  // the network, 7/16 to the node's other GPUs over NVLink, both at once; the
+  // network bounds it. (Mixtral has no node-limited routing.)
   Cluster wide = cluster();
   PlanCosts across = costsOf(config, training(), layout({{0, 4}}, 16, 16), wide);
-  CHECK(across.stages[0].forwardParts[1] == Approx(2 * (1e-5 + 15.0 / 16 * bytes / 10e9)));
+  CHECK(across.stages[0].forwardParts[1] == Approx(2 * (1e-5 + 0.5 * bytes / 10e9)));
+  // Node-limited routing: a token reaches at most M nodes, one copy each.
+  ExpertPlacement twoNodes{16, 8, 2};
+  double offGpu = 0;
+  double limited = allToAllSeconds(wide, twoNodes, 32, 8, 128, 1, offGpu);
+  double unlimited = allToAllSeconds(wide, twoNodes, 32, 8, 128, 0, offGpu);
+  // Eight experts over two nodes touch both almost surely: without the limit 4
+  // of 8 copies cross; limited to one node... deduplicated, one copy per remote
+  // node, at most 1 node: (1/2) x 1 copy.
+  CHECK(unlimited == Approx(1e-5 + 32 * 8 * 128 * 0.5 / 10e9));
+  CHECK(limited == Approx(1e-5 + std::max(32 * 128 * 0.5 / 10e9, 32 * 8 * 128 * (15.0 / 16) / 100e9)));
 }
 
 TEST_CASE("Memory per GPU: parameters, gradients and optimizer state by ZeRO stage", "[plan]") {
@@ -222,7 +280,11 @@ TEST_CASE("Memory per GPU: parameters, gradients and optimizer state by ZeRO sta
   double activations = 2 * layerActivationBytes(config, LayerKind::Dense, tr);
   CHECK(m.activations == 2 * activations); // the peak of 2 micro-batches
   CHECK(m.buffers == 4 * (32 * 64 * 2));   // two messages each way in flight
-  CHECK(m.total == m.params + m.grads + m.optimizer + m.activations + m.buffers);
+  // Runtime: the fragmentation margin over the tensors, the CUDA context and
+  // NCCL buffers of two communicators (data parallel, pipeline).
+  double tensors = m.params + m.grads + m.optimizer + m.activations + m.buffers;
+  CHECK(m.runtime == Approx(0.05 * tensors + 0.6e9 + 2 * 268435456.0));
+  CHECK(m.total == Approx(tensors + m.runtime));
   tr.zeroStage = 1;
   CHECK(costsOf(config, tr, l).rankMemory[0].optimizer == 6 * rank0);
   tr.zeroStage = 2;
@@ -243,16 +305,30 @@ TEST_CASE("The step tail: data-parallel all-reduce and the copies' all-reduce", 
   ModelConfig config = llama();
   ModelLayers model = buildLayers(config);
   double rank0 = model.layers[0].storedParams + model.layers[1].storedParams + model.layers[2].storedParams;
+  double rank1 = model.layers[3].storedParams + model.layers[4].storedParams + model.layers[5].storedParams;
   Training tr = training();
   PlanCosts costs = costsOf(config, tr, layout({{0, 3}, {3, 6}}, 4));
-  double grads = 2 * rank0;
-  CHECK(costs.rankTailSeconds[0] == Approx(6 * 1e-6 + 1.5 * grads / 100e9)); // 2(n-1)/n, n = 4
+  // costs.tail is the slowest rank's: rank 1, which holds the head.
+  REQUIRE(rank1 > rank0);
+  double grads = 2 * rank1;
+  // Before overlap: 2(n-1)/n, n = 4. Overlapped with the rank's backward (its
+  // B here is longer), nothing is left exposed.
+  CHECK(costs.tail.dataParallelUnhiddenSeconds == Approx(6 * 1e-6 + 1.5 * grads / 100e9));
+  CHECK(costs.tail.dataParallelSeconds ==
+        Approx(std::max(0.0, costs.tail.dataParallelUnhiddenSeconds - costs.stages[0].B)));
+  // The optimizer step streams master, moments (read and write), the gradient
+  // and the parameter: 2 x 12 + 2 + 2 bytes a parameter.
+  CHECK(costs.rankTailSeconds[1] == Approx(costs.tail.dataParallelSeconds + rank1 * 28 / (1e12 * 0.8)));
+  Training serial = tr;
+  serial.overlapGradReduce = false;
+  CHECK(costsOf(config, serial, layout({{0, 3}, {3, 6}}, 4)).tail.dataParallelSeconds ==
+        Approx(6 * 1e-6 + 1.5 * grads / 100e9));
   CHECK(ringAllReduceSeconds(100, 1, 1, 1) == 0);
   CHECK(reduceScatterSeconds(400, 4, 100, 0) == 3);
   CHECK(allToAllSeconds(400, 4, 100, 0) == 3);
   tr.zeroStage = 2; // reduce-scatter gradients, all-gather parameters
-  CHECK(costsOf(config, tr, layout({{0, 3}, {3, 6}}, 4)).rankTailSeconds[0] ==
-        Approx(6 * 1e-6 + 0.75 * grads / 100e9 + 0.75 * 2 * rank0 / 100e9));
+  CHECK(costsOf(config, tr, layout({{0, 3}, {3, 6}}, 4)).tail.dataParallelUnhiddenSeconds ==
+        Approx(6 * 1e-6 + 0.75 * grads / 100e9 + 0.75 * 2 * rank1 / 100e9));
   ParallelLayout dual = layout({{0, 3}, {3, 6}});
   dual.stageCopyRank = {1, 0};
   PlanCosts copies = costsOf(config, training(), dual);
@@ -264,6 +340,13 @@ TEST_CASE("The step tail: data-parallel all-reduce and the copies' all-reduce", 
   PlanCosts tiedCosts = costsOf(tied, training(), layout({{0, 3}, {3, 6}}));
   CHECK(tiedCosts.tail.copiesSeconds == Approx(2 * 1e-6 + 100 * 64 * 2 / 100e9));
   CHECK(costsOf(tied, training(), layout({{0, 6}})).tail.copiesSeconds == 0);
+  // On one rank the tied head is the embedding matrix: its parameters, like
+  // the model's total (the published count), hold the 100 x 64 table once.
+  ModelLayers tiedModel = buildLayers(tied);
+  CHECK(costsOf(tied, training(), layout({{0, 6}})).rankMemory[0].params == 2 * tiedModel.totalParams);
+  // On two ranks the head's rank keeps its own copy (Megatron's embedding group).
+  PlanCosts split = costsOf(tied, training(), layout({{0, 3}, {3, 6}}));
+  CHECK(split.rankMemory[0].params + split.rankMemory[1].params == 2 * (tiedModel.totalParams + 100 * 64));
 }
 
 TEST_CASE("Plan costs feed the cost model and `--costs` as they are", "[plan]") {
@@ -321,13 +404,22 @@ TEST_CASE("Cluster presets carry the datasheet figures", "[plan]") {
   REQUIRE(h800);
   REQUIRE(h200);
   CHECK(h100->peakFlops == 989e12);
-  CHECK(h100->memoryBytes == 80e9);
+  CHECK(h100->memoryBytes == 81559.0 * 1024 * 1024); // "80GB": what nvidia-smi reports, in MiB
   CHECK(h100->intraNodeBandwidth == 450e9);
   CHECK(h100->interNodeBandwidth == 50e9);
   CHECK(h800->intraNodeBandwidth == 200e9);
-  CHECK(h200->memoryBytes == 141e9);
+  CHECK(h200->memoryBytes == 143771.0 * 1024 * 1024);
   CHECK(h200->gpusPerNode == 8);
-  CHECK_FALSE(clusterPreset("a100"));
+  auto a100 = clusterPreset("a100"), b200 = clusterPreset("b200");
+  REQUIRE(a100);
+  REQUIRE(b200);
+  CHECK(a100->peakFlops == 312e12);     // A100 datasheet, dense BF16
+  CHECK(a100->hbmBandwidth == 2039e9);  // 80GB SXM
+  CHECK(a100->peakFlopsFp8 == 0);       // no FP8 tensor cores
+  CHECK(h100->peakFlopsFp8 == 1979e12);
+  CHECK(h200->hbmBandwidth == 4.8e12);
+  CHECK(b200->peakFlops == 2250e12);
+  CHECK_FALSE(clusterPreset("v100"));
   std::string error;
   auto file = parseCluster(R"({"preset": "h800", "gpus": 2048, "intra_node_bandwidth": 160e9})", "c.json", error);
   INFO(error);
@@ -346,14 +438,17 @@ TEST_CASE("Cluster errors name the field", "[plan]") {
   CHECK(errorOf(R"({"gpus": 8})") == "c.json: field 'gpus_per_node' is missing");
   CHECK(errorOf(R"({"preset": "h100", "gpus": 12})") ==
         "c.json: field 'gpus' is 12, not a whole number of nodes of 8");
-  CHECK(errorOf(R"({"preset": "h100", "sustained_fraction": 1.5})") ==
-        "c.json: field 'sustained_fraction' is 1.5, expected above 0 to 1");
+  CHECK(errorOf(R"({"preset": "h100", "matmul_efficiency": 1.5})") ==
+        "c.json: field 'matmul_efficiency' is 1.5, expected above 0 to 1");
   CHECK(errorOf(R"({"preset": "h100", "memory_bytes": "80GB"})") ==
         "c.json: field 'memory_bytes' must be a number");
+  CHECK(errorOf(R"({"preset": "h100", "peak_flops": 1e3})") == "c.json: field 'peak_flops' must be 1e9 to 1e18 FLOP/s");
+  CHECK(errorOf(R"({"preset": "h100", "intra_node_bandwidth": 10})") ==
+        "c.json: field 'intra_node_bandwidth' must be 1e6 to 1e15 bytes/s");
   CHECK(errorOf(R"({"preset": "h100", "inter_node_bandwidth": 0})").find("'inter_node_bandwidth' is 0") !=
         std::string::npos);
   CHECK(errorOf(R"({"preset": "h100", "nvlink": 1})") == "c.json: field 'nvlink' is not a cluster field");
-  CHECK(errorOf(R"({"preset": "tpu"})") == "c.json: field 'preset' is 'tpu'; known: h100, h800, h200");
+  CHECK(errorOf(R"({"preset": "tpu"})") == "c.json: field 'preset' is 'tpu'; known: a100, h100, h800, h200, b200");
 }
 
 TEST_CASE("Training input: defaults, optimizer bytes and errors", "[plan]") {
@@ -386,7 +481,7 @@ TEST_CASE("Training input: defaults, optimizer bytes and errors", "[plan]") {
 
 TEST_CASE("Cluster and training files are read under the input limit, or name the path", "[plan]") {
   std::string error;
-  CHECK(readCluster("h200", error)->memoryBytes == 141e9);
+  CHECK(readCluster("h200", error)->memoryBytes == 143771.0 * 1024 * 1024);
   CHECK_FALSE(readCluster("no-such-cluster.json", error));
   CHECK(error.find("cannot read 'no-such-cluster.json'") == 0);
   CHECK_FALSE(readTraining("no-such-training.json", error));
@@ -396,7 +491,7 @@ TEST_CASE("Cluster and training files are read under the input limit, or name th
   {
     std::error_code ec;
     llvm::raw_fd_ostream out(path, ec);
-    out << R"({"gpus": 16, "gpus_per_node": 8, "memory_bytes": 80e9, "peak_flops": 989e12,
+    out << R"({"gpus": 16, "gpus_per_node": 8, "memory_bytes": 80e9, "peak_flops": 989e12, "hbm_bandwidth": 3.35e12,
       "intra_node_bandwidth": 450e9, "inter_node_bandwidth": 50e9,
       "intra_node_latency": 5e-6, "inter_node_latency": 1e-5})";
   }
@@ -404,7 +499,7 @@ TEST_CASE("Cluster and training files are read under the input limit, or name th
   llvm::sys::fs::remove(path);
   INFO(error);
   REQUIRE(file);
-  CHECK(file->sustainedFraction == 0.5); // the documented default
-  CHECK(file->sustainedFlops() == 494.5e12);
+  CHECK(file->matmulEfficiency == 0.8); // the documented defaults
+  CHECK(file->busEfficiency == 0.8);
   CHECK(file->nodeOf(9) == 1);
 }

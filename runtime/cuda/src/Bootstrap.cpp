@@ -18,8 +18,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 namespace pipert::cuda {
 
@@ -145,6 +147,18 @@ int acceptRetrying(int listener) {
   }
 }
 
+// What a rank sends back once it holds the id: the magic word and its rank.
+struct IdReceipt {
+  char magic[8] = {'p', 'i', 'p', 'e', 'r', 't', 'O', 'K'};
+  uint32_t rank = 0;
+};
+
+// Rank 0 hands the id to whoever connects and counts the ranks that confirm
+// it (an IdReceipt naming a rank 1..W-1 not seen before), not connections: a
+// stray connection (a port scan, another job's rank, a health check) and a
+// rank that retries cannot take another rank's place, so rank 0 returns only
+// once every rank holds the id. Connections are served side by side (poll),
+// so one that stalls holds up nobody.
 void serveId(const ncclUniqueId &id, int worldSize, int port, const Deadline &deadline) {
   int peers = worldSize - 1;
   Socket listener;
@@ -154,21 +168,59 @@ void serveId(const ncclUniqueId &id, int worldSize, int port, const Deadline &de
                                          std::to_string(port)));
   IdHeader header;
   header.worldSize = uint32_t(worldSize);
-  for (int served = 0; served < peers; ++served) {
-    if (!pollBefore(listener.fd, POLLIN, deadline))
+  std::vector<bool> confirmed(size_t(worldSize), false);
+  int count = 0;
+  std::vector<std::unique_ptr<Socket>> pending; // handed the id, receipt not read yet
+  while (count < peers) {
+    std::vector<pollfd> ready{{listener.fd, POLLIN, 0}};
+    for (auto &peer : pending)
+      ready.push_back({peer->fd, POLLIN, 0});
+    int n = ::poll(ready.data(), nfds_t(ready.size()), deadline.millisecondsLeft());
+    if (n < 0 && errno != EINTR)
+      throw std::runtime_error(systemError("rank 0 cannot wait for the other ranks"));
+    if (n <= 0 && deadline.passed()) {
+      std::string missing;
+      for (int r = 1; r < worldSize && missing.size() < 200; ++r)
+        if (!confirmed[size_t(r)])
+          missing += (missing.empty() ? "" : ", ") + std::to_string(r);
       throw TimeoutError(deadline.timedOut("the other ranks to fetch the NCCL id from rank 0 (" +
-                                           std::to_string(served) + " of " +
-                                           std::to_string(peers) + " did)") +
+                                           std::to_string(count) + " of " +
+                                           std::to_string(peers) + " did; missing: ranks " +
+                                           missing + ")") +
                          ": is every rank started?");
-    Socket peer;
-    peer.fd = acceptRetrying(listener.fd);
-    if (peer.fd < 0 || !writeAll(peer.fd, &header, sizeof header, deadline) ||
-        !writeAll(peer.fd, &id, sizeof id, deadline))
-      throw std::runtime_error(systemError("rank 0 cannot hand out the NCCL id"));
+    }
+    if (n <= 0)
+      continue;
+    // Receipts first: a connection is closed once it has said its piece.
+    for (size_t i = ready.size() - 1; i >= 1; --i) {
+      if (!ready[i].revents)
+        continue;
+      IdReceipt receipt, expected;
+      Deadline brief(std::min(1.0, deadline.secondsLeft())); // a stalled peer waits its turn out
+      if (readAll(pending[i - 1]->fd, &receipt, sizeof receipt, brief) &&
+          std::memcmp(receipt.magic, expected.magic, sizeof receipt.magic) == 0 &&
+          receipt.rank >= 1 && receipt.rank < uint32_t(worldSize) && !confirmed[receipt.rank]) {
+        confirmed[receipt.rank] = true;
+        ++count;
+      }
+      pending.erase(pending.begin() + long(i - 1));
+    }
+    if (ready[0].revents & POLLIN) {
+      auto peer = std::make_unique<Socket>();
+      peer->fd = acceptRetrying(listener.fd);
+      if (peer->fd < 0)
+        throw std::runtime_error(systemError("rank 0 cannot accept a connection"));
+      // A peer that cannot take the id is not a rank of this job: it is dropped.
+      if (writeAll(peer->fd, &header, sizeof header, deadline) &&
+          writeAll(peer->fd, &id, sizeof id, deadline))
+        pending.push_back(std::move(peer));
+      if (pending.size() > size_t(4 * worldSize)) // strays that never answer: the oldest goes
+        pending.erase(pending.begin());
+    }
   }
 }
 
-ncclUniqueId fetchId(const std::string &host, int port, int worldSize,
+ncclUniqueId fetchId(const std::string &host, int port, int rank, int worldSize,
                      const Deadline &deadline) {
   addrinfo hints{}, *found = nullptr;
   hints.ai_socktype = SOCK_STREAM;
@@ -193,7 +245,10 @@ ncclUniqueId fetchId(const std::string &host, int port, int worldSize,
                     : std::string("not a pipert program")) +
               "); is MASTER_PORT shared with another job?");
         }
-        if (readAll(s.fd, &id, sizeof id, deadline)) {
+        IdReceipt receipt;
+        receipt.rank = uint32_t(rank);
+        if (readAll(s.fd, &id, sizeof id, deadline) &&
+            writeAll(s.fd, &receipt, sizeof receipt, deadline)) {
           freeaddrinfo(found);
           return id;
         }
@@ -253,7 +308,7 @@ ncclUniqueId exchangeUniqueId(const ProcessGroup &group, double timeoutSeconds) 
                                  : "MASTER_PORT " + std::to_string(group.masterPort) +
                                        " is not a TCP port");
   if (group.rank != 0)
-    return fetchId(group.masterAddr, group.masterPort, group.worldSize, deadline);
+    return fetchId(group.masterAddr, group.masterPort, group.rank, group.worldSize, deadline);
   ncclUniqueId id;
   PIPERT_NCCL(ncclGetUniqueId(&id), nullptr);
   serveId(id, group.worldSize, group.masterPort, deadline);

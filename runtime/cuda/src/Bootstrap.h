@@ -7,7 +7,9 @@
 // forgetUniqueId, so the next job never reads a stale id — a file left by a
 // crashed job must be deleted).
 // Over TCP the id comes with a magic word and the world size, so a rank that
-// reaches another job's rank 0 on a reused port says so instead of joining it.
+// reaches another job's rank 0 on a reused port says so instead of joining it;
+// each rank answers with its rank, and rank 0 counts distinct ranks, not
+// connections, so a stray or repeated connection cannot take a rank's slot.
 #pragma once
 
 #include "Launcher.h"

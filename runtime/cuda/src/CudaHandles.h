@@ -11,6 +11,7 @@
 #include <nccl.h>
 
 #include <utility>
+#include <vector>
 
 namespace pipert::cuda {
 
@@ -104,6 +105,21 @@ inline UniqueBlas makeBlas() {
 inline void abortComm(UniqueComm &comm) noexcept {
   if (comm.get())
     ncclCommAbort(comm.release());
+}
+
+// Releases the communicators of a process together: when any reports an
+// asynchronous error or unfinished work, every one is aborted before any is
+// destroyed (ncclCommDestroy of a healthy one can wait for a peer that died
+// with the failing one; an abort never waits); else each is destroyed.
+inline void releaseCommunicators(const std::vector<UniqueComm *> &comms) noexcept {
+  bool healthy = true;
+  for (UniqueComm *comm : comms) {
+    ncclResult_t state = ncclInternalError;
+    if (comm->get() && (ncclCommGetAsyncError(comm->get(), &state) != ncclSuccess || state != ncclSuccess))
+      healthy = false;
+  }
+  for (UniqueComm *comm : comms)
+    healthy ? comm->reset() : abortComm(*comm);
 }
 
 } // namespace pipert::cuda

@@ -1,5 +1,6 @@
 #include "NcclExpertExchange.h"
 
+#include "NcclGroup.h"
 #include "NcclWait.h"
 
 #include "pipert/cuda/CudaCheck.h"
@@ -16,7 +17,7 @@ void NcclExpertExchange::allToAll(const void *send, Layout sendLayout, void *rec
   const size_t calls = whole ? 1 : pieces, bytes = whole ? pieces * pieceBytes : pieceBytes;
   const char *from = static_cast<const char *>(send);
   char *to = static_cast<char *>(recv);
-  PIPERT_NCCL(ncclGroupStart(), nullptr);
+  NcclGroup group;
   for (int p = 0; p < size_; ++p)
     for (size_t i = 0; i < calls; ++i) {
       PIPERT_NCCL(ncclSend(from + pieceOffset(sendLayout, p, i, size_, pieces) * pieceBytes, bytes,
@@ -26,14 +27,14 @@ void NcclExpertExchange::allToAll(const void *send, Layout sendLayout, void *rec
                            ncclUint8, p, comm_, stream),
                   comm_);
     }
-  ncclResult_t ended = ncclGroupEnd();
+  ncclResult_t ended = group.end();
   PIPERT_NCCL(ended, comm_);
   if (ended != ncclInProgress)
     return;
   try {
     awaitCommunicators({comm_}, Deadline(timeoutSeconds_), "the expert all-to-all of " + what_,
                        "a peer of the expert group may have died or be running a different program");
-  } catch (const TimeoutError &) {
+  } catch (...) { // a timeout, or an asynchronous error
     abortAll_();
     throw;
   }

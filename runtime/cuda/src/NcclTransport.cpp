@@ -2,6 +2,7 @@
 
 #include "GradientSync.h"
 #include "NcclExpertExchange.h"
+#include "NcclGroup.h"
 #include "NcclWait.h"
 
 #include "pipert/cuda/CudaCheck.h"
@@ -202,18 +203,18 @@ void NcclTransport::connectChannels() {
   UniqueStream stream = makeStream();
   DeviceMemory bytes = allocateDevice(std::max<size_t>(channels_.size(), 1));
   std::vector<ncclComm_t> comms;
-  PIPERT_NCCL(ncclGroupStart(), nullptr);
+  NcclGroup group;
   size_t slot = 0;
   for (auto &[key, end] : channels_) {
     char *byte = static_cast<char *>(bytes.get()) + slot++;
-    bool sender = int(key >> 33) == pipelineRank_;
+    bool sender = channelSender(key) == pipelineRank_;
     if (sender)
       PIPERT_NCCL(ncclSend(byte, 1, ncclUint8, end.peer, end.comm, stream), end.comm);
     else
       PIPERT_NCCL(ncclRecv(byte, 1, ncclUint8, end.peer, end.comm, stream), end.comm);
     comms.push_back(end.comm);
   }
-  ncclResult_t ended = ncclGroupEnd();
+  ncclResult_t ended = group.end();
   PIPERT_NCCL(ended, nullptr);
   std::string what = "the first message on each of the " + std::to_string(channels_.size()) +
                      " NCCL channels of " + whoAmI();
@@ -229,7 +230,7 @@ void NcclTransport::settle(ncclResult_t groupEnd, const std::vector<ncclComm_t> 
   try {
     awaitCommunicators(comms, Deadline(timeoutSeconds_), what + " on " + whoAmI(),
                        "a peer may have died or be running a different program");
-  } catch (const TimeoutError &) {
+  } catch (...) { // a timeout, or an asynchronous error on any communicator
     abort(); // nothing may stay blocked on the peer
     throw;
   }
@@ -245,9 +246,9 @@ const NcclTransport::Endpoint &NcclTransport::endpoint(uint32_t message) const {
 
 void NcclTransport::send(uint32_t id, void *data, size_t bytes, cudaStream_t stream) {
   const Endpoint &end = endpoint(id);
-  PIPERT_NCCL(ncclGroupStart(), nullptr);
+  NcclGroup group;
   PIPERT_NCCL(ncclSend(data, bytes, ncclUint8, end.peer, end.comm, stream), end.comm);
-  ncclResult_t ended = ncclGroupEnd();
+  ncclResult_t ended = group.end();
   PIPERT_NCCL(ended, end.comm);
   settle(ended, {end.comm}, "the ncclSend of message " + std::to_string(id));
   PIPERT_CUDA(cudaFreeAsync(data, stream));
@@ -257,9 +258,9 @@ void *NcclTransport::receive(uint32_t id, size_t bytes, cudaStream_t stream) {
   const Endpoint &end = endpoint(id);
   void *buffer = nullptr;
   PIPERT_CUDA(cudaMallocAsync(&buffer, bytes, stream));
-  PIPERT_NCCL(ncclGroupStart(), nullptr);
+  NcclGroup group;
   PIPERT_NCCL(ncclRecv(buffer, bytes, ncclUint8, end.peer, end.comm, stream), end.comm);
-  ncclResult_t ended = ncclGroupEnd();
+  ncclResult_t ended = group.end();
   PIPERT_NCCL(ended, end.comm);
   settle(ended, {end.comm}, "the ncclRecv of message " + std::to_string(id));
   return buffer;
@@ -269,7 +270,7 @@ void NcclTransport::syncGradients(const std::vector<LocalSyncGroup> &groups, dou
                                   cudaStream_t stream) {
   sumLocalCopies(groups, stream);
   std::vector<ncclComm_t> comms{world_};
-  PIPERT_NCCL(ncclGroupStart(), nullptr);
+  NcclGroup group;
   for (const LocalSyncGroup &g : groups) {
     auto it = syncGroups_.find(g.group);
     if (it == syncGroups_.end())
@@ -282,7 +283,7 @@ void NcclTransport::syncGradients(const std::vector<LocalSyncGroup> &groups, dou
     comms.push_back(it->second);
   }
   PIPERT_NCCL(ncclAllReduce(loss, loss, 1, ncclDouble, ncclSum, world_, stream), world_);
-  ncclResult_t ended = ncclGroupEnd();
+  ncclResult_t ended = group.end();
   PIPERT_NCCL(ended, nullptr);
   settle(ended, comms, "the gradient and loss all-reduces");
   copyFirstToOthers(groups, stream);
@@ -295,7 +296,7 @@ void NcclTransport::syncReplicas(const std::map<int, std::vector<DeviceGradient>
   if (replicas_ == 1)
     return;
   std::vector<ncclComm_t> comms;
-  PIPERT_NCCL(ncclGroupStart(), nullptr);
+  NcclGroup group;
   for (const auto &[chunk, gradients] : byChunk) {
     auto it = expertGroups_.find(chunk);
     if (it == expertGroups_.end())
@@ -307,7 +308,7 @@ void NcclTransport::syncReplicas(const std::map<int, std::vector<DeviceGradient>
                     it->second);
     comms.push_back(it->second);
   }
-  ncclResult_t ended = ncclGroupEnd();
+  ncclResult_t ended = group.end();
   PIPERT_NCCL(ended, nullptr);
   settle(ended, comms, "the all-reduces of gradients over the expert-parallel replicas");
 }
@@ -316,16 +317,35 @@ void NcclTransport::poll() {
   std::vector<ncclComm_t> comms{world_};
   for (const UniqueComm &comm : owned_)
     comms.push_back(comm);
-  communicatorsReady(comms); // throws on an asynchronous error
+  try {
+    communicatorsReady(comms); // throws on an asynchronous error
+  } catch (...) {
+    abort(); // every communicator, before any is destroyed
+    throw;
+  }
 }
 
 void NcclTransport::abort() {
   for (UniqueComm &comm : owned_)
     abortComm(comm);
   abortComm(world_);
+  forgetCommunicators();
+}
+
+void NcclTransport::forgetCommunicators() {
   channels_.clear(); // their communicators are gone
   syncGroups_.clear();
   expertGroups_.clear();
+}
+
+// Healthy communicators are destroyed; if any reports an error or unfinished
+// work, all are aborted first (destroying one can wait on a dead peer).
+NcclTransport::~NcclTransport() {
+  std::vector<UniqueComm *> all{&world_};
+  for (UniqueComm &comm : owned_)
+    all.push_back(&comm);
+  releaseCommunicators(all);
+  forgetCommunicators();
 }
 
 } // namespace pipert::cuda

@@ -16,7 +16,10 @@
 // split and each group call return at once (ncclInProgress) and the host polls
 // ncclCommGetAsyncError against the --timeout deadline (NcclWait.h). A wait
 // that times out aborts every communicator (ncclCommAbort) and throws
-// TimeoutError naming what it waited for.
+// TimeoutError naming what it waited for; so does an asynchronous error on any
+// communicator (poll, or a wait): every one is aborted before any is
+// destroyed, since destroying one can block on a peer that died. Every group
+// call is an NcclGroup, ended even when an exception leaves it.
 #pragma once
 
 #include "Bootstrap.h"
@@ -37,6 +40,7 @@ public:
   // `replicas`: the pipeline replicas of expert parallelism (--ep), 1 without.
   NcclTransport(const Program &program, const ProcessGroup &group, double timeoutSeconds,
                 int replicas = 1);
+  ~NcclTransport() override;
   const char *name() const override { return "nccl"; }
   // The expert group of this rank's chunk `chunk` (needs replicas > 1).
   std::shared_ptr<ExpertExchange> expertExchange(int chunk);
@@ -71,6 +75,7 @@ private:
               const std::string &what);
   const Endpoint &endpoint(uint32_t message) const;
   std::string whoAmI() const; // "rank 3 (world 8)"
+  void forgetCommunicators();  // the maps into communicators that are gone
 
   int rank_, worldSize_;
   int pipelineRank_, replica_, replicas_;

@@ -12,7 +12,10 @@
 //   then the moments' elements if present;
 //   u64 FNV-1a of every byte before it.
 // Any difference (checksum, identity, copy count, stage, name, shape) is a
-// CheckpointError naming the file and what differs.
+// CheckpointError naming the file and what differs. Every number read is
+// checked before use (the step count against kMaxCheckpointSteps, flags 0 or
+// 1); the file must be a regular one (pipert/RegularFile.h) no larger than a
+// checkpoint of this run can be.
 #pragma once
 
 #include "pipert/Optimizer.h"
@@ -24,6 +27,10 @@
 #include <vector>
 
 namespace pipert {
+
+// The most steps a checkpoint may record: a resumed run adds its own steps
+// (at most 2^31) to it without overflow.
+inline constexpr int64_t kMaxCheckpointSteps = int64_t(1) << 62;
 
 struct CheckpointError : std::runtime_error {
   using std::runtime_error::runtime_error;

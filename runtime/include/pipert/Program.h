@@ -11,6 +11,7 @@
 // (it is dependency-free), so compiler and runtime share every struct and name.
 #pragma once
 
+#include "pipert/ChannelKey.h"
 #include "pipert/ProgramFormat.h"
 
 #include <cstddef>
@@ -42,12 +43,7 @@ struct ProgramMessage {
   uint32_t consumerOp;    // op index on `to`
 };
 
-// The channel a message travels on: each (sender, receiver, kind) has its own
-// in-order stream on both ends and its own posting order. Compiler (deadlock
-// check, simulator, stream lowering) and runtime (transports) key channels alike.
-constexpr uint64_t channelKey(int32_t from, int32_t to, bool gradient) {
-  return (uint64_t(uint32_t(from)) << 33) | (uint64_t(uint32_t(to)) << 1) | uint64_t(gradient);
-}
+// The channel a message travels on (pipert/ChannelKey.h).
 constexpr uint64_t channelKey(const ProgramMessage &m) {
   return channelKey(m.from, m.to, m.gradient != kActivationMessage);
 }

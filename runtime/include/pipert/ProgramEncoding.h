@@ -13,9 +13,9 @@
 // Entries are delta-coded against a prediction the decoder repeats (an op from
 // the last op of its kind and chunk, a message from the last on its channel, a
 // command's stream from its context and its argument from the series it
-// continues; ProgramEncoding.cpp) and lead with a byte saying which fields
-// differ, so a regular schedule costs little more than a byte per op, message
-// and command: DualPipeV at P = 64, M = 512 (2.3 million entries) is 3.3 MB.
+// continues; runtime/src/ProgramFields.h describes every field once) and lead
+// with a byte saying which fields differ, so a regular schedule costs little
+// more than a byte per op, message and command: DualPipeV at P = 64, M = 512 (2.3 million entries) is 3.3 MB.
 //
 // The decoder trusts nothing: truncation, an overlong varint, a value out of
 // its field's range, a count larger than the bytes left, or trailing bytes are

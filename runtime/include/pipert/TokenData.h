@@ -21,10 +21,15 @@
 
 namespace pipert {
 
+// The largest --data file a program reads: it is held in memory whole (and its
+// ids widened to 32 bits), so a larger one is refused naming its size.
+inline constexpr uint64_t kMaxTokenDataBytes = uint64_t(4) << 30;
+
 class TokenData {
 public:
   // Reads `path`; `bytesPerToken` is 2 or 4. Throws std::invalid_argument naming
-  // the file when it is missing, empty, not a multiple of the element size, or
+  // the file when it is missing, not a regular file (RegularFile.h), larger
+  // than kMaxTokenDataBytes, empty, not a multiple of the element size, or
   // shorter than one sequence plus its next token.
   TokenData(const std::string &path, int bytesPerToken, int sequenceLength);
   TokenData(std::vector<uint32_t> tokens, int sequenceLength); // tests

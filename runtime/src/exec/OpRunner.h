@@ -42,7 +42,8 @@ public:
   OpRunner(const Program &program, const RunOptions &options, const ModelSpec &model,
            const BatchSpec &batch, int replica, ExpertGroups<T> *experts)
       : program_(program), options_(options), batch_(batch),
-        dataOffset_(replica * program.numMicrobatches), payloads_(program.numMessages) {
+        dataOffset_(replica * program.numMicrobatches), pools_(program.numRanks),
+        payloads_(program.numMessages) {
     constexpr uint32_t kNone = ~0u;
     for (int r = 0; r < program.numRanks; ++r) {
       ranks_.push_back(std::make_unique<RankState>());
@@ -137,15 +138,21 @@ public:
       peaks.push_back(rank->peak.load());
     return peaks;
   }
+  // Ops of a step cut short (a failed run): those that started, an unfinished
+  // one up to now.
   std::vector<OpTiming> timings() const {
     std::vector<OpTiming> out;
+    double now = micros();
     for (size_t r = 0; r < ranks_.size(); ++r)
-      for (uint32_t i = 0; i < ranks_[r]->losses.size(); ++i)
-        out.push_back({int(r), i, ranks_[r]->ops[i].start, ranks_[r]->ops[i].end});
+      for (uint32_t i = 0; i < ranks_[r]->losses.size(); ++i) {
+        const OpState &op = ranks_[r]->ops[i];
+        if (op.started.load())
+          out.push_back({int(r), i, op.start, op.partsDone >= 4 ? op.end : now});
+      }
     return out;
   }
 
-  PoolStats poolStats() const { return pool_.stats(); }
+  PoolStats poolStats() const { return pools_.stats(); }
   void setDataStep(int64_t step) { batch_.step = step; }
 
   // Stage objects by rank, then chunk.
@@ -254,16 +261,16 @@ private:
       if (op.stage > 0)
         state.input = take(r, i, false, op.stage - 1, op.microbatch);
       else if (!empty)
-        state.input = pool_.adopt(microBatchInput<T>(batch_, dataOffset_ + op.microbatch));
-      state.output = empty ? Tensor<T>(1, 1) : pool_.acquire(rows, cols);
+        state.input = pools_[r].adopt(microBatchInput<T>(batch_, dataOffset_ + op.microbatch));
+      state.output = empty ? Tensor<T>(1, 1) : pools_[r].acquire(rows, cols);
       break;
     case OpCode::B:
     case OpCode::I:
       if (op.stage < last)
         state.input = take(r, i, true, op.stage + 1, op.microbatch);
       else if (!empty)
-        state.input = lossGradient(rank, i, op);
-      state.output = empty ? Tensor<T>(1, 1) : pool_.acquire(rows, cols);
+        state.input = lossGradient(r, i, op);
+      state.output = empty ? Tensor<T>(1, 1) : pools_[r].acquire(rows, cols);
       break;
     case OpCode::W:
       break;
@@ -271,15 +278,16 @@ private:
   }
 
   // The last stage's backward starts from the loss of its forward's output.
-  Tensor<T> lossGradient(RankState &rank, uint32_t i, const ProgramOp &op) {
+  Tensor<T> lossGradient(int r, uint32_t i, const ProgramOp &op) {
+    RankState &rank = *ranks_[r];
     Tensor<T> output = std::move(rank.lastOutputs[size_t(op.microbatch)]);
     if (output.empty())
       throw std::logic_error("backward of micro-batch " + std::to_string(op.microbatch) +
                              " before its forward's output");
     Tensor<T> target = microBatchTarget<T>(batch_, dataOffset_ + op.microbatch);
-    Tensor<T> gradOutput = pool_.acquire(output.rows(), output.cols());
+    Tensor<T> gradOutput = pools_[r].acquire(output.rows(), output.cols());
     rank.losses[i] = lossAndGrad(batch_.loss, output, target, gradOutput);
-    pool_.release(std::move(output));
+    pools_[r].release(std::move(output));
     return gradOutput;
   }
 
@@ -316,7 +324,7 @@ private:
     OpState &state = rank.ops[i];
     int last = program_.numStages - 1;
     if (!options_.empty) // --model empty: 1x1 stand-ins, not the pool's
-      pool_.release(std::move(state.input)); // the stage keeps what its backward needs
+      pools_[r].release(std::move(state.input)); // the stage keeps what its backward needs
     if (op.kind == OpCode::F) {
       if (op.stage == last)
         rank.lastOutputs[size_t(op.microbatch)] = std::move(state.output);
@@ -326,7 +334,7 @@ private:
       if (op.stage > 0)
         deliver(r, i, true, op.stage, op.microbatch, std::move(state.output));
       else if (!options_.empty)
-        pool_.release(std::move(state.output));
+        pools_[r].release(std::move(state.output));
     }
     state.input = Tensor<T>();
     state.output = Tensor<T>();
@@ -337,7 +345,7 @@ private:
   const RunOptions &options_;
   BatchSpec batch_;
   int dataOffset_; // this replica's first micro-batch in `batch_`
-  ActivationPool<T> pool_; // the buffers that flow between stages, shared by the ranks
+  RankPools<T> pools_; // the buffers that flow between stages, one pool per rank
   std::vector<std::unique_ptr<RankState>> ranks_;
   std::vector<Tensor<T>> payloads_; // per message: from its producer's last part to its consumer's first
   std::chrono::steady_clock::time_point start_;

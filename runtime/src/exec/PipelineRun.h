@@ -58,6 +58,11 @@ public:
   }
 
   PoolStats poolStats() const { return ops_.poolStats(); }
+  // The ops of the last step that started (after a failure: as far as it got).
+  std::vector<OpTiming> timings() const { return ops_.timings(); }
+  // After a failure: a worker is left inside a stage that never returned, so
+  // this replica must not be destroyed (its stages are in use).
+  bool stuck() const { return engine_.stuck(); }
   // Token data: the step whose micro-batches the next step draws.
   void setDataStep(int64_t step) { ops_.setDataStep(step); }
   // Every stage object this replica holds (replicated stages: each copy), by

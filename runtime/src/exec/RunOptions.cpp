@@ -1,7 +1,5 @@
 #include "exec/RunOptions.h"
 
-#include "exec/Watchdog.h"
-
 #include "pipert/ExitStatus.h"
 #include "pipert/SharedOptions.h"
 #include "pipert/StageRegistry.h"
@@ -10,10 +8,6 @@
 #include <cstdlib>
 
 namespace pipert {
-
-// The watchdog and a failing rank end the program themselves, with the
-// statuses the help lists.
-static_assert(kWatchdogExit == kExitTimeout && kRankErrorExit == kExitDeviceError);
 
 // The CPU program's own options; the rest are shared with the CUDA program.
 static const OptionParser &parser() {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <thread>
 
 namespace pipert {
 
@@ -32,9 +33,20 @@ StreamEngine::StreamEngine(const Program &program, const StreamProgram &streams,
 
 StreamEngine::~StreamEngine() {
   stopping_.store(true);
-  for (auto &worker : workers_) {
+  failed_.store(true); // a step still running (another replica failed) is abandoned
+  for (auto &worker : workers_)
     worker->waker.wake();
-    worker->thread.join();
+  // After a failure a worker may still be inside a stage: one that returns
+  // within the timeout is joined, one that does not is left behind (the
+  // program is ending; see stuck()).
+  Clock::time_point deadline = Clock::now() + watchdog_.timeout();
+  for (auto &worker : workers_) {
+    while (worker->heart.running.load() && Clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (worker->heart.running.load())
+      worker->thread.detach();
+    else
+      worker->thread.join();
   }
 }
 
@@ -62,6 +74,7 @@ void StreamEngine::build(const StreamProgram &programs) {
       if (options_.streamThreads || workers_.empty() || workers_.back()->streams.front()->rank != r)
         workers_.push_back(std::make_unique<Worker>());
       workers_.back()->streams.push_back(stream);
+      stream->worker = workers_.back().get();
       workerOf[r][stream->index] = workers_.back().get();
     }
     events_.push_back(std::make_unique<std::atomic<uint64_t>[]>(rank.numEvents));
@@ -120,8 +133,81 @@ void StreamEngine::start() {
 }
 
 void StreamEngine::wait() {
+  std::vector<Pulse> pulses(workers_.size());
+  Clock::time_point now = Clock::now();
+  for (size_t w = 0; w < workers_.size(); ++w)
+    pulses[w] = {workers_[w]->heart.beats.load(), now};
   std::unique_lock<std::mutex> lock(doneMutex_);
-  done_.wait(lock, [&] { return running_.load() == 0; });
+  auto over = [&] { return running_.load() == 0 || failed_.load(); };
+  while (!done_.wait_for(lock, watchdog_.tick(), over)) {
+    lock.unlock();
+    checkHeartbeats(pulses);
+    lock.lock();
+  }
+  if (!failed_.load())
+    return;
+  // Every worker that can stop does (parked ones are woken, a Run in progress
+  // ends): then what the step left is safe to read for the trace.
+  Clock::time_point deadline = Clock::now() + watchdog_.timeout();
+  auto quiet = [&] {
+    size_t inRun = 0;
+    for (auto &worker : workers_)
+      inRun += worker->heart.running.load() != nullptr;
+    return running_.load() <= inRun;
+  };
+  while (!quiet() && Clock::now() < deadline)
+    done_.wait_for(lock, watchdog_.tick());
+  throw RunFailure(*failure_);
+}
+
+bool StreamEngine::stuck() const {
+  if (!failed_.load())
+    return false;
+  for (auto &worker : workers_)
+    if (worker->heart.running.load())
+      return true;
+  return false;
+}
+
+void StreamEngine::fail(const RunFailure &failure) {
+  {
+    std::lock_guard<std::mutex> lock(doneMutex_);
+    if (!failure_)
+      failure_ = std::make_unique<RunFailure>(failure);
+    failed_.store(true);
+    done_.notify_all();
+  }
+  for (auto &worker : workers_)
+    worker->waker.wake();
+}
+
+bool StreamEngine::anyWorkerInRun() const {
+  for (auto &worker : workers_)
+    if (worker->heart.running.load())
+      return true;
+  return false;
+}
+
+void StreamEngine::checkHeartbeats(std::vector<Pulse> &pulses) {
+  Clock::time_point now = Clock::now();
+  for (size_t w = 0; w < workers_.size(); ++w) {
+    Worker &worker = *workers_[w];
+    uint64_t beats = worker.heart.beats.load(std::memory_order_acquire);
+    if (beats != pulses[w].beats) {
+      pulses[w] = {beats, now};
+      continue;
+    }
+    const StreamCommand *command = worker.heart.running.load();
+    if (beats % 2 == 0 || !command || now - pulses[w].since < watchdog_.timeout())
+      continue;
+    int rank = worker.heart.rank.load();
+    std::string part = command->part == RunPart::Whole
+                           ? ""
+                           : std::string(" (part ") + runPartName(command->part) + ")";
+    fail(watchdog_.failure("rank " + std::to_string(rank) + " is stuck in a stage: " +
+                           describeOp(program_, rank, command->arg) + part + " has not returned"));
+    return;
+  }
 }
 
 void StreamEngine::workerMain(Worker &worker) {
@@ -137,8 +223,10 @@ void StreamEngine::workerMain(Worker &worker) {
     step = step_.load();
     try {
       runStep(worker, step);
+    } catch (const RunFailure &failure) {
+      fail(failure);
     } catch (const std::exception &e) {
-      rankFailed(worker.streams.front()->rank, e.what());
+      fail(rankFailure(worker.streams.front()->rank, e.what()));
     }
     if (running_.fetch_sub(1) == 1) {
       std::lock_guard<std::mutex> lock(doneMutex_);
@@ -157,6 +245,8 @@ void StreamEngine::runStep(Worker &worker, uint64_t step) {
   Clock::time_point stuckSince;
   for (;;) {
     uint64_t seen = worker.waker.epoch();
+    if (failed_.load(std::memory_order_relaxed))
+      return; // the run is over: another worker failed
     bool moved = false, finished = true;
     for (Stream *s : worker.streams) {
       moved |= advance(*s, step);
@@ -183,9 +273,15 @@ void StreamEngine::runStep(Worker &worker, uint64_t step) {
         continue;
       // A stream held by its own rank's event (with stream threads) waits one
       // more timeout: the worker waiting on the missing message names it.
+      // A worker inside a Run all this time may be what this one waits for:
+      // its heartbeat names it (checkHeartbeats), so this one waits on.
+      if (anyWorkerInRun())
+        continue;
       auto [onMessage, report] = blockedReport(worker);
-      if (onMessage || deferred)
-        watchdog_.fire(report);
+      if (onMessage || deferred) {
+        fail(watchdog_.failure(report));
+        return;
+      }
       deferred = true;
     }
   }
@@ -198,9 +294,25 @@ bool StreamEngine::advance(Stream &stream, uint64_t step) {
     Entry &e = stream.entries[stream.head];
     const StreamCommand &c = *e.command;
     switch (c.cmd) {
-    case StreamCmd::Run:
+    case StreamCmd::Run: {
+      // The heartbeat: odd while inside the stage (a relaxed count the owner
+      // alone writes; checkHeartbeats reads it).
+      Heartbeat &heart = stream.worker->heart;
+      uint64_t beats = heart.beats.load(std::memory_order_relaxed);
+      heart.rank.store(stream.rank, std::memory_order_relaxed);
+      heart.running.store(&c, std::memory_order_relaxed);
+      heart.beats.store(beats + 1, std::memory_order_release);
+      struct Beat { // the Run ends, returning or throwing
+        Heartbeat &heart;
+        uint64_t beats;
+        ~Beat() {
+          heart.running.store(nullptr, std::memory_order_relaxed);
+          heart.beats.store(beats + 2, std::memory_order_release);
+        }
+      } beat{heart, beats};
       runner_.run(stream.rank, c.arg, c.part);
       break;
+    }
     case StreamCmd::RecordEvent:
       events[c.arg].store(step, std::memory_order_release);
       for (Waker *waker : e.wakes)
@@ -225,10 +337,11 @@ bool StreamEngine::advance(Stream &stream, uint64_t step) {
       if (!e.channel->offered())
         return moved;
       if (e.channel->offeredMessage() != c.arg)
-        rankFailed(stream.rank, "expected " + describeMessage(program_, c.arg) + " (message " +
-                                    std::to_string(c.arg) + ") but the channel delivered message " +
-                                    std::to_string(e.channel->offeredMessage()) +
-                                    ": sends and receives are out of order");
+        throw rankFailure(stream.rank, "expected " + describeMessage(program_, c.arg) +
+                                           " (message " + std::to_string(c.arg) +
+                                           ") but the channel delivered message " +
+                                           std::to_string(e.channel->offeredMessage()) +
+                                           ": sends and receives are out of order");
       e.channel->take();
       break;
     }

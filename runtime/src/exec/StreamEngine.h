@@ -14,8 +14,16 @@
 // Stream threads: one worker per stream, every stream a real thread, as
 // ThreadSanitizer should see them, and what lets a command that blocks inside
 // a stage (the MoE all-to-all of expert parallelism) leave the rank's other
-// streams running. A worker that cannot move for the watchdog's timeout ends
-// the program naming what it waits for.
+// streams running.
+//
+// The watchdog (Watchdog.h) has two eyes. A worker that cannot move for the
+// timeout reports what it waits for. A worker inside a Run keeps a heartbeat
+// (a count bumped as each Run starts and ends), which the thread in wait()
+// reads every tick: a Run that has not returned for the timeout is a stuck
+// stage, named with its op. Either failure, like an exception from a stage,
+// stops every worker and is thrown by wait() as a RunFailure; a worker stuck
+// inside a stage cannot be stopped and is left behind (stuck() says so, and
+// the destructor does not wait for it).
 #pragma once
 
 #include "exec/Channel.h"
@@ -26,6 +34,7 @@
 #include "pipert/StreamProgram.h"
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -61,8 +70,12 @@ public:
 
   // One step: start() lets every worker run its streams from the top, wait()
   // returns when all have finished. Replicas may start() before any wait().
+  // wait() throws the run's RunFailure when a worker failed or the watchdog
+  // fired; the engine then runs no more steps.
   void start();
   void wait();
+  // After a failure: a worker is still inside a stage that never returned.
+  bool stuck() const;
 
   size_t numWorkers() const { return workers_.size(); }
 
@@ -81,11 +94,26 @@ private:
     std::vector<Entry> entries;
     size_t head = 0;
     uint64_t ticket = 0; // a Send's offer not yet taken
+    Worker *worker = nullptr;
+  };
+  // The heartbeat: odd while inside a Run (of `running`, on `rank`). On its
+  // own cache line: the owner writes it around every Run, while other workers
+  // write the Waker's counter beside it to wake this one.
+  struct alignas(64) Heartbeat {
+    std::atomic<uint64_t> beats{0};
+    std::atomic<const StreamCommand *> running{nullptr};
+    std::atomic<int> rank{0};
   };
   struct Worker {
     Waker waker;
     std::vector<Stream *> streams;
     std::thread thread;
+    Heartbeat heart;
+  };
+  // What the thread in wait() last saw of a worker's heartbeat.
+  struct Pulse {
+    uint64_t beats = 0;
+    std::chrono::steady_clock::time_point since;
   };
 
   void build(const StreamProgram &streams);
@@ -93,6 +121,9 @@ private:
   void runStep(Worker &worker, uint64_t step);
   bool advance(Stream &stream, uint64_t step);
   std::pair<bool, std::string> blockedReport(const Worker &worker) const; // (on a message?, what)
+  void fail(const RunFailure &failure); // the first failure wins; every worker stops
+  bool anyWorkerInRun() const;
+  void checkHeartbeats(std::vector<Pulse> &pulses); // fails the run on a stuck Run
 
   const Program &program_;
   CommandRunner &runner_;
@@ -107,6 +138,8 @@ private:
   std::atomic<size_t> running_{0}; // workers still in the step
   std::mutex doneMutex_;
   std::condition_variable done_;
+  std::atomic<bool> failed_{false};
+  std::unique_ptr<RunFailure> failure_; // set once, under doneMutex_
 };
 
 } // namespace pipert

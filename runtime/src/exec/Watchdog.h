@@ -1,19 +1,34 @@
-// Never hang silently: a wait that makes no progress for the watchdog's timeout
-// ends the program with a message naming the rank, the op and what it waited for.
+// Never hang silently: a wait that makes no progress for the watchdog's timeout,
+// or a stage that does not return from a Run for as long, ends the run with a
+// message naming the rank, the op and what it waited for. Nothing here ends
+// the process: the failure is a RunFailure that the stream engine hands to
+// the thread waiting for the step (StreamEngine::wait), which throws it up to
+// the program's top (runProgram), where the trace is written, the cause
+// printed and the exit status (pipert/ExitStatus.h) returned.
 #pragma once
 
+#include "pipert/ExitStatus.h"
 #include "pipert/SharedOptions.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
+#include <stdexcept>
 #include <string>
 
 namespace pipert {
 
-constexpr int kWatchdogExit = 3;
-constexpr int kRankErrorExit = 4;
+// A run that cannot go on: what() is the message after "pipert: ", status()
+// the exit status it ends the program with.
+class RunFailure : public std::runtime_error {
+public:
+  RunFailure(int status, const std::string &message)
+      : std::runtime_error(message), status_(status) {}
+  int status() const { return status_; }
+
+private:
+  int status_;
+};
 
 class Watchdog {
 public:
@@ -24,17 +39,20 @@ public:
         std::chrono::duration<double>(seconds_));
   }
 
-  std::chrono::steady_clock::time_point deadline() const {
-    return std::chrono::steady_clock::now() + timeout_;
-  }
-
   std::chrono::steady_clock::duration timeout() const { return timeout_; }
 
-  [[noreturn]] void fire(const std::string &what) const {
-    std::fprintf(stderr, "pipert: watchdog: %s; no progress for %g s, aborting\n", what.c_str(),
-                 seconds_);
-    std::fflush(stderr);
-    std::_Exit(kWatchdogExit);
+  // How often the thread waiting for a step looks at the workers' heartbeats:
+  // often enough that a stuck stage is named within an eighth of the timeout.
+  std::chrono::steady_clock::duration tick() const {
+    return std::clamp<std::chrono::steady_clock::duration>(timeout_ / 8, std::chrono::milliseconds(1),
+                                                           std::chrono::milliseconds(100));
+  }
+
+  RunFailure failure(const std::string &what) const {
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%g", seconds_);
+    return RunFailure(kExitTimeout, "watchdog: " + what + "; no progress for " + seconds +
+                                        " s, aborting");
   }
 
 private:
@@ -42,12 +60,10 @@ private:
   std::chrono::steady_clock::duration timeout_;
 };
 
-// An error inside a rank's work (a broken invariant in a stage): report and stop
-// the whole program, since the other ranks would otherwise wait for it.
-[[noreturn]] inline void rankFailed(int rank, const std::string &what) {
-  std::fprintf(stderr, "pipert: rank %d failed: %s\n", rank, what.c_str());
-  std::fflush(stderr);
-  std::_Exit(kRankErrorExit);
+// An error inside a rank's work (a broken invariant in a stage): the whole run
+// stops, since the other ranks would otherwise wait for it.
+inline RunFailure rankFailure(int rank, const std::string &what) {
+  return RunFailure(kExitDeviceError, "rank " + std::to_string(rank) + " failed: " + what);
 }
 
 } // namespace pipert

@@ -46,8 +46,11 @@ void checkModule(const ModuleInfo &info, const std::string &file, int s, int num
                                 (info.dtype == "float64" ? "fp64" : "fp32"));
 }
 
-// The module's samples (its input shape without the batch dimension) must tile a micro-batch.
-void checkInputShape(const ModuleInfo &info, const std::string &file, int tokens) {
+// The module's samples (its input shape without the batch dimension) must tile
+// a micro-batch; a module with a sequence dimension ([batch, seq] token ids,
+// [batch, seq, hidden] activations) must have been exported for --seq, or a
+// micro-batch would be cut into other sequences than the data's.
+void checkInputShape(const ModuleInfo &info, const std::string &file, int tokens, int sequenceLength) {
   if (info.inputShape.size() < 2 || info.inputShape[0] != -1 || info.inputWidth <= 0)
     throw std::invalid_argument(file + ": no input shape recorded for the stage's first module");
   int64_t rowsPerSample = 1;
@@ -59,13 +62,20 @@ void checkInputShape(const ModuleInfo &info, const std::string &file, int tokens
     throw std::invalid_argument(file + ": the module takes samples of " + std::to_string(rowsPerSample) +
                                 " tokens; a micro-batch of " + std::to_string(tokens) +
                                 " tokens (--seq x --micro-batch-size) is not a whole number of them");
+  size_t sequenceDims = info.inputShape.size() - 1 - (info.tokenIds ? 0 : 1);
+  if (sequenceDims >= 1 && rowsPerSample != sequenceLength)
+    throw std::invalid_argument(file + ": the module was exported for sequences of " +
+                                std::to_string(rowsPerSample) + " tokens, and this run is --seq " +
+                                std::to_string(sequenceLength) + ": run with --seq " +
+                                std::to_string(rowsPerSample) + ", or export for " +
+                                std::to_string(sequenceLength));
 }
 
 } // namespace
 
 template <typename T>
 std::unique_ptr<Stage<T>> loadTorchStage(const ModuleLoader &loader, const std::string &dir, int s,
-                                         int numStages, int tokens, uint64_t seed) {
+                                         int numStages, int tokens, int sequenceLength, uint64_t seed) {
   if (!fs::is_directory(dir))
     throw std::invalid_argument("--model-path '" + dir + "' is not a directory of exported stages "
                                 "(write one with runtime/torch/pipec_torch_export.py)");
@@ -88,18 +98,20 @@ std::unique_ptr<Stage<T>> loadTorchStage(const ModuleLoader &loader, const std::
       throw std::invalid_argument("'" + dir + "' has stage_" + std::to_string(s) + ".attention" +
                                   loader.extension() + " but not " + fs::path(file).filename().string() +
                                   ": a stage in parts needs all four (attention, dispatch, mlp, combine)");
+    if (!fs::is_regular_file(file)) // a FIFO or a device would block or never end
+      throw std::invalid_argument(file + " is not a regular file");
     modules.push_back(loader.load(file));
     checkModule(modules.back()->info(), file, s, numStages, part, dtype);
   }
-  checkInputShape(modules.front()->info(), stageFile(dir, s, parts.front(), loader), tokens);
+  checkInputShape(modules.front()->info(), stageFile(dir, s, parts.front(), loader), tokens, sequenceLength);
   if (modules.back()->info().outputWidth <= 0)
     throw std::invalid_argument(stageFile(dir, s, parts.back(), loader) + ": no output width recorded");
   return std::make_unique<TorchStage<T>>(std::move(modules), StageInit{seed, s});
 }
 
 template std::unique_ptr<Stage<float>> loadTorchStage<float>(const ModuleLoader &, const std::string &, int, int,
-                                                             int, uint64_t);
+                                                             int, int, uint64_t);
 template std::unique_ptr<Stage<double>> loadTorchStage<double>(const ModuleLoader &, const std::string &, int,
-                                                               int, int, uint64_t);
+                                                               int, int, int, uint64_t);
 
 } // namespace pipert::torchstage

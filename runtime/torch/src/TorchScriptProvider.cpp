@@ -9,7 +9,8 @@ namespace {
 
 template <typename T> StageMaker<T> maker() {
   return [](const StageRequest &r) {
-    return loadTorchStage<T>(*torchScriptLoader(), r.path, r.stageIndex, r.numStages, r.tokens, r.seed);
+    return loadTorchStage<T>(*torchScriptLoader(), r.path, r.stageIndex, r.numStages, r.tokens, r.sequenceLength,
+                             r.seed);
   };
 }
 

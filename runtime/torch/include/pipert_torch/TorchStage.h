@@ -76,9 +76,10 @@ extern template class TorchStage<double>;
 
 // Loads stage `stageIndex` of `numStages` from `dir` with `loader`: DIR/stage_<s>.pt,
 // else the four DIR/stage_<s>.<part>.pt. Throws std::invalid_argument for a
-// missing directory or file, a file of another stage count, stage or dtype.
+// missing directory or file, a file of another stage count, stage or dtype, or
+// a module exported for another sequence length than `sequenceLength` (--seq).
 template <typename T>
 std::unique_ptr<Stage<T>> loadTorchStage(const ModuleLoader &loader, const std::string &dir, int stageIndex,
-                                         int numStages, int tokens, uint64_t seed);
+                                         int numStages, int tokens, int sequenceLength, uint64_t seed);
 
 } // namespace pipert::torchstage

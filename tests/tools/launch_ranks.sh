@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Starts one process per pipeline rank of an emitted CUDA program with the
-# environment a launcher gives it, for the NCCL tests of this folder:
+# environment a launcher gives it: the one launcher of the multi-process lit
+# tests (lit's %launch_ranks; tests/lit/runtime/nccl-*.test and the
+# tests/lit/codegen/cuda-* tests over the host NCCL):
 #   launch_ranks.sh LAUNCHER [--only "R ..."] N LOG EXE ARGS...
 # LAUNCHER is one of
 #   torchrun  RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT

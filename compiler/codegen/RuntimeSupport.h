@@ -1,0 +1,18 @@
+// What the language can say that the runtimes cannot yet run.
+//
+// `sizes` (micro-batches of different sizes) are checked and simulated, but
+// the CPU and CUDA runtimes and PyTorch's CSV format give every micro-batch the
+// same size. Emitting a program (or a CSV) for such a schedule would run
+// something other than what was checked, so it is refused by name instead.
+#pragma once
+
+#include "diag/Diagnostics.h"
+#include "elab/ScheduleIR.h"
+
+namespace pipec {
+
+// Reports [RuntimeUnsupported] at the construct `what` ("a program", "a PyTorch
+// CSV") cannot express. False if it reported.
+bool checkRuntimeSupport(const ScheduleIR &ir, const char *what, DiagnosticEngine &diags);
+
+} // namespace pipec

@@ -1,0 +1,83 @@
+#include "plan/CandidateJson.h"
+
+#include <cmath>
+#include <string>
+
+namespace pipec::plan {
+
+const char *recomputeName(Recompute r) {
+  switch (r) {
+  case Recompute::None:
+    return "none";
+  case Recompute::Selective:
+    return "selective";
+  case Recompute::Full:
+    return "full";
+  }
+  return "none";
+}
+
+void writeNumber(llvm::json::OStream &j, llvm::StringRef key, double value) {
+  if (std::isfinite(value))
+    j.attribute(key, value);
+  else
+    j.attribute(key, nullptr);
+}
+
+void writeCostsObject(const PlanCosts &costs, llvm::json::OStream &j) {
+  for (const CostOverride &cost : toCostOverrides(costs))
+    writeNumber(j, cost.name + "[" + std::to_string(cost.stage) + "]", cost.value);
+}
+
+void writeCandidateAttributes(const Candidate &c, CandidateFields fields, llvm::json::OStream &j) {
+  bool plan = fields == CandidateFields::Plan;
+  const ParallelSizes &l = c.layout;
+  writeNumber(j, "bubble_fraction", c.bubbleFraction);
+  j.attribute("context_parallel", l.cp);
+  if (plan)
+    j.attributeObject("costs", [&] { writeCostsObject(c.costs, j); });
+  j.attribute("data_parallel", l.dp);
+  j.attribute("expert_parallel", l.ep);
+  j.attribute("fits", c.fits);
+  writeNumber(j, "gpu_hours_per_million_tokens", c.gpuHoursPerMillionTokens);
+  writeNumber(j, "memory_bytes_per_gpu", c.memory.total);
+  j.attributeObject("memory_parts", [&] {
+    writeNumber(j, "activations", c.memory.activations);
+    writeNumber(j, "buffers", c.memory.buffers);
+    writeNumber(j, "grads", c.memory.grads);
+    writeNumber(j, "optimizer", c.memory.optimizer);
+    writeNumber(j, "params", c.memory.params);
+    writeNumber(j, "runtime", c.memory.runtime);
+  });
+  writeNumber(j, "mfu", c.mfu);
+  j.attribute("micro_batch_size", l.mbs);
+  if (plan) {
+    j.attribute("name", c.name);
+    j.attributeObject("params", [&] {
+      for (const auto &[name, value] : c.params)
+        j.attribute(name, value);
+    });
+  }
+  // Where the busiest rank's step goes, and the mean bubble: why it is as fast as it is.
+  j.attributeObject("parts_s", [&] {
+    writeNumber(j, "bubble", c.makespan * c.bubbleFraction);
+    writeNumber(j, "compute", c.parts.compute);
+    writeNumber(j, "cp", c.parts.cp);
+    writeNumber(j, "dp", c.parts.dp);
+    writeNumber(j, "ep", c.parts.ep);
+    writeNumber(j, "optimizer", c.parts.optimizer);
+    writeNumber(j, "pp", c.parts.pp);
+    writeNumber(j, "tp", c.parts.tp);
+  });
+  j.attribute("pipeline_parallel", l.pp);
+  j.attribute("recompute", recomputeName(c.training.recompute));
+  if (plan)
+    j.attribute("schedule", c.schedule);
+  writeNumber(j, "step_time_s", c.stepTime);
+  writeNumber(j, "tail_s", c.tailSeconds);
+  j.attribute("tensor_parallel", l.tp);
+  writeNumber(j, "tokens_per_second", c.tokensPerSecond);
+  j.attribute("zero_stage", int64_t(c.training.zeroStage));
+}
+
+} // namespace pipec::plan

@@ -1,0 +1,119 @@
+#include "plan/ScheduleCache.h"
+
+namespace pipec::plan {
+
+namespace {
+
+std::string firstError(Compilation &compilation) {
+  for (const Diagnostic &d : compilation.diags().diagnostics())
+    if (d.severity == Severity::Error)
+      return d.message;
+  return "the schedule was refused";
+}
+
+std::shared_ptr<const CompiledSchedule> compile(const std::string &file, int64_t P, int64_t M,
+                                                int64_t v, const ElabLimits &limits,
+                                                std::string &error) {
+  ElabOptions elab;
+  elab.limits = limits;
+  elab.defines.emplace_back("P", P);
+  elab.defines.emplace_back("M", M);
+  if (v > 0)
+    elab.defines.emplace_back("v", v);
+  auto compilation = std::make_unique<Compilation>(file);
+  compilation->diags().setErrorLimit(1);
+  if (!compilation->runAll(elab, CheckOptions{})) {
+    error = firstError(*compilation);
+    return nullptr;
+  }
+  const ScheduleIR &ir = *compilation->ir();
+  if (ir.numRanks < 1 || ir.numStages % ir.numRanks) {
+    error = "stages are not a multiple of ranks";
+    return nullptr;
+  }
+  return prepareCompiled(std::move(compilation));
+}
+
+} // namespace
+
+std::shared_ptr<CompiledSchedule> prepareCompiled(std::unique_ptr<Compilation> compilation) {
+  auto c = std::make_shared<CompiledSchedule>();
+  c->compilation = std::move(compilation);
+  c->compilation->releaseCheckContext();
+  const ScheduleIR &ir = c->ir();
+  c->plan = std::make_shared<const SimulationPlan>(buildSimulationPlan(ir, *c->report().comm));
+  c->loneOps.assign(ir.ranks.size(),
+                    std::vector<std::array<uint32_t, 4>>(size_t(ir.numStages), {0, 0, 0, 0}));
+  for (size_t r = 0; r < ir.ranks.size(); ++r) {
+    c->ops += ir.ranks[r].ops.size();
+    for (const Op &op : ir.ranks[r].ops)
+      if (op.pair == PairRole::None && op.stage >= 0 && op.stage < ir.numStages)
+        ++c->loneOps[r][size_t(op.stage)][size_t(op.kind)];
+  }
+  return c;
+}
+
+std::shared_ptr<const CompiledSchedule> ScheduleCache::get(const std::string &file, int64_t P,
+                                                           int64_t M, int64_t v,
+                                                           const ElabLimits &limits,
+                                                           std::string &error) {
+  Key key{file, P, M, v};
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = entries_.find(key);
+    if (it != entries_.end()) {
+      error = it->second.error;
+      return it->second.compiled;
+    }
+  }
+  // Compiled outside the lock: other sizes compile meanwhile. Within one plan
+  // each key is one group, so two threads never compile the same key.
+  std::string why;
+  std::shared_ptr<const CompiledSchedule> compiled = compile(file, P, M, v, limits, why);
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++compilations_;
+  auto [it, added] = entries_.try_emplace(key, Entry{compiled, why});
+  if (added) {
+    order_.push_back(key);
+    if (compiled)
+      cachedOps_ += compiled->ops;
+    evict();
+  }
+  error = it->second.error;
+  return it->second.compiled;
+}
+
+void ScheduleCache::evict() {
+  for (auto it = order_.begin(); cachedOps_ > opBudget_ && it != order_.end();) {
+    auto entry = entries_.find(*it);
+    // Refusals cost nothing to keep; schedules in use stay until released.
+    if (!entry->second.compiled || entry->second.compiled.use_count() > 1) {
+      ++it;
+      continue;
+    }
+    cachedOps_ -= entry->second.compiled->ops;
+    entries_.erase(entry);
+    it = order_.erase(it);
+  }
+}
+
+std::vector<std::string> ScheduleCache::parameterNames(const std::string &file,
+                                                       std::string &error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = names_.find(file);
+  if (it == names_.end()) {
+    Compilation probe(file);
+    std::vector<std::string> names;
+    std::string why;
+    if (probe.load() && probe.parse())
+      for (const ast::Param &p : probe.ast()->params)
+        names.push_back(p.var.name);
+    else
+      why = firstError(probe);
+    it = names_.emplace(file, std::make_pair(std::move(names), std::move(why))).first;
+  }
+  error = it->second.second;
+  return it->second.first;
+}
+
+} // namespace pipec::plan

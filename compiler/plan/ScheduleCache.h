@@ -1,0 +1,75 @@
+// Compiled schedules of one planning session, keyed by (file, P, M, v): each
+// distinct size of a schedule file is parsed, elaborated and checked once, and
+// reused by every layout of that size, by every re-plan of a remedy and by
+// `sim --model`. A refusal (a failed `require`, a check) is cached too. Entries
+// not in use are dropped, oldest first, once the cached schedules together
+// exceed an op budget, so a long search does not hold every IR it built.
+#pragma once
+
+#include "elab/Elaborator.h"
+#include "frontend/Compilation.h"
+#include "sim/Simulator.h"
+
+#include <array>
+#include <cstdint>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace pipec::plan {
+
+// One schedule at one size, ready to be costed and simulated many times.
+struct CompiledSchedule {
+  std::unique_ptr<Compilation> compilation; // ir() and report() are set
+  std::shared_ptr<const SimulationPlan> plan;
+  uint64_t ops = 0;
+  // Lone ops (not halves of an overlap pair) per rank, kind (F, B, I, W) and
+  // stage: the busy time they need is a lower bound on the makespan.
+  std::vector<std::vector<std::array<uint32_t, 4>>> loneOps; // [rank][stage][kind]
+  const ScheduleIR &ir() const { return *compilation->ir(); }
+  const CheckReport &report() const { return *compilation->report(); }
+};
+
+// A compilation that ran every phase (ir() and report() set), made ready to be
+// costed and simulated: its simulation plan and lone-op counts. `pipec sim`
+// prepares its own compilation this way, so it compiles once.
+std::shared_ptr<CompiledSchedule> prepareCompiled(std::unique_ptr<Compilation> compilation);
+
+class ScheduleCache {
+public:
+  explicit ScheduleCache(uint64_t opBudget = 8'000'000) : opBudget_(opBudget) {}
+
+  // The schedule `file` at P, M (and v when > 0), elaborated under `limits`;
+  // null with `error` set (the first error's message) when it is refused.
+  std::shared_ptr<const CompiledSchedule> get(const std::string &file, int64_t P, int64_t M,
+                                              int64_t v, const ElabLimits &limits,
+                                              std::string &error);
+
+  // The parameter names `file` declares (parsed once); empty with `error` set
+  // when it cannot be read or parsed.
+  std::vector<std::string> parameterNames(const std::string &file, std::string &error);
+
+  size_t compilations() const { return compilations_; } // elaborations run, refused ones too
+
+private:
+  using Key = std::tuple<std::string, int64_t, int64_t, int64_t>;
+  struct Entry {
+    std::shared_ptr<const CompiledSchedule> compiled;
+    std::string error;
+  };
+  void evict(); // with mutex_ held
+
+  uint64_t opBudget_;
+  uint64_t cachedOps_ = 0;
+  size_t compilations_ = 0;
+  std::mutex mutex_;
+  std::map<Key, Entry> entries_;
+  std::list<Key> order_; // insertion order, for eviction
+  std::map<std::string, std::pair<std::vector<std::string>, std::string>> names_;
+};
+
+} // namespace pipec::plan

@@ -1,0 +1,142 @@
+// Parsing Megatron-style pipeline layout strings and splitting the layers over
+// the stages, evenly or with set first/last stage counts (StageLayout.h).
+#include "plan/StageLayout.h"
+
+#include <cctype>
+
+namespace pipec::plan {
+
+std::optional<std::vector<int64_t>> parsePipelineLayout(const std::string &layout, std::string &error) {
+  std::vector<std::string> parts{""};
+  for (char c : layout) {
+    if (c == '|')
+      parts.emplace_back();
+    else if (c != ' ')
+      parts.back() += c;
+  }
+  std::vector<int64_t> counts;
+  auto bad = [&](size_t stage, const std::string &why) {
+    error = "pipeline layout '" + layout + "', stage " + std::to_string(stage) + ": " + why;
+    return std::nullopt;
+  };
+  for (size_t s = 0; s < parts.size(); ++s) {
+    const std::string &p = parts[s];
+    int64_t layers = 0;
+    for (size_t i = 0; i < p.size();) {
+      char symbol = p[i++];
+      int64_t repeat = 1;
+      if (i < p.size() && p[i] == '*') {
+        size_t start = ++i;
+        repeat = 0;
+        while (i < p.size() && std::isdigit(static_cast<unsigned char>(p[i])) && repeat < (int64_t(1) << 30))
+          repeat = repeat * 10 + (p[i++] - '0');
+        if (i == start)
+          return bad(s, "'*' needs a count after it");
+        if (i < p.size() && std::isdigit(static_cast<unsigned char>(p[i])))
+          return bad(s, "a repeat count is too large");
+      }
+      if (symbol == 't')
+        layers += repeat;
+      else if (symbol == 'E') {
+        if (s != 0 || repeat != 1)
+          return bad(s, "'E' (the embedding) belongs once on the first stage");
+      } else if (symbol == 'L') {
+        if (s + 1 != parts.size() || repeat != 1)
+          return bad(s, "'L' (the head and loss) belongs once on the last stage");
+      } else
+        return bad(s, std::string("'") + symbol + "' is not E, t, L, '*' or '|'");
+    }
+    counts.push_back(layers);
+  }
+  if (parts.front().find('E') == std::string::npos)
+    return bad(0, "the first stage must hold the embedding 'E'");
+  if (parts.back().find('L') == std::string::npos)
+    return bad(parts.size() - 1, "the last stage must hold the head 'L'");
+  return counts;
+}
+
+std::optional<std::vector<std::pair<size_t, size_t>>>
+stageLayerRanges(const ModelLayers &model, int64_t stages, const Training &training, std::string &error) {
+  int64_t layers = int64_t(model.layers.size()) - 2; // transformer layers
+  if (stages < 1) {
+    error = "stage split: needs at least one stage";
+    return std::nullopt;
+  }
+  std::vector<int64_t> counts;
+  if (!training.pipelineLayout.empty()) {
+    auto parsed = parsePipelineLayout(training.pipelineLayout, error);
+    if (!parsed)
+      return std::nullopt;
+    if (int64_t(parsed->size()) != stages) {
+      error = "pipeline layout '" + training.pipelineLayout + "' names " + std::to_string(parsed->size()) +
+              " stages; the schedule has " + std::to_string(stages);
+      return std::nullopt;
+    }
+    counts = *parsed;
+  } else {
+    int64_t first = training.firstStageLayers, last = training.lastStageLayers;
+    int64_t fixed = 0, freeStages = stages;
+    if (first >= 0) {
+      fixed += first;
+      --freeStages;
+    }
+    if (last >= 0 && stages > 1) {
+      fixed += last;
+      --freeStages;
+    } else if (last >= 0 && first < 0) {
+      fixed += last; // one stage: "last" is the only stage
+      --freeStages;
+    }
+    if (stages == 1 && first >= 0 && last >= 0 && first != last) {
+      error = "stage split: one stage cannot hold " + std::to_string(first) + " and " +
+              std::to_string(last) + " layers";
+      return std::nullopt;
+    }
+    int64_t rest = layers - fixed;
+    if (rest < 0 || (freeStages == 0 && rest != 0) || (freeStages > 0 && rest < freeStages)) {
+      error = "stage split: " + std::to_string(layers) + " transformer layers cannot give " +
+              (first >= 0 ? std::to_string(first) : std::string("an even share")) + " to the first stage, " +
+              (last >= 0 ? std::to_string(last) : std::string("an even share")) + " to the last and at least one to each of the other " +
+              std::to_string(std::max<int64_t>(freeStages, 0));
+      return std::nullopt;
+    }
+    int64_t base = freeStages > 0 ? rest / freeStages : 0, spare = freeStages > 0 ? rest % freeStages : 0;
+    // Spare layers go to the free stages after the first (which holds the embedding).
+    std::vector<int64_t> freeCounts(size_t(std::max<int64_t>(freeStages, 0)), base);
+    for (int64_t k = 0; k < spare; ++k)
+      freeCounts[size_t(std::min<int64_t>(freeStages - 1, (first >= 0 ? 0 : 1) + k))] += 1;
+    size_t next = 0;
+    for (int64_t s = 0; s < stages; ++s) {
+      if (s == 0 && first >= 0)
+        counts.push_back(first);
+      else if (s == stages - 1 && last >= 0 && stages > 1)
+        counts.push_back(last);
+      else if (stages == 1 && last >= 0)
+        counts.push_back(last);
+      else
+        counts.push_back(freeCounts[next++]);
+    }
+  }
+  int64_t total = 0;
+  for (int64_t c : counts)
+    total += c;
+  if (total != layers) {
+    error = "stage split: the stages hold " + std::to_string(total) + " transformer layers; the model has " +
+            std::to_string(layers);
+    return std::nullopt;
+  }
+  std::vector<std::pair<size_t, size_t>> ranges;
+  size_t next = 0;
+  for (int64_t s = 0; s < stages; ++s) {
+    size_t count = size_t(counts[size_t(s)]) + (s == 0) + (s == stages - 1);
+    if (count == 0) {
+      error = "stage split: stage " + std::to_string(s) + " would hold no layer";
+      return std::nullopt;
+    }
+    ranges.emplace_back(next, next + count);
+    next += count;
+  }
+  return ranges;
+}
+
+} // namespace pipec::plan

@@ -1,0 +1,31 @@
+// Which layers each pipeline stage holds: an even split (the default), a
+// split with a set number of transformer layers on the first and last stage
+// (the embedding and the head come on top of those), or a Megatron-style
+// layout string (--pipeline-model-parallel-layout) naming every stage.
+#pragma once
+
+#include "plan/ModelConfig.h"
+#include "plan/Training.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace pipec::plan {
+
+// Ranges [first, last) of model.layers (embedding first, head last) for each
+// of `stages` stages, from training.pipelineLayout, else first/lastStageLayers,
+// else evenly (spare layers to the stages after the first, which holds the
+// embedding). nullopt with `error` set when the request cannot be met.
+std::optional<std::vector<std::pair<size_t, size_t>>>
+stageLayerRanges(const ModelLayers &model, int64_t stages, const Training &training, std::string &error);
+
+// Transformer layers per stage of a layout string such as "Et*3|t*4|t*3L":
+// '|' separates stages, E is the embedding (first stage only), L the head
+// and loss (last stage only), t one transformer layer, "X*n" repeats X.
+// nullopt with `error` naming the offending character otherwise.
+std::optional<std::vector<int64_t>> parsePipelineLayout(const std::string &layout, std::string &error);
+
+} // namespace pipec::plan
