@@ -534,29 +534,33 @@ def sim_cases(c, pipec, source, rng, scale, help_text):
                          '{"preset": "h100", "inter_node_bandwidth": 1e-300, '
                          '"intra_node_bandwidth": 1e-300}'),
                   c.file("topo-junk.json", "{{{"), "/dev/zero", "bogus-preset", "h100"]
+    good_cv = ["0", "1e-300", "0.1", "1", "10", "1e6", "1e308"]
+    good_jitters = [f"{kind}:{v}" for kind in ("lognormal", "normal") for v in good_cv]
+    good = {"--jitter": good_jitters, "--samples": ["1", "2", "50", "100000"],
+            "--seed": ["0", "18446744073709551615"],
+            "--slow": ["0=1.1", "1=1e-300", "0=1e300", "1=1e308", "0=5e-324"],
+            "--topology": topologies[3:4] + ["h100", "h800"],
+            "--threads": ["1", "2", "100000"]}
+    bad = {"--jitter": jitters, "--samples": samples, "--seed": ["-1", "x"], "--slow": slows,
+           "--topology": topologies, "--threads": ["0", "-1"]}
     for k in range(60 * scale):
-        argv = [pipec, "sim", example, "-D", "P=" + rng.choice(["2", "4", "8"]),
-                "-D", "M=" + rng.choice(["4", "8", "16"])]
-        if rng.random() < 0.8:
-            argv += ["--jitter", rng.choice(jitters)]
-            if rng.random() < 0.7:
-                argv += ["--samples", rng.choice(samples) if rng.random() < 0.5 else "50"]
-            if rng.random() < 0.3:
-                argv += ["--seed", rng.choice(["0", "-1", "18446744073709551615", "x"])]
-        for _ in range(rng.randrange(3)):
-            argv += ["--slow", rng.choice(slows)]
-        if rng.random() < 0.4:
-            argv += ["--topology", rng.choice(topologies)]
+        argv = [pipec, "sim", rng.choice([example, os.path.join(source, "examples", "zbv.pipe"),
+                                          os.path.join(source, "examples", "dualpipe.pipe")]),
+                "-D", "P=" + rng.choice(["2", "4", "8"]), "-D", "M=" + rng.choice(["4", "8", "16"])]
+        wrong = rng.choice(list(bad)) if rng.random() < 0.25 else None
+        for flag in good:
+            if flag == wrong:
+                argv += [flag, rng.choice(bad[flag])]
+            elif rng.random() < (0.9 if flag == "--jitter" else 0.35):
+                argv += [flag, rng.choice(good[flag])]
         if rng.random() < 0.2:
             argv.append("--sensitivity")
-        if rng.random() < 0.2:
-            argv += ["--threads", rng.choice(["0", "1", "100000", "-1"])]
-        if rng.random() < 0.2:
-            argv += ["--rank-by", rng.choice(["mean", "p99", "x"]), "--compare",
+        if rng.random() < 0.15:
+            argv += ["--rank-by", rng.choice(["mean", "p99"]), "--compare",
                      os.path.join(source, "examples", "gpipe.pipe")]
-        if rng.random() < 0.2:
+        elif rng.random() < 0.2:
             argv += ["--svg", os.path.join(c.workdir, "sim.svg")]
-        fmt = rng.choice(["text", "json"])
+        fmt = "text" if "--compare" in argv else rng.choice(["text", "json"])
         argv += ["--format", fmt]
         c.add("sim", argv, json_out=fmt == "json", label="variability flags")
 
