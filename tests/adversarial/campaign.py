@@ -45,6 +45,18 @@ JSON_LITERALS = ["1e999", "-1e999", "NaN", "Infinity", "-Infinity", "1e-999", "0
                  "0x10", "[[[[[[[[[[]]]]]]]]]]"]
 
 
+# Findings still open (written up for the runtime's owners in the campaign's
+# note): valid sizes whose buffers exceed the memory cap end in std::bad_alloc
+# without naming the option. CI's scale skips them; any larger scale runs them.
+OPEN_PROGRAM_FINDINGS = {("--hidden", "65536"), ("--seq", "65536"),
+                         ("--micro-batch-size", "65536")}
+
+# Open too (the planner's owners have it): a global batch of 2^20 sequences
+# exhausts 2 GB in `plan` for 7B models. CI's scale leaves it out of the
+# combinations; any larger scale includes it.
+OPEN_PLAN_BATCH = ["1048576"]
+
+
 class Campaign:
     """Counts the inputs per surface and keeps every finding."""
 
@@ -246,7 +258,7 @@ def plan_cases(c, pipec, source, rng, scale, help_text):
         argv = [pipec, "plan", "--model", os.path.join(hf, rng.choice(names)),
                 "--cluster", rng.choice(["h100", "h800", "h200"] + cluster_paths[:6])]
         valid = {"--gpus": ["1", "3", "8", "24", "1024", "16384", "65536"],
-                 "--global-batch": ["1", "3", "64", "4096", "1048576"],
+                 "--global-batch": ["1", "3", "64", "4096"] + OPEN_PLAN_BATCH[scale == 1:],
                  "--seq-len": ["1", "2", "1024", "32768", "131072"],
                  "--micro-batch-size": ["1", "3", "64"], "--tp": ["1", "2", "8", "16"],
                  "--ep": ["1", "8", "64"], "--zero": ["0", "1", "3"],
@@ -590,6 +602,8 @@ def program_cases(c, exe, rng, scale, workdir):
         values = values[::2]
     for name, takes in options:
         for v in (values if takes else [None]):
+            if scale == 1 and (name, v) in OPEN_PROGRAM_FINDINGS:
+                continue
             argv = base + ([name, v] if v is not None else [name])
             c.add("program", argv, allowed=allowed, label=f"{name} {v}")
     for k in range(30 * scale):  # combinations, small sizes
