@@ -99,12 +99,19 @@ std::unique_ptr<Compilation> newCompilation(const std::string &file, const Commo
 }
 
 // Finite costs whose sums overflow: no number the simulation gives means anything.
-void reportNonFiniteResult(Compilation &compilation, const CommonArgs &args) {
+// `conditions`: the sums are finite without --jitter/--slow, so say those overflow.
+void reportNonFiniteResult(Compilation &compilation, const CommonArgs &args,
+                           bool conditions = false) {
   DiagnosticEngine diags(compilation.sources());
-  diags.report(DiagKind::NonFiniteResult,
-               "simulating '" + compilation.path() + "' overflows a double: the costs are too "
-               "large for their sums to be finite")
-      .note("scale the costs down, e.g. to milliseconds instead of nanoseconds");
+  Diagnostic &report =
+      diags.report(DiagKind::NonFiniteResult, "simulating '" + compilation.path() +
+                                                  "' overflows a double: the costs are too "
+                                                  "large for their sums to be finite");
+  if (conditions)
+    report.note("the sampled or slowed times overflow: lower the --jitter coefficient of "
+                "variation or the --slow factors");
+  else
+    report.note("scale the costs down, e.g. to milliseconds instead of nanoseconds");
   renderText(diags, llvm::errs(), args.color);
 }
 
@@ -463,8 +470,9 @@ int runSim(const std::vector<std::string> &files, const SimArgs &sim, const Comm
         continue;
       }
       if (!std::isfinite(result.makespan) || !std::isfinite(result.totalBusy()) ||
-          !std::isfinite(result.totalBubble())) {
-        reportNonFiniteResult(*prepared->compilation, args);
+          !std::isfinite(result.totalBubble()) || !isFinite(variability)) {
+        reportNonFiniteResult(*prepared->compilation, args, std::isfinite(result.makespan) &&
+                                                                std::isfinite(result.totalBusy()));
         status = std::max(status, int(kExitErrors));
         continue;
       }

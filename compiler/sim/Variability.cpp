@@ -1,28 +1,40 @@
 #include "sim/Variability.h"
 
+#include "support/WorkerThreads.h"
+
 #include <algorithm>
 #include <cmath>
+#include <system_error>
 #include <thread>
 
 namespace pipec {
 
 namespace {
 
-unsigned threadCount(unsigned requested, size_t work) {
-  unsigned threads = requested ? requested : std::max(1u, std::thread::hardware_concurrency());
-  return unsigned(std::max<size_t>(1, std::min<size_t>(threads, work)));
-}
+// At most the cores (and limits::kMaxThreads), however many --threads asks for.
+unsigned threadCount(unsigned requested, size_t work) { return clampThreads(requested, work); }
 
-// Runs job(begin, end) over [0, count) in `threads` contiguous blocks.
+// Runs job(begin, end) over [0, count) in `threads` contiguous blocks. A block
+// whose thread the system refuses (std::system_error, as under `ulimit -v`)
+// runs on the calling thread: each sample depends only on its index, so the
+// results are the same however many threads started.
 template <typename Job> void inBlocks(size_t count, unsigned threads, Job job) {
   std::vector<std::thread> workers;
+  std::vector<std::pair<size_t, size_t>> refused;
   size_t block = (count + threads - 1) / threads;
   for (unsigned t = 1; t < threads; ++t) {
     size_t begin = std::min(count, t * block), end = std::min(count, begin + block);
-    if (begin < end)
+    if (begin >= end)
+      continue;
+    try {
       workers.emplace_back([&job, begin, end] { job(begin, end); });
+    } catch (const std::system_error &) {
+      refused.emplace_back(begin, end);
+    }
   }
   job(0, std::min(count, block));
+  for (auto [begin, end] : refused)
+    job(begin, end);
   for (std::thread &w : workers)
     w.join();
 }

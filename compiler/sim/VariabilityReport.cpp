@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 namespace pipec {
 
 std::vector<RankSensitivity> namedSensitiveRanks(const VariabilityReport &report) {
@@ -25,6 +27,29 @@ void addStepTail(VariabilityReport &report, double tail) {
     for (double &t : report.jittered->stepTimes)
       t += tail;
   }
+}
+
+bool isFinite(const VariabilityReport &report) {
+  auto finite = [](const Distribution &d) {
+    for (double v : {d.mean, d.stddev, d.min, d.p50, d.p90, d.p99, d.max})
+      if (!std::isfinite(v))
+        return false;
+    return true;
+  };
+  if (!std::isfinite(report.quietStepTime) || !std::isfinite(report.stepTime) ||
+      !std::isfinite(report.tail))
+    return false;
+  if (report.jittered) {
+    if (!finite(report.jittered->stepTime))
+      return false;
+    for (const Distribution &d : report.jittered->idle)
+      if (!finite(d))
+        return false;
+  }
+  for (const RankSensitivity &s : report.sensitivity)
+    if (!std::isfinite(s.growth) || !std::isfinite(s.relative))
+      return false;
+  return true;
 }
 
 namespace {

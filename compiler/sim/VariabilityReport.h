@@ -34,6 +34,11 @@ struct VariabilityReport {
 // Adds `tail` to every step time of the report (not to idle times or growths).
 void addStepTail(VariabilityReport &report, double tail);
 
+// Whether every number the report would print is finite: a jitter CV or a
+// straggler factor near the largest double overflows the samples' sums (or
+// their squares, in the deviation), and bare inf/nan is not JSON.
+bool isFinite(const VariabilityReport &report);
+
 // The ranks named as most sensitive: the three that grow the step most, when they grow it.
 std::vector<RankSensitivity> namedSensitiveRanks(const VariabilityReport &report);
 
