@@ -37,6 +37,7 @@ CostModel CostModel::build(const ScheduleIR &ir, const std::vector<CostOverride>
     model.op_[static_cast<int>(OpKind::B)][s] = b;
     model.op_[static_cast<int>(OpKind::W)][s] = w;
     model.op_[static_cast<int>(OpKind::I)][s] = costs.get("I", s, std::max(0.0, b - w));
+    model.op_[static_cast<int>(OpKind::R)][s] = costs.get("R", s, f); // a replayed forward
     model.fb_[s] = costs.get("FB", s, -1);
     model.activationBytes_[s] = costs.get("activation_bytes", s, 0);
     model.activationBytesW_[s] = costs.get("activation_bytes_w", s, model.activationBytes_[s]);

@@ -57,7 +57,7 @@ public:
   }
 
 private:
-  std::vector<double> op_[4];             // [F, B, I, W][stage]
+  std::vector<double> op_[5];             // [F, B, I, W, R][stage]
   std::vector<double> fb_;                // explicit FB per forward stage, <0 when not given
   std::vector<double> activationBytes_, activationBytesW_;
   std::vector<std::array<SubOpDurations, 2>> subOps_; // [stage][forward, backward]
