@@ -8,9 +8,9 @@
 // pair the forward allocates before the backward frees: both run at once.
 // Recomputation (R): the forward of a recomputed (stage, micro-batch) counts its
 // activation while it runs (the peak after it includes it) and frees it right
-// after, keeping only the stage input, counted as 0 units and 0 bytes (one
-// boundary tensor against a whole stage's activations); its R stores the
-// activation again, and the backward (or W) frees it as usual.
+// after, keeping only the stage input, counted as 0 units (one boundary tensor
+// against a whole stage's activations) and `input_bytes` bytes (default 0); its
+// R stores the rest again, and the backward (or W) frees it all as usual.
 // Parameter copies per rank: the chunks that hold a stage.
 // Held messages per rank: activations and gradients received before their op
 // because their channel's sender sent them ahead of one the rank needed first
@@ -87,6 +87,8 @@ bool checkMemory(const ScheduleIR &ir, const CheckOptions &options, const CommPl
         liveBytes -= (bytes - costs.activationBytesUntilW(op.stage)) * size;
       else if (op.kind == OpKind::W)
         liveBytes -= costs.activationBytesUntilW(op.stage) * double(-delta);
+      else if (op.kind == OpKind::R) // the stage input stayed since the forward
+        liveBytes += double(delta) * (bytes - costs.inputBytes(op.stage));
       else
         liveBytes += double(delta) * bytes;
       if (!std::isfinite(liveBytes) && !overflowed) {
@@ -103,7 +105,7 @@ bool checkMemory(const ScheduleIR &ir, const CheckOptions &options, const CommPl
       m.peakBytes = std::max(m.peakBytes, liveBytes);
       if (op.kind == OpKind::F && !recomputed.empty() && recomputed.count(keyOf(op))) {
         live -= delta; // dropped after the forward; its R stores it again
-        liveBytes -= double(delta) * bytes;
+        liveBytes -= double(delta) * (bytes - costs.inputBytes(op.stage));
       }
     }
     if (options.maxActivations >= 0 && m.peakActivations > options.maxActivations) {
