@@ -1,5 +1,5 @@
 // Coverage: every (stage, micro-batch) gets exactly one forward and exactly one
-// backward (a B, or an I whose W follows). Builds the OpIndex later checks use.
+// backward (a B, or an I whose W follows), and at most one recomputation (R). Builds the OpIndex later checks use.
 // Ops cannot land on the wrong slot (elaboration derives the stage from the slot),
 // so what remains is missing and duplicated work.
 #include "check/CheckPasses.h"
@@ -21,9 +21,10 @@ bool record(const ScheduleIR &ir, DiagnosticEngine &diags, std::vector<OpRef> &t
     return true;
   }
   const Op &first = ir.ranks[entry.rank].ops[entry.index];
-  std::string what = op.kind == OpKind::W ? "weight-gradient half" : op.kind == OpKind::F
-                                                                         ? "forward"
-                                                                         : "backward";
+  std::string what = op.kind == OpKind::W   ? "weight-gradient half"
+                     : op.kind == OpKind::F ? "forward"
+                     : op.kind == OpKind::R ? "recomputation"
+                                            : "backward";
   if (Diagnostic *d = reportAtOp(diags, DiagKind::DuplicateOp, ir, rank, op,
                                  "the " + what + " of stage " + std::to_string(op.stage) +
                                      ", micro-batch " + std::to_string(op.microbatch) +
@@ -86,8 +87,11 @@ bool checkCoverage(const ScheduleIR &ir, DiagnosticEngine &diags, OpIndex &index
     for (uint32_t i = 0; i < ops.size(); ++i) {
       const Op &op = ops[i];
       size_t key = index.key(op.stage, op.microbatch);
+      if (op.kind == OpKind::R && index.recompute.empty())
+        index.recompute.assign(cells, {});
       std::vector<OpRef> &table = op.kind == OpKind::F   ? index.forward
                                   : op.kind == OpKind::W ? index.weight
+                                  : op.kind == OpKind::R ? index.recompute
                                                          : index.backward;
       bool first = record(ir, diags, table, key, static_cast<int32_t>(r), i);
       ok &= first;

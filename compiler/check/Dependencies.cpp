@@ -2,6 +2,8 @@
 // on the same rank (across ranks, the communication check proves the order).
 //   F(s, mb) needs F(s-1, mb);  B/I(s, mb) needs F(s, mb) and B/I(s+1, mb);
 //   W needs its I (guaranteed by elaboration).
+//   R(s, mb) needs F(s, mb); B/I(s, mb) needs its R when one exists: the
+//   recomputation rebuilds what the backward reads, so it sits between the two.
 // An overlap pair's two ops run at once, so they must not depend on each other:
 // every backward of a micro-batch depends on all of its forwards, so a pair is
 // dependent exactly when both ops belong to the same micro-batch.
@@ -56,12 +58,17 @@ bool checkDependencies(const ScheduleIR &ir, const OpIndex &index, DiagnosticEng
       case OpKind::B:
       case OpKind::I:
         requireBefore(index.forward[index.key(op.stage, op.microbatch)], "its own forward");
+        if (!index.recompute.empty())
+          requireBefore(index.recompute[index.key(op.stage, op.microbatch)], "its recomputation");
         if (op.stage + 1 < ir.numStages)
           requireBefore(index.backward[index.key(op.stage + 1, op.microbatch)],
                         "the backward that sends it its gradient");
         break;
       case OpKind::W:
         requireBefore(index.backward[index.key(op.stage, op.microbatch)], "its I");
+        break;
+      case OpKind::R:
+        requireBefore(index.forward[index.key(op.stage, op.microbatch)], "the forward it replays");
         break;
       }
     }

@@ -6,6 +6,11 @@
 // stores its activations; a full backward frees them; after a split backward
 // they stay until the W (the weight gradient needs the inputs). In an overlap
 // pair the forward allocates before the backward frees: both run at once.
+// Recomputation (R): the forward of a recomputed (stage, micro-batch) counts its
+// activation while it runs (the peak after it includes it) and frees it right
+// after, keeping only the stage input, counted as 0 units (one boundary tensor
+// against a whole stage's activations) and `input_bytes` bytes (default 0); its
+// R stores the rest again, and the backward (or W) frees it all as usual.
 // Parameter copies per rank: the chunks that hold a stage.
 // Held messages per rank: activations and gradients received before their op
 // because their channel's sender sent them ahead of one the rank needed first
@@ -19,6 +24,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_set>
 
 namespace pipec {
 
@@ -60,10 +66,16 @@ bool checkMemory(const ScheduleIR &ir, const CheckOptions &options, const CommPl
     int64_t live = 0;
     double liveBytes = 0;
     bool overflowed = false;
+    // (stage, micro-batch) pairs this rank recomputes: their forward keeps nothing.
+    std::unordered_set<uint64_t> recomputed;
+    auto keyOf = [](const Op &op) { return uint64_t(uint32_t(op.stage)) << 32 | uint32_t(op.microbatch); };
+    for (const Op &op : ops)
+      if (op.kind == OpKind::R)
+        recomputed.insert(keyOf(op));
     for (uint32_t i = 0; i < ops.size(); ++i) {
       const Op &op = ops[i];
-      int64_t delta =
-          op.kind == OpKind::F ? 1 : (op.kind == OpKind::B || op.kind == OpKind::W) ? -1 : 0;
+      bool stores = op.kind == OpKind::F || op.kind == OpKind::R;
+      int64_t delta = stores ? 1 : (op.kind == OpKind::B || op.kind == OpKind::W) ? -1 : 0;
       if (sized) // a micro-batch of size k stores k units (`sizes`)
         delta *= ir.microbatchSizes[size_t(op.microbatch)];
       live += delta;
@@ -75,6 +87,8 @@ bool checkMemory(const ScheduleIR &ir, const CheckOptions &options, const CommPl
         liveBytes -= (bytes - costs.activationBytesUntilW(op.stage)) * size;
       else if (op.kind == OpKind::W)
         liveBytes -= costs.activationBytesUntilW(op.stage) * double(-delta);
+      else if (op.kind == OpKind::R) // the stage input stayed since the forward
+        liveBytes += double(delta) * (bytes - costs.inputBytes(op.stage));
       else
         liveBytes += double(delta) * bytes;
       if (!std::isfinite(liveBytes) && !overflowed) {
@@ -89,6 +103,10 @@ bool checkMemory(const ScheduleIR &ir, const CheckOptions &options, const CommPl
         m.peakOp = i;
       }
       m.peakBytes = std::max(m.peakBytes, liveBytes);
+      if (op.kind == OpKind::F && !recomputed.empty() && recomputed.count(keyOf(op))) {
+        live -= delta; // dropped after the forward; its R stores it again
+        liveBytes -= double(delta) * (bytes - costs.inputBytes(op.stage));
+      }
     }
     if (options.maxActivations >= 0 && m.peakActivations > options.maxActivations) {
       const Op &at = ops[m.peakOp];

@@ -8,6 +8,7 @@ const char *opKindWord(OpKind kind) {
   case OpKind::B: return "backward";
   case OpKind::I: return "input-gradient half";
   case OpKind::W: return "weight-gradient half";
+  case OpKind::R: return "recomputation";
   }
   return "op";
 }

@@ -31,6 +31,7 @@ const char *opName(OpKind kind) {
   case OpKind::B: return "B";
   case OpKind::I: return "I";
   case OpKind::W: return "W";
+  case OpKind::R: return "R"; // never written: RuntimeSupport refuses R first
   }
   return "F";
 }

@@ -2,15 +2,43 @@
 
 namespace pipec {
 
-bool checkRuntimeSupport(const ScheduleIR &ir, const char *what, DiagnosticEngine &diags) {
-  if (ir.microbatchSizes.empty() || !ir.source || !ir.source->sizes)
-    return true;
-  diags.report(DiagKind::RuntimeUnsupported, ir.source->sizes->range,
-               std::string("schedule '") + ir.name + "' declares micro-batch sizes, which " +
-                   what + " cannot express: every micro-batch there has the same size")
-      .note("'pipec check' and 'pipec sim' take the sizes into account; remove 'sizes' to "
-            "build a program of equal micro-batches");
+namespace {
+
+// The first recomputation (R) of the schedule, in rank order; false if none.
+bool firstRecompute(const ScheduleIR &ir, size_t &rank, const Op *&op) {
+  for (rank = 0; rank < ir.ranks.size(); ++rank)
+    for (const Op &candidate : ir.ranks[rank].ops)
+      if (candidate.kind == OpKind::R) {
+        op = &candidate;
+        return true;
+      }
   return false;
+}
+
+} // namespace
+
+bool checkRuntimeSupport(const ScheduleIR &ir, const char *what, DiagnosticEngine &diags) {
+  bool ok = true;
+  if (!ir.microbatchSizes.empty() && ir.source && ir.source->sizes) {
+    diags.report(DiagKind::RuntimeUnsupported, ir.source->sizes->range,
+                 std::string("schedule '") + ir.name + "' declares micro-batch sizes, which " +
+                     what + " cannot express: every micro-batch there has the same size")
+        .note("'pipec check' and 'pipec sim' take the sizes into account; remove 'sizes' to "
+              "build a program of equal micro-batches");
+    ok = false;
+  }
+  size_t rank = 0;
+  const Op *op = nullptr;
+  if (firstRecompute(ir, rank, op)) {
+    diags.report(DiagKind::RuntimeUnsupported, ir.originOf(*op).range,
+                 std::string("schedule '") + ir.name + "' recomputes forwards (R), which " +
+                     what + " cannot express: the runtimes keep every activation from F to B")
+        .note("this R runs on rank " + std::to_string(rank) +
+              "; 'pipec check' and 'pipec sim' model recomputation; remove the R ops to "
+              "build a program (the forwards then keep their activations)");
+    ok = false;
+  }
+  return ok;
 }
 
 } // namespace pipec

@@ -4,6 +4,7 @@
 // the CPU and CUDA runtimes and PyTorch's CSV format give every micro-batch the
 // same size. Emitting a program (or a CSV) for such a schedule would run
 // something other than what was checked, so it is refused by name instead.
+// Recomputation (R) likewise: the runtimes have no replayed forward yet.
 #pragma once
 
 #include "diag/Diagnostics.h"

@@ -136,6 +136,8 @@ struct OpRef {
 struct OpIndex {
   int64_t numStages = 0, numMicrobatches = 0;
   std::vector<OpRef> forward, backward, weight;
+  // Recomputations (R); empty when the schedule has none, so it costs nothing then.
+  std::vector<OpRef> recompute;
   size_t key(int64_t stage, int64_t microbatch) const {
     return static_cast<size_t>(stage * numMicrobatches + microbatch);
   }

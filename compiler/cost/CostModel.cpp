@@ -21,6 +21,7 @@ CostModel CostModel::build(const ScheduleIR &ir, const std::vector<CostOverride>
   model.fb_.resize(stages);
   model.activationBytes_.resize(stages);
   model.activationBytesW_.resize(stages);
+  model.inputBytes_.resize(stages);
   model.subOps_.resize(stages);
   model.hasSubOps_.resize(stages);
   model.latency_.resize(stages);
@@ -37,9 +38,11 @@ CostModel CostModel::build(const ScheduleIR &ir, const std::vector<CostOverride>
     model.op_[static_cast<int>(OpKind::B)][s] = b;
     model.op_[static_cast<int>(OpKind::W)][s] = w;
     model.op_[static_cast<int>(OpKind::I)][s] = costs.get("I", s, std::max(0.0, b - w));
+    model.op_[static_cast<int>(OpKind::R)][s] = costs.get("R", s, f); // a replayed forward
     model.fb_[s] = costs.get("FB", s, -1);
     model.activationBytes_[s] = costs.get("activation_bytes", s, 0);
     model.activationBytesW_[s] = costs.get("activation_bytes_w", s, model.activationBytes_[s]);
+    model.inputBytes_[s] = std::min(costs.get("input_bytes", s, 0), model.activationBytes_[s]);
     model.latency_[s] = costs.get("p2p", s, 0);
     model.bandwidth_[s] = costs.get("bandwidth", s, 0);
     bool anySubOp = false;

@@ -47,6 +47,9 @@ public:
   // The part of a stage's activation bytes an I keeps until its W (the rest is
   // freed at the I): `activation_bytes_w`, by default all of them.
   double activationBytesUntilW(int64_t stage) const { return activationBytesW_[stage]; }
+  // What a recomputed forward keeps of its activation bytes until its R: the
+  // stage input, `input_bytes` (default 0), at most activation_bytes.
+  double inputBytes(int64_t stage) const { return inputBytes_[stage]; }
   bool hasSubOps(int64_t stage) const { return hasSubOps_[stage]; }
   // Sub-operation cost of `stage`, forward (true) or backward (false).
   double subOp(int64_t stage, SubOp op, bool forward) const {
@@ -57,9 +60,9 @@ public:
   }
 
 private:
-  std::vector<double> op_[4];             // [F, B, I, W][stage]
+  std::vector<double> op_[5];             // [F, B, I, W, R][stage]
   std::vector<double> fb_;                // explicit FB per forward stage, <0 when not given
-  std::vector<double> activationBytes_, activationBytesW_;
+  std::vector<double> activationBytes_, activationBytesW_, inputBytes_;
   std::vector<std::array<SubOpDurations, 2>> subOps_; // [stage][forward, backward]
   std::vector<bool> hasSubOps_;
   std::vector<double> latency_, bandwidth_; // per stage; bandwidth 0: unlimited

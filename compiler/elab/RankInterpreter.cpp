@@ -224,7 +224,11 @@ bool RankInterpreter::resolve(const OpCall &call, Op &op) {
   SlotState *slot = slotFor(call, chunk);
   if (!slot)
     return false;
-  MicrobatchCursor &cursor = call.kind == OpKind::F ? slot->forward : slot->backward;
+  // R has a cursor of its own: a bare R replays the chunk's forwards in order,
+  // however far ahead of the backwards it runs.
+  MicrobatchCursor &cursor = call.kind == OpKind::F   ? slot->forward
+                             : call.kind == OpKind::R ? slot->recompute
+                                                      : slot->backward;
   size_t position;
   if (call.mb) {
     int64_t mb;
@@ -252,7 +256,9 @@ bool RankInterpreter::resolve(const OpCall &call, Op &op) {
   } else {
     std::optional<size_t> next = cursor.takeNext(slot->count);
     if (!next) {
-      const char *what = call.kind == OpKind::F ? "forward" : "backward";
+      const char *what = call.kind == OpKind::F   ? "forward"
+                         : call.kind == OpKind::R ? "recompute"
+                                                  : "backward";
       error(DiagKind::NoMicrobatchLeft, call.range,
             std::string("no micro-batch left to ") + what + " on " + slotText(rank_, chunk) +
                 ": all " + std::to_string(slot->count) + " of its micro-batches already had one");
@@ -268,7 +274,8 @@ bool RankInterpreter::resolve(const OpCall &call, Op &op) {
   op.microbatch = static_cast<int32_t>(mb);
   if (call.kind == OpKind::I)
     slot->deferred.push_back({op.microbatch, op.flow, op.stage, deferredSequence_++});
-  ++(call.kind == OpKind::F ? slot->forwardsRun : slot->backwardsRun);
+  if (call.kind != OpKind::R) // a recomputation is neither owed nor owing (pending())
+    ++(call.kind == OpKind::F ? slot->forwardsRun : slot->backwardsRun);
   return true;
 }
 

@@ -88,6 +88,7 @@ struct SlotState {
   std::vector<SlotUse> uses; // sorted by begin
   size_t count = 0;          // micro-batches over all uses
   MicrobatchCursor forward, backward;
+  MicrobatchCursor recompute; // R: replays forwards in the order F ran them, by default
   DeferredQueue deferred;
   int64_t forwardsRun = 0, backwardsRun = 0; // F's and B/I's resolved so far (pending())
 

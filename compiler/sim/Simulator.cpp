@@ -58,7 +58,7 @@ SimulationPlan buildSimulationPlan(const ScheduleIR &ir, const CommPlan &comm) {
   plan.rankStep.push_back(static_cast<uint32_t>(steps));
 
   // Step classes: single ops are kind * stages + stage; pairs are numbered after.
-  for (OpKind kind : {OpKind::F, OpKind::B, OpKind::I, OpKind::W})
+  for (OpKind kind : {OpKind::F, OpKind::B, OpKind::I, OpKind::W, OpKind::R})
     for (int64_t s = 0; s < ir.numStages; ++s)
       plan.classes.push_back({kind, false, static_cast<int32_t>(s), 0});
   std::unordered_map<uint64_t, uint32_t> pairClass; // (forward, backward kind, stage) -> class

@@ -33,6 +33,7 @@ const char *colorOf(OpKind kind, int32_t chunk) {
   case OpKind::B: return later ? "#f28e2b" : "#59a14f"; // green, orange
   case OpKind::I: return later ? "#ffd08a" : "#8cd17d"; // light green, sand
   case OpKind::W: return later ? "#e7a4c6" : "#7b4f8e"; // purple, pink
+  case OpKind::R: return later ? "#bab0ac" : "#79706e"; // grey, light grey
   }
   return "#999999";
 }
@@ -48,6 +49,7 @@ const char *kindName(OpKind kind) {
   case OpKind::B: return "B backward";
   case OpKind::I: return "I input gradient";
   case OpKind::W: return "W weight gradient";
+  case OpKind::R: return "R recomputation";
   }
   return "?";
 }
@@ -251,7 +253,7 @@ private:
 
   // The kinds and chunks the schedule has, the second flow and pairs if it has them.
   std::vector<LegendItem> legendItems() const {
-    bool seen[4][2] = {}, pairs = false;
+    bool seen[5][2] = {}, pairs = false;
     for (const RankOps &rank : ir_.ranks)
       for (const Op &o : rank.ops) {
         seen[int(o.kind)][o.chunk > 0] = true;
@@ -259,7 +261,7 @@ private:
       }
     std::vector<LegendItem> items;
     for (int later = 0; later < 2; ++later)
-      for (OpKind kind : {OpKind::F, OpKind::B, OpKind::I, OpKind::W})
+      for (OpKind kind : {OpKind::F, OpKind::B, OpKind::I, OpKind::W, OpKind::R})
         if (seen[int(kind)][later])
           items.push_back({std::string(kindName(kind)) + (later ? ", chunk 1+" : ""),
                            colorOf(kind, later)});

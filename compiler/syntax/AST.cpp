@@ -8,6 +8,7 @@ const char *opKindName(OpKind kind) {
   case OpKind::B: return "B";
   case OpKind::I: return "I";
   case OpKind::W: return "W";
+  case OpKind::R: return "R";
   }
   return "?";
 }

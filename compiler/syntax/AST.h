@@ -90,7 +90,9 @@ struct FloatLit : Expr {
   double value;
 };
 
-enum class OpKind : uint8_t { F, B, I, W };
+// R replays a forward before its backward (recomputation): its F kept only the
+// stage input, and R rebuilds the activation its B or I needs.
+enum class OpKind : uint8_t { F, B, I, W, R };
 
 // `pending(W)`, `pending(F, c)`: how many ops of a kind the rank still owes at
 // this point of its program (F: forwards not yet run; B: forwards whose backward

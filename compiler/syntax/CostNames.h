@@ -2,6 +2,8 @@
 // costs (`attn_f` ... `combine_b`) decide how long an overlap pair takes.
 // `activation_bytes_w` is the part of `activation_bytes` a split backward keeps
 // from its I until its W (the zero-bubble papers' accounting); I frees the rest.
+// `R` is a recomputation's duration (by default its stage's F); `input_bytes` is
+// the part of `activation_bytes` a recomputed forward keeps (its stage input).
 #pragma once
 
 #include "llvm/ADT/ArrayRef.h"
@@ -13,7 +15,7 @@ inline llvm::ArrayRef<llvm::StringRef> costNames() {
   static const llvm::StringRef kNames[] = {
       "F",          "B",          "I",     "W",     "FB",        "p2p",       "bandwidth",
       "activation_bytes", "param_bytes", "attn_f", "attn_b", "dispatch_f", "dispatch_b",
-      "mlp_f",      "mlp_b",      "combine_f", "combine_b", "activation_bytes_w"};
+      "mlp_f",      "mlp_b",      "combine_f", "combine_b", "activation_bytes_w", "R", "input_bytes"};
   return kNames;
 }
 

@@ -196,3 +196,17 @@ TEST_CASE("contradicting costs are reported, once per contradiction", "[cost]") 
   CHECK(costDiagnostics("", {flag("FB=9")}) ==
         std::vector<DiagKind>{DiagKind::PairCostOutOfRange});
 }
+
+// A recomputation (R) replays a forward: by default it costs its stage's F,
+// whatever F is, and the `R` cost (block or flag, per stage) overrides it.
+TEST_CASE("R costs its stage's forward unless the R cost is given", "[cost]") {
+  CostModel plain = build("F = 1.5;");
+  CHECK(plain.op(OpKind::R, 0) == 1.5);
+  CHECK(plain.op(OpKind::R, 1) == 1.5);
+  CostModel perStage = build("F[1] = 3; R[0] = 0.25;");
+  CHECK(perStage.op(OpKind::R, 0) == 0.25);
+  CHECK(perStage.op(OpKind::R, 1) == 3);
+  CostModel flagged = build("F = 1;", {flag("R=2")});
+  CHECK(flagged.op(OpKind::R, 0) == 2);
+  CHECK(flagged.op(OpKind::F, 0) == 1);
+}
