@@ -177,10 +177,11 @@ double stepLowerBound(const CompiledSchedule &c, const Candidate &candidate) {
   double busiest = 0;
   for (const auto &stages : c.loneOps) {
     double busy = 0;
-    for (size_t s = 0; s < stages.size() && s < candidate.costs.stages.size(); ++s) {
-      const StageCost &cost = candidate.costs.stages[s];
-      busy += stages[s][0] * cost.F + stages[s][1] * cost.B + stages[s][2] * cost.I +
-              stages[s][3] * cost.W;
+    for (const CompiledSchedule::StageOps &e : stages) {
+      if (size_t(e.stage) >= candidate.costs.stages.size())
+        break;
+      const StageCost &cost = candidate.costs.stages[size_t(e.stage)];
+      busy += e.count[0] * cost.F + e.count[1] * cost.B + e.count[2] * cost.I + e.count[3] * cost.W;
     }
     busiest = std::max(busiest, busy);
   }

@@ -1,5 +1,7 @@
 #include "plan/ScheduleCache.h"
 
+#include <algorithm>
+
 namespace pipec::plan {
 
 namespace {
@@ -42,13 +44,19 @@ std::shared_ptr<CompiledSchedule> prepareCompiled(std::unique_ptr<Compilation> c
   c->compilation->releaseCheckContext();
   const ScheduleIR &ir = c->ir();
   c->plan = std::make_shared<const SimulationPlan>(buildSimulationPlan(ir, *c->report().comm));
-  c->loneOps.assign(ir.ranks.size(),
-                    std::vector<std::array<uint32_t, 4>>(size_t(ir.numStages), {0, 0, 0, 0}));
+  c->loneOps.assign(ir.ranks.size(), {});
   for (size_t r = 0; r < ir.ranks.size(); ++r) {
     c->ops += ir.ranks[r].ops.size();
-    for (const Op &op : ir.ranks[r].ops)
-      if (op.pair == PairRole::None && op.stage >= 0 && op.stage < ir.numStages)
-        ++c->loneOps[r][size_t(op.stage)][size_t(op.kind)];
+    std::vector<CompiledSchedule::StageOps> &stages = c->loneOps[r];
+    for (const Op &op : ir.ranks[r].ops) {
+      if (op.pair != PairRole::None || op.stage < 0 || op.stage >= ir.numStages)
+        continue;
+      auto at = std::lower_bound(stages.begin(), stages.end(), op.stage,
+                                 [](const CompiledSchedule::StageOps &e, int32_t s) { return e.stage < s; });
+      if (at == stages.end() || at->stage != op.stage)
+        at = stages.insert(at, {op.stage, {0, 0, 0, 0}});
+      ++at->count[size_t(op.kind)];
+    }
   }
   return c;
 }

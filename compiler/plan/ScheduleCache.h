@@ -28,8 +28,13 @@ struct CompiledSchedule {
   std::shared_ptr<const SimulationPlan> plan;
   uint64_t ops = 0;
   // Lone ops (not halves of an overlap pair) per rank, kind (F, B, I, W) and
-  // stage: the busy time they need is a lower bound on the makespan.
-  std::vector<std::vector<std::array<uint32_t, 4>>> loneOps; // [rank][stage][kind]
+  // stage: the busy time they need is a lower bound on the makespan. Sparse (only
+  // the stages a rank runs), so memory grows with ops, not with ranks x stages.
+  struct StageOps {
+    int32_t stage;
+    std::array<uint32_t, 4> count; // F, B, I, W
+  };
+  std::vector<std::vector<StageOps>> loneOps; // [rank] -> the stages it runs, ascending
   const ScheduleIR &ir() const { return *compilation->ir(); }
   const CheckReport &report() const { return *compilation->report(); }
 };
