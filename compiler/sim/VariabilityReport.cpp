@@ -173,10 +173,10 @@ void writeVariabilityJson(const VariabilityReport &report, llvm::json::OStream &
       j.attribute("seed", int64_t(report.seed));
     }
     j.attributeArray("slow", [&] {
-      for (auto [rank, factor] : report.slow)
+      for (const auto &slow : report.slow) // not a structured binding: clang 14 cannot capture one
         j.object([&] {
-          j.attribute("factor", factor);
-          j.attribute("rank", rank);
+          j.attribute("factor", slow.second);
+          j.attribute("rank", slow.first);
         });
     });
     j.attribute("quiet_step_time", report.quietStepTime);
