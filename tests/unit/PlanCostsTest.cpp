@@ -21,13 +21,7 @@ using namespace pipec::plan;
 
 namespace {
 
-ModelConfig parse(const std::string &json) {
-  std::string error;
-  std::optional<ModelConfig> config = parseModelConfig(json, "model.json", error);
-  INFO(error);
-  REQUIRE(config);
-  return *config;
-}
+ModelConfig parse(const std::string &json) { return test::parseModelText(json); }
 
 // Six layers: embedding, four dense layers, head.
 ModelConfig llama() {

@@ -8,6 +8,8 @@
 #include "plan/StageCosts.h"
 #include "plan/StageLayout.h"
 
+#include "TestSupport.h"
+
 #include <catch2/catch.hpp>
 
 using namespace pipec;
@@ -15,13 +17,7 @@ using namespace pipec::plan;
 
 namespace {
 
-ModelConfig parse(const std::string &json) {
-  std::string error;
-  std::optional<ModelConfig> config = parseModelConfig(json, "model.json", error);
-  INFO(error);
-  REQUIRE(config);
-  return *config;
-}
+ModelConfig parse(const std::string &json) { return test::parseModelText(json); }
 
 Cluster a100() { return *clusterPreset("a100"); }
 

@@ -18,21 +18,13 @@ using namespace pipec::test;
 
 namespace {
 
-struct Checked {
-  std::unique_ptr<Compiled> compiled;
-  CheckReport report;
+// A checked example and its simulation plan, built once per test.
+struct Checked : CheckedExample {
   std::shared_ptr<const SimulationPlan> plan;
-  const ScheduleIR &ir() const { return *compiled->ir; }
 };
 
 Checked check(const std::string &name, int P, int M) {
-  Checked c;
-  ElabOptions options;
-  options.defines = {{"P", P}, {"M", M}};
-  c.compiled = compile(readExample(name), options);
-  REQUIRE(c.compiled->ir);
-  c.report = runChecks(*c.compiled->ir, CheckOptions{}, c.compiled->diags);
-  REQUIRE(c.report.ok);
+  Checked c{checkExample(name, P, M), nullptr};
   c.plan = std::make_shared<const SimulationPlan>(buildSimulationPlan(c.ir(), *c.report.comm));
   return c;
 }

@@ -20,22 +20,9 @@ using namespace pipec::test;
 
 namespace {
 
-struct Checked {
-  std::unique_ptr<Compiled> compiled;
-  CheckReport report;
-  const ScheduleIR &ir() const { return *compiled->ir; }
-};
+using Checked = CheckedExample;
 
-Checked check(const std::string &name, int P, int M) {
-  Checked c;
-  ElabOptions options;
-  options.defines = {{"P", P}, {"M", M}};
-  c.compiled = compile(readExample(name), options);
-  REQUIRE(c.compiled->ir);
-  c.report = runChecks(*c.compiled->ir, CheckOptions{}, c.compiled->diags);
-  REQUIRE(c.report.ok);
-  return c;
-}
+Checked check(const std::string &name, int P, int M) { return checkExample(name, P, M); }
 
 void requireSame(const SimResult &a, const SimResult &b) {
   CHECK(a.makespan == b.makespan);

@@ -5,6 +5,8 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <catch2/catch.hpp>
+
 #include <fstream>
 #include <sstream>
 
@@ -15,6 +17,25 @@ std::string readExample(const std::string &name) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+CheckedExample checkExample(const std::string &name, int P, int M) {
+  CheckedExample c;
+  ElabOptions options;
+  options.defines = {{"P", P}, {"M", M}};
+  c.compiled = compile(readExample(name), options);
+  REQUIRE(c.compiled->ir);
+  c.report = runChecks(*c.compiled->ir, CheckOptions{}, c.compiled->diags);
+  REQUIRE(c.report.ok);
+  return c;
+}
+
+plan::ModelConfig parseModelText(const std::string &json) {
+  std::string error;
+  std::optional<plan::ModelConfig> config = plan::parseModelConfig(json, "model.json", error);
+  INFO(error);
+  REQUIRE(config);
+  return *config;
 }
 
 Compiled::Compiled(std::unique_ptr<Compilation> compilation)

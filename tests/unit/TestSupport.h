@@ -2,9 +2,11 @@
 // driver's own pipeline (Compilation::fromText).
 #pragma once
 
+#include "check/Checks.h"
 #include "diag/Diagnostics.h"
 #include "frontend/Compilation.h"
 #include "elab/Elaborator.h"
+#include "plan/ModelConfig.h"
 #include "syntax/AST.h"
 
 #include "llvm/Support/SourceMgr.h"
@@ -33,6 +35,17 @@ std::unique_ptr<Compiled> compile(const std::string &source, const ElabOptions &
 
 // The text of examples/NAME.pipe, the schedule library.
 std::string readExample(const std::string &name);
+
+// examples/NAME.pipe at P and M, elaborated and checked (both REQUIREd).
+struct CheckedExample {
+  std::unique_ptr<Compiled> compiled;
+  CheckReport report;
+  const ScheduleIR &ir() const { return *compiled->ir; }
+};
+CheckedExample checkExample(const std::string &name, int P, int M);
+
+// A Hugging Face config from its JSON text (REQUIREd to parse).
+plan::ModelConfig parseModelText(const std::string &json);
 
 // Wraps a rank-program body in a 1F1B-shaped schedule header (P ranks, M micro-batches).
 std::string withBody(const std::string &body, int P = 2, int M = 4);
