@@ -21,13 +21,37 @@ from .errors import PipelineError, PipelineTimeout
 from .program import Program
 
 
+def gather_ints(values: List[int], group=None) -> List[List[int]]:
+    """Every rank's list of integers, by tensor collectives: torch's
+    all_gather_object needs numpy, which torch (our one dependency) does not."""
+    device = (torch.device("cuda", torch.cuda.current_device())
+              if dist.get_backend(group) == "nccl" else torch.device("cpu"))
+    size = dist.get_world_size(group)
+    length = torch.tensor([len(values)], dtype=torch.int64, device=device)
+    lengths = [torch.zeros_like(length) for _ in range(size)]
+    dist.all_gather(lengths, length, group=group)
+    longest = max(1, max(int(t.item()) for t in lengths))
+    padded = torch.zeros(longest, dtype=torch.int64, device=device)
+    padded[:len(values)] = torch.tensor(values, dtype=torch.int64)
+    gathered = [torch.zeros_like(padded) for _ in range(size)]
+    dist.all_gather(gathered, padded, group=group)
+    return [g[:int(n.item())].tolist() for g, n in zip(gathered, lengths)]
+
+
+def _encode_shapes(shapes: List[Tuple[int, ...]]) -> List[int]:
+    """Parameter shapes as one list of integers: count, then ndim and dims of each."""
+    out = [len(shapes)]
+    for shape in shapes:
+        out += [len(shape), *shape]
+    return out
+
+
 def pipelines_of_job(group) -> List[Tuple[int, ...]]:
     """The global ranks of every pipeline of the job, sorted (every rank calls)."""
     mine = tuple(dist.get_process_group_ranks(group))
     if len(mine) == dist.get_world_size():
         return [mine]
-    everyone: List = [None] * dist.get_world_size()
-    dist.all_gather_object(everyone, mine)
+    everyone = gather_ints(list(mine))
     return sorted(set(tuple(p) for p in everyone))
 
 
@@ -79,9 +103,8 @@ class CopySync:
                 raise PipelineError(f"rank {self.rank}: stage {stage}'s copies have different "
                                     "parameters: stage_fn must build the same module each call")
             if sub is not None:
-                gathered: List = [None] * dist.get_world_size(sub)
-                dist.all_gather_object(gathered, shapes[0], group=sub)
-                if any(g != shapes[0] for g in gathered):
+                encoded = _encode_shapes(shapes[0])
+                if any(g != encoded for g in gather_ints(encoded, group=sub)):
                     raise PipelineError(f"rank {self.rank}: stage {stage}'s copies on the ranks "
                                         "holding it have different parameters: stage_fn must "
                                         "build the same module for a stage on every rank")

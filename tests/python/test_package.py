@@ -34,6 +34,11 @@ for step in range(2):
     opt.zero_grad()
     loss = pipe.step(x, target=y)
     opt.step()
+# Two copies: the copies' set-up gathers across the ranks holding a stage, which
+# must not need numpy (hidden below): torch does not depend on it, nor do we.
+assert "numpy" not in sys.modules or sys.modules["numpy"] is None or not hasattr(sys.modules["numpy"], "ndarray")
+two = pipec.torch.Pipeline("dualpipe", {"P": 2, "M": 4}, stage_fn, torch.nn.functional.mse_loss)
+two.step(x, target=y)
 print("PASS installed package: rank", dist.get_rank(), "loss", None if loss is None else float(loss))
 dist.destroy_process_group()
 """
@@ -59,7 +64,13 @@ def main() -> int:
         script = os.path.join(target, "quick.py")
         with open(script, "w") as f:
             f.write(QUICK)
-        os.environ["PYTHONPATH"] = target  # only the installed copy
+        # Only the installed copy, and no numpy: a stub that refuses to import
+        # stands first on the path, as on a machine with torch alone.
+        hidden = os.path.join(target, "no-numpy", "numpy")
+        os.makedirs(hidden)
+        with open(os.path.join(hidden, "__init__.py"), "w") as f:
+            f.write("raise ModuleNotFoundError('numpy is hidden by test_package.py', name='numpy')\n")
+        os.environ["PYTHONPATH"] = os.path.join(target, "no-numpy") + os.pathsep + target
         results = launcher.launch(2, 120, [script, target])
         ok = all(code == 0 for code, _ in results)
         for rank, (code, out) in enumerate(results):
