@@ -21,6 +21,7 @@
 #include "plan/ScheduleCache.h"
 #include "plan/TraceProfile.h"
 #include "sim/SimOutputs.h"
+#include "support/NumberText.h"
 
 #include "llvm/Support/raw_ostream.h"
 
@@ -130,9 +131,10 @@ int scaleFromProgramTrace(const CalibrateArgs &args, const plan::PlanInputs &inp
 
 std::string describeLink(const std::optional<plan::LinkFit> &fit, double bandwidth) {
   if (!fit)
-    return fmt::format("none measured (kept {:.4g} GB/s)", bandwidth / 1e9);
-  return fmt::format("{} samples: {:.4g} GB/s, {:.3g} us per step (fit error {:.1f}%)",
-                     fit->samples, fit->bandwidth / 1e9, fit->latency * 1e6, 100 * fit->meanError);
+    return "none measured (kept " + formatSignificant(bandwidth / 1e9, 4) + " GB/s)";
+  return fmt::format("{} samples: {} GB/s, {} us per step (fit error {})", fit->samples,
+                     formatSignificant(fit->bandwidth / 1e9, 4),
+                     formatSignificant(fit->latency * 1e6, 3), formatPercent(fit->meanError, 1));
 }
 
 } // namespace
@@ -188,8 +190,9 @@ int runCalibrate(const CalibrateArgs &args, const ModelArgs &modelArgs) {
       return fail(error, kExitErrors);
     calibrated = plan::applyCalibration(*base, *c);
     auto compute = [&](const char *what, const plan::ComputeFit &fit, const char *field) {
-      out << fmt::format("{}: {} timed, {:.4g} TFLOP/s, {:.1f}% of peak", what, fit.samples,
-                         fit.efficiency * base->peakFlops / 1e12, 100 * fit.efficiency);
+      out << fmt::format("{}: {} timed, {} TFLOP/s, {} of peak", what, fit.samples,
+                         formatSignificant(fit.efficiency * base->peakFlops / 1e12, 4),
+                         formatPercent(fit.efficiency, 1));
       if (fit.samples && *field)
         out << fmt::format(" -> {} {}", field, formatNumber(fit.modelEfficiency));
       out << "\n";

@@ -1,6 +1,7 @@
 #include "driver/Explain.h"
 
 #include "check/OpText.h"
+#include "support/NumberText.h"
 
 #include "llvm/Support/Format.h"
 
@@ -48,7 +49,7 @@ void explainSchedule(const ScheduleIR &ir, const CheckReport &report, llvm::raw_
                         (long long)m.peakActivations);
     // The bytes are the activations' (activation_bytes), so they follow them.
     if (m.peakBytes > 0)
-      out << llvm::format(" (%.0f bytes)", m.peakBytes);
+      out << " (" << formatFixed(m.peakBytes, 0) << " bytes)";
     out << llvm::format(", parameter chunks %lld", (long long)m.parameterChunks);
     if (report.comm) {
       out << ", sends " << report.comm->ranks[r].sends.size() << ", receives "

@@ -90,7 +90,8 @@ int runImport(const std::string &file, const std::string &output, int64_t microb
     llvm::raw_string_ostream out(text);
     if (schedule &&
         !writePipe(*schedule, scheduleNameFor(file == "-" ? "stdin" : file),
-                   file == "-" ? "<stdin>" : llvm::sys::path::filename(file), diags, out))
+                   file == "-" ? "<stdin>" : llvm::sys::path::filename(file), diags, out,
+                   /*compact=*/true))
       text.clear();
     out.flush();
     // Import writes only what check reads: its own input cap included.

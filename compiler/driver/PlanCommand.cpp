@@ -9,6 +9,7 @@
 
 #include "plan/PlanReport.h"
 #include "plan/ScheduleCache.h"
+#include "support/NumberText.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
@@ -65,7 +66,7 @@ int runPlan(const PlanArgs &args, const ModelArgs &model, const CommonArgs &comm
     printSpreads(args, result, spreads, llvm::outs());
   if (result.timedOut)
     llvm::errs() << "pipec: warning: the search stopped at its time budget (--time "
-                 << fmt::format("{:g}", args.timeBudget) << "): " << result.notReached
+                 << formatSignificant(args.timeBudget, 6) << "): " << result.notReached
                  << " layouts were not evaluated\n";
   if (result.recommended)
     return kExitClean;
@@ -79,7 +80,7 @@ int runPlan(const PlanArgs &args, const ModelArgs &model, const CommonArgs &comm
     return kExitErrors;
   }
   if (result.candidates.empty() && result.timedOut) {
-    llvm::errs() << "pipec: error: the time budget (--time " << fmt::format("{:g}", args.timeBudget)
+    llvm::errs() << "pipec: error: the time budget (--time " << formatSignificant(args.timeBudget, 6)
                  << " s) ran out before a layout was evaluated; raise --time\n";
     return kExitErrors;
   }
@@ -93,7 +94,7 @@ int runPlan(const PlanArgs &args, const ModelArgs &model, const CommonArgs &comm
                     "(dp x micro-batch) must be whole and meet each schedule's requirements)\n";
   else
     llvm::errs() << "pipec: error: no candidate fits in "
-                 << plan::formatGB(inputs.cluster.memoryBytes) << " GB per GPU\n";
+                 << formatGigabytes(inputs.cluster.memoryBytes) << " GB per GPU\n";
   // The remedies share the cache and what is left of the budget.
   if (args.timeBudget > 0) {
     double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -1,6 +1,7 @@
 #include "driver/Reporting.h"
 
 #include "diag/DiagnosticRenderer.h"
+#include "support/NumberText.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
@@ -34,7 +35,8 @@ void printPassTimes(const Compilation &compilation, const CommonArgs &args) {
     return;
   llvm::errs() << "pass times for " << compilation.path() << ":\n";
   for (const PassTime &t : compilation.times())
-    llvm::errs() << llvm::format("  %-10s %10.3f ms\n", t.pass.c_str(), t.milliseconds);
+    llvm::errs() << "  " << llvm::left_justify(t.pass, 10) << " "
+                 << llvm::right_justify(formatFixed(t.milliseconds, 3), 10) << " ms\n";
 }
 
 void renderLint(llvm::ArrayRef<FileDiagnostics> files, const CommonArgs &args) {

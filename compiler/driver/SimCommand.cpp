@@ -157,7 +157,7 @@ void printTable(const std::vector<Row> &rows, SimArgs::RankBy rankBy, const plan
   bool stats = std::any_of(rows.begin(), rows.end(), [](const Row &r) { return r.stepTime; });
   if (units)
     out << "with --model: makespan and bubble in seconds; step s adds the gradient reduction; "
-           "memory in GB per GPU of " << plan::formatGB(units->cluster.memoryBytes) << "\n";
+           "memory in GB per GPU of " << formatGigabytes(units->cluster.memoryBytes) << "\n";
   else
     out << "costs per stage = rank share / v, v = stages per rank (given costs are per stage)\n";
   printGivenCostRule(rows, out);
@@ -182,7 +182,7 @@ void printTable(const std::vector<Row> &rows, SimArgs::RankBy rankBy, const plan
                        r.parameterChunks, r.copies, formatNumber(r.stagesPerRank));
     if (units && r.inUnits)
       out << fmt::format(kUnits, formatNumber(r.inUnits->stepTime),
-                         plan::formatGB(r.inUnits->memory.total), r.inUnits->fits ? "yes" : "no");
+                         formatGigabytes(r.inUnits->memory.total), r.inUnits->fits ? "yes" : "no");
     else if (units)
       out << fmt::format(kUnits, "-", "-", "-");
     if (r.stepTime)

@@ -78,7 +78,7 @@ std::optional<plan::Candidate> unitsCandidate(const plan::CompiledSchedule &comp
       inputs, compiled, file, layout, plan::trainingFor(inputs.training, layout), error);
   if (!c && error == "non-finite")
     error = "the costs in seconds are not finite: the cluster's numbers (peak_flops " +
-            fmt::format("{:g}", inputs.cluster.peakFlops) + ", bandwidths) are out of range";
+            formatSignificant(inputs.cluster.peakFlops, 6) + ", bandwidths) are out of range";
   return c;
 }
 
@@ -93,16 +93,17 @@ void printUnitsSummary(const plan::PlanInputs &inputs, const plan::Candidate &c,
   out << fmt::format("in seconds and bytes ({}, {} GPUs of {}; {}):\n", inputs.config.modelType,
                      inputs.cluster.gpus, inputs.cluster.name, plan::describeLayout(c.layout));
   out << fmt::format("  step time {} s (pipeline {} s + gradient reduction {} s), bubble "
-                     "{:.1f}%, MFU {:.1f}%, {:.0f} tokens/s, {} GPU-hours per million tokens\n",
+                     "{}, MFU {}, {} tokens/s, {} GPU-hours per million tokens\n",
                      formatNumber(c.stepTime), formatNumber(c.makespan),
-                     formatNumber(c.tailSeconds), 100 * c.bubbleFraction, 100 * c.mfu,
-                     c.tokensPerSecond, formatNumber(c.gpuHoursPerMillionTokens));
+                     formatNumber(c.tailSeconds), formatPercent(c.bubbleFraction, 1),
+                     formatPercent(c.mfu, 1), formatFixed(c.tokensPerSecond, 0),
+                     formatNumber(c.gpuHoursPerMillionTokens));
   out << fmt::format("  memory per GPU (GB): params {}, grads {}, optimizer {}, activations {}, "
                      "buffers {}, runtime {}, total {} of {}: {}\n",
-                     plan::formatGB(m.params), plan::formatGB(m.grads),
-                     plan::formatGB(m.optimizer), plan::formatGB(m.activations),
-                     plan::formatGB(m.buffers), plan::formatGB(m.runtime), plan::formatGB(m.total),
-                     plan::formatGB(inputs.cluster.memoryBytes), c.fits ? "fits" : "does not fit");
+                     formatGigabytes(m.params), formatGigabytes(m.grads),
+                     formatGigabytes(m.optimizer), formatGigabytes(m.activations),
+                     formatGigabytes(m.buffers), formatGigabytes(m.runtime), formatGigabytes(m.total),
+                     formatGigabytes(inputs.cluster.memoryBytes), c.fits ? "fits" : "does not fit");
 }
 
 } // namespace pipec

@@ -22,7 +22,8 @@ unsigned translateTorchCsv(llvm::SourceMgr &sources, DiagnosticEngine &diags,
   std::string text;
   llvm::raw_string_ostream out(text);
   if (!schedule ||
-      !writePipe(*schedule, scheduleNameFor(path), llvm::sys::path::filename(path), diags, out))
+      !writePipe(*schedule, scheduleNameFor(path), llvm::sys::path::filename(path), diags, out,
+                /*compact=*/false))
     return 0;
   out.flush();
   return sources.AddNewSourceBuffer(

@@ -42,6 +42,7 @@ cl::SubCommand ImportCmd("import", "Turn a schedule written by another tool into
 cl::SubCommand BuildCmd("build", "Compile a checked schedule into an executable");
 cl::SubCommand PlanCmd("plan", "Rank schedules and layouts for a model on a cluster");
 cl::SubCommand CalibrateCmd("calibrate", "Write a cluster file from measurements of your own GPUs");
+cl::SubCommand SynthCmd("synth", "Search for a schedule and write it as a .pipe file");
 
 // Attaches an option to several subcommands in one modifier, so that an option
 // shared by a group of subcommands is declared once, for the whole group.
@@ -109,9 +110,10 @@ cl::opt<unsigned> ErrorLimit("error-limit",
                              cl::cat(Category));
 cl::opt<bool> NoColor("no-color", cl::desc("Never color diagnostics"), Checking,
                       cl::cat(Category));
+// import's --format is its diagnostics' too.
 cl::opt<pipec::DiagFormat> Format(
     "format", cl::desc("How to print diagnostics"), cl::init(pipec::DiagFormat::Text),
-    LintFormat, cl::cat(Category),
+    LintFormat, cl::sub(ImportCmd), cl::cat(Category),
     cl::values(clEnumValN(pipec::DiagFormat::Text, "text", "clang-style text on stderr"),
                clEnumValN(pipec::DiagFormat::Json, "json", "one JSON document on stdout"),
                clEnumValN(pipec::DiagFormat::Sarif, "sarif", "SARIF 2.1.0 on stdout"),
@@ -125,12 +127,14 @@ cl::opt<SimFormat> SimResultFormat(
     cl::values(clEnumValN(SimFormat::Text, "text", "a report on stdout"),
                clEnumValN(SimFormat::Json, "json", "one JSON document on stdout")));
 
-// Costs drive the memory check, the simulator and the CUDA program's overlap plans.
+// Costs drive the memory check, the simulator and the CUDA program's overlap
+// plans, and synth's search.
 cl::list<std::string> CostFlags("cost", cl::desc("Override a cost (repeatable)"),
                                 cl::value_desc("NAME=V or NAME[STAGE]=V"), Costed,
-                                cl::cat(Category));
+                                cl::sub(SynthCmd), cl::cat(Category));
 cl::opt<std::string> CostsFile("costs", cl::desc("Read costs from a JSON object"),
-                               cl::value_desc("file.json"), Costed, cl::cat(Category));
+                               cl::value_desc("file.json"), Costed, cl::sub(SynthCmd),
+                               cl::cat(Category));
 
 // --- check ---------------------------------------------------------------------
 cl::list<std::string> CheckFiles(cl::Positional, cl::OneOrMore, cl::desc("<file.pipe>..."),
@@ -339,17 +343,8 @@ cl::opt<int64_t> ImportMicrobatches(
     cl::desc("The schedule's micro-batches (default: one more than the CSV's highest); "
              "those the CSV never runs are then reported by check"),
     cl::value_desc("N"), cl::init(0), cl::sub(ImportCmd), cl::cat(Category));
-cl::opt<pipec::DiagFormat> ImportFormat(
-    "format", cl::desc("How to print diagnostics"), cl::init(pipec::DiagFormat::Text),
-    cl::sub(ImportCmd), cl::cat(Category),
-    cl::values(clEnumValN(pipec::DiagFormat::Text, "text", "clang-style text on stderr"),
-               clEnumValN(pipec::DiagFormat::Json, "json", "one JSON document on stdout"),
-               clEnumValN(pipec::DiagFormat::Sarif, "sarif", "SARIF 2.1.0 on stdout"),
-               clEnumValN(pipec::DiagFormat::Github, "github",
-                          "GitHub workflow annotations on stdout")));
 
 // --- synth -----------------------------------------------------------------------
-cl::SubCommand SynthCmd("synth", "Search for a schedule and write it as a .pipe file");
 cl::opt<std::string> SynthPlacement("placement",
                                     cl::desc("Placement family: one, interleaved, v, bidirectional, or "
                                              "a FILE.pipe whose placement to take"),
@@ -358,12 +353,6 @@ cl::opt<std::string> SynthPlacement("placement",
 cl::list<std::string> SynthDefines("D", cl::Prefix, cl::desc("P, M (and v for interleaved); any of a FILE.pipe placement's parameters"),
                                    cl::value_desc("NAME=VALUE"), cl::sub(SynthCmd),
                                    cl::cat(Category));
-cl::list<std::string> SynthCostFlags("cost", cl::desc("Override a cost (repeatable)"),
-                                     cl::value_desc("NAME=V or NAME[STAGE]=V"), cl::sub(SynthCmd),
-                                     cl::cat(Category));
-cl::opt<std::string> SynthCostsFile("costs", cl::desc("Read costs from a JSON object"),
-                                    cl::value_desc("file.json"), cl::sub(SynthCmd),
-                                    cl::cat(Category));
 cl::opt<uint64_t> SynthBudget("max-activations",
                               cl::desc("Activations each rank may hold (as for check)"),
                               cl::value_desc("N"), cl::sub(SynthCmd), cl::cat(Category));
@@ -840,8 +829,8 @@ int runSynthCommand(int argc, char **argv) {
   pipec::SynthArgs synth;
   synth.placement = SynthPlacement;
   synth.defines = SynthDefines;
-  synth.costFlags = SynthCostFlags;
-  synth.costsFile = SynthCostsFile;
+  synth.costFlags = CostFlags;
+  synth.costsFile = CostsFile;
   synth.output = SynthOutput;
   synth.budgetGiven = given(SynthBudget);
   synth.budget = SynthBudget;
@@ -907,7 +896,7 @@ int dispatch(int argc, char **argv) {
     return runSynthCommand(argc, argv);
   if (ImportCmd) {
     args.color = sys::Process::StandardErrHasColors();
-    args.format = ImportFormat;
+    args.format = Format;
     args.elab.limits.maxOps = MaxOps;
     args.errorLimit = ErrorLimit;
     if (std::string error; !readWarningFlags(args, error)) {

@@ -5,6 +5,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Path.h"
 
+#include <algorithm>
 #include <optional>
 #include <tuple>
 
@@ -80,71 +81,144 @@ PipeOp pipeOp(const ImportedOp &op) {
   return {ast::opKindName(op.kind)[0], op.chunk, op.microbatch};
 }
 
-// `followedBy`: `next` is `step` one micro-batch later (by `by`): a loop's next iteration.
-bool followedBy(const PipeStep &step, const PipeStep &next, int64_t by) {
-  if (next.count != step.count)
-    return false;
-  for (int k = 0; k < step.count; ++k)
-    if (next.ops[k].kind != step.ops[k].kind || next.ops[k].chunk != step.ops[k].chunk ||
-        next.ops[k].microbatch != step.ops[k].microbatch + by)
-      return false;
-  return true;
+// "F(0, mb = 3)"; inside a loop over `i`, micro-batches relative to the
+// first iteration ("mb = i + 3").
+std::string opText(char kind, int32_t chunk, const std::string &microbatch) {
+  return std::string(1, kind) + "(" + std::to_string(chunk) + ", mb = " + microbatch + ")";
 }
 
-// "F(0, mb = 3) & B(1, mb = 0)"; inside a loop over `loop`, micro-batches
-// relative to the first iteration ("mb = i + 3").
-std::string stepText(const PipeStep &step, const char *loop = nullptr) {
+std::string stepText(const PipeStep &step, bool inLoop = false) {
   std::string out;
   for (int k = 0; k < step.count; ++k) {
     const PipeOp &op = step.ops[k];
     std::string m = std::to_string(op.microbatch);
-    if (loop)
-      m = op.microbatch == 0 ? loop : std::string(loop) + " + " + m;
-    out += std::string(k ? " & " : "") + op.kind + "(" + std::to_string(op.chunk) +
-           ", mb = " + m + ")";
+    if (inLoop)
+      m = op.microbatch == 0 ? "i" : "i + " + m;
+    out += (k ? " & " : "") + opText(op.kind, op.chunk, m);
   }
   return out;
 }
 
+// A loop over `i` of `count` iterations around `body`: one line for one step.
+std::string loopText(const std::string &count, const std::vector<std::string> &body,
+                     const std::string &indent) {
+  std::string out = indent + "for i in 0.." + count + " {";
+  if (body.size() == 1)
+    return out + " " + body[0] + "; }\n";
+  out += "\n";
+  for (const std::string &step : body)
+    out += indent + "  " + step + ";\n";
+  return out + indent + "}\n";
+}
+
 // A rank's program with runs written as loops: a body of up to four steps
-// that repeats with every micro-batch one higher becomes
-// `for i in 0..n { F(0, mb = i + 3); B(0, mb = i); }`.
+// that repeats with every micro-batch one higher, covering four steps or
+// more, becomes `for i in 0..n { F(0, mb = i + 3); B(0, mb = i); }`.
 std::string loopedProgram(const std::vector<PipeStep> &steps, const std::string &indent) {
-  constexpr size_t kMaxBody = 4, kMinCovered = 4;
   std::string out;
-  for (size_t at = 0; at < steps.size();) {
-    size_t bestBody = 0, bestRepeats = 0;
-    for (size_t body = 1; body <= kMaxBody && at + 2 * body <= steps.size(); ++body) {
-      size_t repeats = 1;
-      while (at + (repeats + 1) * body <= steps.size()) {
-        bool same = true;
-        for (size_t k = 0; same && k < body; ++k)
-          same = followedBy(steps[at + k], steps[at + repeats * body + k], int64_t(repeats));
-        if (!same)
-          break;
-        ++repeats;
-      }
-      if (repeats >= 2 && repeats * body >= kMinCovered &&
-          repeats * body > bestRepeats * bestBody)
-        bestBody = body, bestRepeats = repeats;
-    }
-    if (!bestBody) {
-      out += indent + stepText(steps[at]) + ";\n";
-      ++at;
+  for (const StepRun &run : stepRuns(steps, /*minCovered=*/4)) {
+    if (run.count == 1) {
+      out += indent + stepText(run.body[0]) + ";\n";
       continue;
     }
-    out += indent + "for i in 0.." + std::to_string(bestRepeats) + " {";
-    if (bestBody == 1) {
-      out += " " + stepText(steps[at], "i") + "; }\n";
-    } else {
-      out += "\n";
-      for (size_t k = 0; k < bestBody; ++k)
-        out += indent + "  " + stepText(steps[at + k], "i") + ";\n";
-      out += indent + "}\n";
-    }
-    at += bestBody * bestRepeats;
+    std::vector<std::string> body;
+    for (const PipeStep &step : run.body)
+      body.push_back(stepText(step, /*inLoop=*/true));
+    out += loopText(std::to_string(run.count), body, indent);
   }
   return out;
+}
+
+// base + slope * r (+ i in a loop), with the fixed sizes by name where the
+// rank enters: "P - r", "i + M - P + r", "1 + 2 * r"; a plain number else.
+std::string affineText(const RankAffine &value, bool inLoop, int64_t ranks, int64_t microbatches) {
+  std::vector<std::pair<int64_t, std::string>> terms; // (sign, text)
+  if (inLoop)
+    terms.push_back({1, "i"});
+  std::string rank = (value.slope == 1 || value.slope == -1 ? "" : std::to_string(
+                          value.slope < 0 ? -value.slope : value.slope) + " * ") + "r";
+  std::string constant;
+  int64_t base = value.base < 0 ? -value.base : value.base;
+  if (value.slope != 0 && value.base > 0 && value.base == ranks)
+    constant = "P";
+  else if (value.slope != 0 && value.base > 0 && value.base == microbatches)
+    constant = "M";
+  else if (value.slope != 0 && value.base > 0 && value.base == ranks - 1)
+    constant = "P - 1";
+  else if (value.slope != 0 && value.base > 0 && value.base == microbatches - ranks)
+    constant = "M - P";
+  else
+    constant = std::to_string(base);
+  if (value.base != 0 || (terms.empty() && value.slope == 0))
+    terms.push_back({value.base < 0 ? -1 : 1, constant});
+  if (value.slope != 0)
+    terms.push_back({value.slope < 0 ? -1 : 1, rank});
+  std::string out = terms[0].first < 0 ? "0 - " + terms[0].second : terms[0].second;
+  for (size_t k = 1; k < terms.size(); ++k)
+    out += (terms[k].first < 0 ? " - " : " + ") + terms[k].second;
+  return out;
+}
+
+// The body of a program shared by a group of ranks, `r` its rank.
+std::string sharedProgramText(const SharedProgram &program, int64_t ranks, int64_t microbatches,
+                              const std::string &indent) {
+  std::string out;
+  for (const SharedRun &run : program.runs) {
+    bool loop = !(run.count.slope == 0 && run.count.base == 1);
+    std::vector<std::string> body;
+    for (const SharedStep &step : run.body) {
+      std::string text;
+      for (int k = 0; k < step.count; ++k)
+        text += (k ? " & " : "") +
+                opText(step.ops[k].kind, step.ops[k].chunk,
+                       affineText(step.ops[k].microbatch, loop, ranks, microbatches));
+      body.push_back(text);
+    }
+    if (!loop) {
+      for (const std::string &step : body)
+        out += indent + step + ";\n";
+    } else {
+      out += loopText(affineText(run.count, false, ranks, microbatches), body, indent);
+    }
+  }
+  return out;
+}
+
+// One `rank r { }` program for every group of ranks that share a shape (one
+// branch per group where there are several), and a `rank N { }` program for
+// each rank in no group, which takes precedence over the generic one.
+void writeRankPrograms(const ExplicitSchedule &s, llvm::raw_ostream &out) {
+  std::vector<SharedProgram> groups;
+  if (s.loops && s.shareRanks)
+    groups = shareRankPrograms(s.programs);
+  std::vector<bool> shared(s.programs.size());
+  for (const SharedProgram &group : groups)
+    std::fill(shared.begin() + group.firstRank, shared.begin() + group.endRank, true);
+  if (groups.size() == 1) {
+    out << "\n  rank r {\n" << sharedProgramText(groups[0], s.ranks, s.microbatches, "    ")
+        << "  }\n";
+  } else if (groups.size() > 1) {
+    out << "\n  rank r {\n";
+    for (size_t g = 0; g < groups.size(); ++g) {
+      out << (g == 0 ? "    " : " else ");
+      if (g + 1 < groups.size())
+        out << "if r < " << groups[g].endRank << " ";
+      out << "{\n" << sharedProgramText(groups[g], s.ranks, s.microbatches, "      ") << "    }";
+    }
+    out << "\n  }\n";
+  }
+  for (size_t r = 0; r < s.programs.size(); ++r) {
+    if (shared[r])
+      continue;
+    out << "\n  rank " << r << " {\n";
+    if (s.loops) {
+      out << loopedProgram(s.programs[r], "    ");
+    } else {
+      for (const PipeStep &step : s.programs[r])
+        out << "    " << stepText(step) << ";\n";
+    }
+    out << "  }\n";
+  }
 }
 
 bool isKeyword(llvm::StringRef word) {
@@ -200,21 +274,12 @@ void writeExplicitSchedule(const ExplicitSchedule &s, llvm::raw_ostream &out) {
   if (s.copies > 1)
     out << "  copies " << s.copies << ";\n";
   out << s.placement;
-  for (size_t r = 0; r < s.programs.size(); ++r) {
-    out << "\n  rank " << r << " {\n";
-    if (s.loops) {
-      out << loopedProgram(s.programs[r], "    ");
-    } else {
-      for (const PipeStep &step : s.programs[r])
-        out << "    " << stepText(step) << ";\n";
-    }
-    out << "  }\n";
-  }
+  writeRankPrograms(s, out);
   out << "}\n";
 }
 
 bool writePipe(const ImportedSchedule &schedule, llvm::StringRef name, llvm::StringRef source,
-               DiagnosticEngine &diags, llvm::raw_ostream &out) {
+               DiagnosticEngine &diags, llvm::raw_ostream &out, bool compact) {
   bool flows = schedule.flows.size() > 1;
   std::vector<PlacementPlan> plans;
   for (size_t f = 0; f < schedule.flows.size(); ++f) {
@@ -247,6 +312,7 @@ bool writePipe(const ImportedSchedule &schedule, llvm::StringRef name, llvm::Str
   s.stages = schedule.numStages;
   s.microbatches = schedule.numMicrobatches;
   s.copies = schedule.copies;
+  s.loops = compact;
   llvm::raw_string_ostream placement(s.placement);
   for (const PlacementPlan &plan : plans)
     writeLets(plan, placement);

@@ -2,15 +2,19 @@
 // a header comment, the fixed sizes as parameters that only their own value
 // satisfies (`schedule s(P = 4, M = 8) { require P == 4 ...`, so `-D P=4` is
 // accepted and `-D P=8` is a clear error), literal stages, one placement (or
-// one flow per placement), and a `rank N { }` program per rank whose every op
-// names its chunk and micro-batch, optionally with runs that repeat one
-// micro-batch later written as `for` loops. For import, placements are written
+// one flow per placement), and programs in which every op names its chunk and
+// micro-batch. Written compact, runs that repeat one micro-batch later are
+// `for` loops and ranks whose programs share a shape share one `rank r { }`
+// program with bounds and micro-batches affine in r (RankPrograms.h); the
+// rest, or everything when written literally, is a `rank N { }` program per
+// rank, one op per line. For import, placements are written
 // as the closed form they match (s, s % R, a V, ...), else as a lookup, else as
 // packed tables (PlacementExpr.h), so that the file stays within the front
 // end's limits on statements and lines.
 #pragma once
 
 #include "diag/Diagnostics.h"
+#include "interop/RankPrograms.h"
 #include "interop/TorchImport.h"
 
 #include "llvm/ADT/StringRef.h"
@@ -21,19 +25,6 @@
 
 namespace pipec {
 
-// One op as a program writes it: `F(chunk, mb = m)`.
-struct PipeOp {
-  char kind = 'F'; // F, B, I or W
-  int32_t chunk = 0;
-  int64_t microbatch = 0;
-};
-
-// A step of a rank's program: one op, or a pair `A & B` in the order written.
-struct PipeStep {
-  PipeOp ops[2];
-  int count = 1;
-};
-
 // A schedule with every op explicit, as import and synth produce it.
 struct ExplicitSchedule {
   std::vector<std::string> header; // comment lines, without "// "
@@ -42,15 +33,19 @@ struct ExplicitSchedule {
   std::string tool;      // "pipec import", "pipec synth": named by the size requirements
   std::string placement; // lets, then `place` or `flow` lines, each "  ...\n"
   std::vector<std::vector<PipeStep>> programs; // per rank
-  bool loops = false;    // write runs that repeat one micro-batch later as `for` loops
+  bool loops = false;      // write runs that repeat one micro-batch later as `for` loops
+  bool shareRanks = true;  // with loops: one `rank r` program where ranks share a shape
 };
 
 void writeExplicitSchedule(const ExplicitSchedule &schedule, llvm::raw_ostream &out);
 
 // Reports CsvPlacementTooIrregular and writes nothing when a placement cannot
 // be written within a statement's token limit; returns whether it wrote.
+// `compact`: loops and shared rank programs (`pipec import`), else one op per
+// line, so that a diagnostic on the file points at the very op (`pipec check
+// FILE.csv`).
 bool writePipe(const ImportedSchedule &schedule, llvm::StringRef name, llvm::StringRef source,
-               DiagnosticEngine &diags, llvm::raw_ostream &out);
+               DiagnosticEngine &diags, llvm::raw_ostream &out, bool compact);
 
 // A schedule name made from a file name: "torch_zbv-P4.csv" -> "torch_zbv_P4".
 std::string scheduleNameFor(llvm::StringRef path);

@@ -1,6 +1,7 @@
 #include "plan/CandidateJson.h"
 
 #include <cmath>
+#include <initializer_list>
 #include <string>
 
 namespace pipec::plan {
@@ -24,6 +25,16 @@ void writeNumber(llvm::json::OStream &j, llvm::StringRef key, double value) {
     j.attribute(key, nullptr);
 }
 
+// An object of named numbers, written in the order given (by name, as the
+// candidate's own fields are).
+void writeNumberObject(llvm::json::OStream &j, llvm::StringRef key,
+                       std::initializer_list<std::pair<const char *, double>> fields) {
+  j.attributeObject(key, [&] {
+    for (const auto &[name, value] : fields)
+      writeNumber(j, name, value);
+  });
+}
+
 void writeCostsObject(const PlanCosts &costs, llvm::json::OStream &j) {
   for (const CostOverride &cost : toCostOverrides(costs))
     writeNumber(j, cost.name + "[" + std::to_string(cost.stage) + "]", cost.value);
@@ -41,14 +52,10 @@ void writeCandidateAttributes(const Candidate &c, CandidateFields fields, llvm::
   j.attribute("fits", c.fits);
   writeNumber(j, "gpu_hours_per_million_tokens", c.gpuHoursPerMillionTokens);
   writeNumber(j, "memory_bytes_per_gpu", c.memory.total);
-  j.attributeObject("memory_parts", [&] {
-    writeNumber(j, "activations", c.memory.activations);
-    writeNumber(j, "buffers", c.memory.buffers);
-    writeNumber(j, "grads", c.memory.grads);
-    writeNumber(j, "optimizer", c.memory.optimizer);
-    writeNumber(j, "params", c.memory.params);
-    writeNumber(j, "runtime", c.memory.runtime);
-  });
+  const MemoryBreakdown &m = c.memory;
+  writeNumberObject(j, "memory_parts",
+                    {{"activations", m.activations}, {"buffers", m.buffers}, {"grads", m.grads},
+                     {"optimizer", m.optimizer}, {"params", m.params}, {"runtime", m.runtime}});
   writeNumber(j, "mfu", c.mfu);
   j.attribute("micro_batch_size", l.mbs);
   if (plan) {
@@ -59,16 +66,11 @@ void writeCandidateAttributes(const Candidate &c, CandidateFields fields, llvm::
     });
   }
   // Where the busiest rank's step goes, and the mean bubble: why it is as fast as it is.
-  j.attributeObject("parts_s", [&] {
-    writeNumber(j, "bubble", c.makespan * c.bubbleFraction);
-    writeNumber(j, "compute", c.parts.compute);
-    writeNumber(j, "cp", c.parts.cp);
-    writeNumber(j, "dp", c.parts.dp);
-    writeNumber(j, "ep", c.parts.ep);
-    writeNumber(j, "optimizer", c.parts.optimizer);
-    writeNumber(j, "pp", c.parts.pp);
-    writeNumber(j, "tp", c.parts.tp);
-  });
+  const StepParts &p = c.parts;
+  writeNumberObject(j, "parts_s",
+                    {{"bubble", c.makespan * c.bubbleFraction}, {"compute", p.compute},
+                     {"cp", p.cp}, {"dp", p.dp}, {"ep", p.ep}, {"optimizer", p.optimizer},
+                     {"pp", p.pp}, {"tp", p.tp}});
   j.attribute("pipeline_parallel", l.pp);
   j.attribute("recompute", recomputeName(c.training.recompute));
   if (plan)

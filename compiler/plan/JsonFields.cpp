@@ -1,5 +1,6 @@
 #include "plan/JsonFields.h"
 
+#include "diag/Diagnostics.h"
 #include "support/InputFile.h"
 
 #include <cmath>
@@ -43,7 +44,7 @@ int64_t JsonFields::integer(llvm::StringRef key, int64_t min, int64_t max,
   } else if (!std::isfinite(*number)) {
     fail(key, "is not a finite number");
   } else if (!whole) {
-    fail(key, "must be an integer, got " + std::to_string(*number));
+    fail(key, "must be an integer, got " + diagArg(*number));
   } else if (*whole < min || *whole > max) {
     fail(key, "is " + std::to_string(*whole) + ", expected " + std::to_string(min) + " to " +
                   std::to_string(max));
@@ -59,11 +60,8 @@ double JsonFields::number(llvm::StringRef key, double min, double max,
   if (!value)
     return fallback.value_or(min);
   auto number = value->getAsNumber();
-  auto show = [](double v) {
-    char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%g", v);
-    return std::string(buffer);
-  };
+  // A value in a message as diagnostics write it: the shortest text that reads back the same.
+  auto show = [](double v) { return diagArg(v); };
   if (!number)
     fail(key, "must be a number");
   else if (!std::isfinite(*number))

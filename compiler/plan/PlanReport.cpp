@@ -2,6 +2,7 @@
 
 #include "plan/CandidateJson.h"
 #include "sim/SimOutputs.h"
+#include "support/NumberText.h"
 
 #include "llvm/Support/JSON.h"
 
@@ -34,13 +35,14 @@ std::string describeCandidate(const Candidate &c, const SearchOptions &search) {
   return text;
 }
 
-std::string formatGB(double bytes) { return fmt::format("{:.1f}", bytes / 1e9); }
-
 namespace {
 
-std::string percent(double fraction) { return fmt::format("{:.1f}%", 100 * fraction); }
-// Four significant digits: enough to rank by, short enough for a table.
-std::string seconds(double s) { return fmt::format("{:.4g}", s); }
+// Numbers through the one formatter (support/NumberText.h): GB with one
+// decimal, percentages with one, seconds with four significant digits (enough
+// to rank by, short enough for a table).
+std::string formatGB(double bytes) { return formatGigabytes(bytes); }
+std::string percent(double fraction) { return formatPercent(fraction, 1); }
+std::string seconds(double s) { return formatSignificant(s, 4); }
 
 std::string fileName(const std::string &path) {
   size_t slash = path.find_last_of('/');
@@ -61,9 +63,9 @@ std::string setting(const std::vector<T> &searched, T fixed, Name name) {
 void printModel(const PlanInputs &inputs, llvm::raw_ostream &out) {
   const Training &t = inputs.training;
   const SearchOptions &s = inputs.search;
-  out << fmt::format("model {}: {:.2f}B parameters, {:.2f}B active per token, {} layers",
-                     inputs.config.modelType, inputs.model.totalParams / 1e9,
-                     inputs.model.activeParams / 1e9, inputs.config.numLayers);
+  out << fmt::format("model {}: {}B parameters, {}B active per token, {} layers",
+                     inputs.config.modelType, formatFixed(inputs.model.totalParams / 1e9, 2),
+                     formatFixed(inputs.model.activeParams / 1e9, 2), inputs.config.numLayers);
   if (inputs.config.isMoe())
     out << fmt::format(", {} routed experts (top {})", inputs.config.routedExperts,
                        inputs.config.expertsPerToken);
@@ -161,7 +163,7 @@ void printPlanText(const PlanInputs &inputs, const PlanResult &plan, llvm::raw_o
     const MemoryBreakdown &m = c.memory;
     out << fmt::format(fmt::runtime(kRow), i + 1, c.name, sizes[i], seconds(c.stepTime),
                        percent(c.bubbleFraction), percent(c.mfu),
-                       fmt::format("{:.0f}", c.tokensPerSecond),
+                       formatFixed(c.tokensPerSecond, 0),
                        seconds(c.gpuHoursPerMillionTokens), formatGB(m.params),
                        formatGB(m.grads), formatGB(m.optimizer), formatGB(m.activations),
                        formatGB(m.buffers), formatGB(m.runtime), formatGB(m.total),

@@ -20,7 +20,5 @@ void printRemedies(const std::vector<Remedy> &remedies, llvm::raw_ostream &out);
 // `search` varies them (otherwise the header states them once).
 std::string describeLayout(const ParallelSizes &layout);
 std::string describeCandidate(const Candidate &c, const SearchOptions &search);
-// "80 GB" style (decimal GB).
-std::string formatGB(double bytes);
 
 } // namespace pipec::plan

@@ -30,4 +30,14 @@ std::string formatFixed(double value, int decimals) {
                                                                               : text;
 }
 
+std::string formatSignificant(double value, int digits) {
+  return fmt::format("{:.{}g}", value, digits);
+}
+
+std::string formatPercent(double fraction, int decimals) {
+  return formatFixed(100 * fraction, decimals) + "%";
+}
+
+std::string formatGigabytes(double bytes) { return formatFixed(bytes / 1e9, 1); }
+
 } // namespace pipec

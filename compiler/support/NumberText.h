@@ -15,5 +15,12 @@ namespace pipec {
 std::string formatNumber(double value);
 // Exactly `decimals` decimals, for percentages and seconds ("12.5", "0.25").
 std::string formatFixed(double value, int decimals);
+// `digits` significant digits, as printf's %g ("0.0123", "1.235e+04"): the
+// planner's table and calibrate's fits, short enough to rank by.
+std::string formatSignificant(double value, int digits);
+// A fraction as a percentage with `decimals` decimals: 0.125 -> "12.5%".
+std::string formatPercent(double fraction, int decimals);
+// Bytes as gigabytes (1e9) with one decimal: 81920000000 -> "81.9".
+std::string formatGigabytes(double bytes);
 
 } // namespace pipec

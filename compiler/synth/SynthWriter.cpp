@@ -47,19 +47,6 @@ std::vector<PipeStep> rankSteps(const SynthProblem &p, const std::vector<int> &o
 
 } // namespace
 
-std::vector<std::string> writeRankSteps(const SynthProblem &p, const std::vector<int> &order) {
-  std::vector<std::string> out;
-  for (const PipeStep &step : rankSteps(p, order)) {
-    std::string text;
-    for (int k = 0; k < step.count; ++k)
-      text += std::string(k ? " & " : "") + step.ops[k].kind + "(" +
-              std::to_string(step.ops[k].chunk) + ", mb = " +
-              std::to_string(step.ops[k].microbatch) + ")";
-    out.push_back(text);
-  }
-  return out;
-}
-
 std::string writePlacement(const StagePlacement &l) {
   std::string out;
   if (l.flows.empty())

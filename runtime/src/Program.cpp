@@ -105,18 +105,31 @@ RunInputs prepareInputs(const Program &program, const RunOptions &options) {
 
 namespace {
 
+// What start-up builds: the inputs, and the run that reads them (declared
+// after them, so destroyed first).
+template <typename T>
+struct StartedRun {
+  std::unique_ptr<RunInputs> inputs;
+  std::unique_ptr<TrainingRun<T>> run;
+};
+
 template <typename T>
 int train(const Program &program, const StreamProgram &streams, const RunOptions &options) {
-  StartupWatchdog startup(options.timeoutSeconds);
-  startup.phase("building the model and reading --data");
-  RunInputs inputs = prepareInputs(program, options);
-  startup.phase("building the pipeline");
-  TrainingRun<T> run(program, streams, options, inputs);
-  startup.phase("resuming from --load");
-  run.resume();
-  startup.disarm(); // the steps have their own watchdog
-  run.steps();
-  return run.finish();
+  // On a thread of its own, watched phase by phase (exec/StartupWatchdog.h);
+  // the steps have their own watchdog.
+  StartedRun<T> started = runStartup<StartedRun<T>>(
+      options.timeoutSeconds, [&program, &streams, &options](StartupPhase &phase) {
+        StartedRun<T> s;
+        phase("building the model and reading --data");
+        s.inputs = std::make_unique<RunInputs>(prepareInputs(program, options));
+        phase("building the pipeline");
+        s.run = std::make_unique<TrainingRun<T>>(program, streams, options, *s.inputs);
+        phase("resuming from --load");
+        s.run->resume();
+        return s;
+      });
+  started.run->steps();
+  return started.run->finish();
 }
 
 } // namespace

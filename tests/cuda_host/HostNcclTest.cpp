@@ -58,6 +58,22 @@ struct TwoRanks {
   }
 };
 
+// Rank 1 waits for two floats and rank 0 sends one int32: a message of
+// another size arrives, invalid usage, an asynchronous error on comm[1] only
+// (the sender is healthy). The buffers live as long as the transfer.
+struct MismatchedTransfer {
+  float got[2] = {0, 0};
+  int32_t one = 1;
+  explicit MismatchedTransfer(TwoRanks &world) {
+    REQUIRE(ncclGroupStart() == ncclSuccess);
+    REQUIRE(ncclRecv(got, 2, ncclFloat, 0, world.comm[1], nullptr) == ncclSuccess);
+    REQUIRE(ncclGroupEnd() == ncclInProgress);
+    REQUIRE(ncclGroupStart() == ncclSuccess);
+    REQUIRE(ncclSend(&one, 1, ncclInt32, 1, world.comm[0], nullptr) == ncclSuccess);
+    REQUIRE(ncclGroupEnd() == ncclSuccess);
+  }
+};
+
 } // namespace
 
 TEST_CASE("host NCCL: an init with a rank missing stays in progress until aborted",
@@ -118,14 +134,7 @@ TEST_CASE("host NCCL: a receive whose send never comes waits until aborted", "[h
 
 TEST_CASE("host NCCL: an asynchronous error is reported, naming the peer", "[hostnccl]") {
   TwoRanks world;
-  float got = 0; // a different size arrives: invalid usage
-  REQUIRE(ncclGroupStart() == ncclSuccess);
-  REQUIRE(ncclRecv(&got, 2, ncclFloat, 0, world.comm[1], nullptr) == ncclSuccess);
-  REQUIRE(ncclGroupEnd() == ncclInProgress);
-  int32_t one = 1;
-  REQUIRE(ncclGroupStart() == ncclSuccess);
-  REQUIRE(ncclSend(&one, 1, ncclInt32, 1, world.comm[0], nullptr) == ncclSuccess);
-  REQUIRE(ncclGroupEnd() == ncclSuccess);
+  MismatchedTransfer transfer(world);
   CHECK_THROWS_WITH(awaitCommunicators({world.comm[0], world.comm[1]}, Deadline(20), "it", ""),
                     Catch::Contains("the message that arrived has 4 bytes"));
   UniqueComm owned[2] = {UniqueComm(world.comm[1]), UniqueComm(world.comm[0])};
@@ -306,14 +315,7 @@ TEST_CASE("handles: an asynchronous error aborts every communicator", "[hostnccl
     CHECK(!comms[0].get());
   }
   TwoRanks world;
-  float got = 0; // a different size arrives: an asynchronous error on comm[1]
-  REQUIRE(ncclGroupStart() == ncclSuccess);
-  REQUIRE(ncclRecv(&got, 2, ncclFloat, 0, world.comm[1], nullptr) == ncclSuccess);
-  REQUIRE(ncclGroupEnd() == ncclInProgress);
-  int32_t one = 1;
-  REQUIRE(ncclGroupStart() == ncclSuccess);
-  REQUIRE(ncclSend(&one, 1, ncclInt32, 1, world.comm[0], nullptr) == ncclSuccess);
-  REQUIRE(ncclGroupEnd() == ncclSuccess);
+  MismatchedTransfer transfer(world);
   CHECK_THROWS(awaitCommunicators({world.comm[0], world.comm[1]}, Deadline(20), "it", ""));
   CHECK(state(world.comm[0]) == ncclSuccess); // the sender is healthy
   long before = pipert::hostcuda::abortedCommunicators();

@@ -37,7 +37,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   renderText(diags, llvm::nulls(), false);
   std::string text;
   llvm::raw_string_ostream out(text);
-  if (!schedule || !writePipe(*schedule, "fuzz", "fuzz\n\xff.csv", diags, out))
+  if (!schedule || !writePipe(*schedule, "fuzz", "fuzz\n\xff.csv", diags, out,
+                                      /*compact=*/true))
     return 0;
   out.flush();
 

@@ -31,31 +31,27 @@ def cfg(schedule, dtype="float64", steps=STEPS, **sizes):
             "tol": FP64_TOL if dtype == "float64" else FP32_TOL}
 
 
+# Every library schedule's micro-batch counts at P = 2 and at P = 4, two or
+# more each, with the sizes it needs besides P and M.
+LIBRARY_SIZES = [
+    ("gpipe", {}, (1, 3), (4, 6)),
+    ("1f1b", {}, (2, 5), (4, 8)),
+    ("interleaved_1f1b", {"v": 2}, (2, 4), (4, 8)),
+    ("interleaved_1f1b", {"v": 3}, (4, 2), (4, 8)),
+    ("zb_h1", {}, (2, 4), (4, 6)),
+    ("zb_h2", {}, (3, 4), (5, 8)),
+    ("zbv", {}, (2, 5), (4, 8)),
+    ("dualpipev", {}, (4, 6), (8, 10)),
+    ("dualpipe", {}, (4, 8), (8, 12)),
+    ("chimera", {}, (2, 6), (4, 8)),
+]
+
+
 def library(P: int):
-    """Every library schedule at P, at two or more M each."""
-    if P == 2:
-        configs = [cfg("gpipe", P=2, M=1), cfg("gpipe", P=2, M=3),
-                   cfg("1f1b", P=2, M=2), cfg("1f1b", P=2, M=5),
-                   cfg("interleaved_1f1b", P=2, M=2, v=2), cfg("interleaved_1f1b", P=2, M=4, v=2),
-                   cfg("interleaved_1f1b", P=2, M=4, v=3), cfg("interleaved_1f1b", P=2, M=2, v=3),
-                   cfg("zb_h1", P=2, M=2), cfg("zb_h1", P=2, M=4),
-                   cfg("zb_h2", P=2, M=3), cfg("zb_h2", P=2, M=4),
-                   cfg("zbv", P=2, M=2), cfg("zbv", P=2, M=5),
-                   cfg("dualpipev", P=2, M=4), cfg("dualpipev", P=2, M=6),
-                   cfg("dualpipe", P=2, M=4), cfg("dualpipe", P=2, M=8),
-                   cfg("chimera", P=2, M=2), cfg("chimera", P=2, M=6)]
-    else:
-        configs = [cfg("gpipe", P=4, M=4), cfg("gpipe", P=4, M=6),
-                   cfg("1f1b", P=4, M=4), cfg("1f1b", P=4, M=8),
-                   cfg("interleaved_1f1b", P=4, M=4, v=2), cfg("interleaved_1f1b", P=4, M=8, v=2),
-                   cfg("interleaved_1f1b", P=4, M=4, v=3), cfg("interleaved_1f1b", P=4, M=8, v=3),
-                   cfg("zb_h1", P=4, M=4), cfg("zb_h1", P=4, M=6),
-                   cfg("zb_h2", P=4, M=5), cfg("zb_h2", P=4, M=8),
-                   cfg("zbv", P=4, M=4), cfg("zbv", P=4, M=8),
-                   cfg("dualpipev", P=4, M=8), cfg("dualpipev", P=4, M=10),
-                   cfg("dualpipe", P=4, M=8), cfg("dualpipe", P=4, M=12),
-                   cfg("chimera", P=4, M=4), cfg("chimera", P=4, M=8)]
-    return configs
+    """Every library schedule at P = 2, or else at P = 4, at two or more M each."""
+    P = 2 if P == 2 else 4
+    return [cfg(name, P=P, M=M, **extra)
+            for name, extra, at2, at4 in LIBRARY_SIZES for M in (at2 if P == 2 else at4)]
 
 
 def fp32(P: int):

@@ -38,7 +38,8 @@ Imported importCsv(const std::string &csv, const ElabLimits &limits = {}) {
   if (std::optional<TorchCsv> read = readTorchCsv(id, diags, limits.maxOps))
     result.schedule = inferSchedule(*read, limits, diags);
   llvm::raw_string_ostream out(result.text);
-  if (result.schedule && !writePipe(*result.schedule, "imported", "t\n.csv", diags, out))
+  if (result.schedule && !writePipe(*result.schedule, "imported", "t\n.csv", diags, out,
+                                       /*compact=*/true))
     result.text.clear();
   out.flush();
   for (const Diagnostic &d : diags.diagnostics())

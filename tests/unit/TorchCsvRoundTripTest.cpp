@@ -4,6 +4,8 @@
 // elaborates to the same ops: the same CSV always, and for unmutated
 // schedules the same IR (chunks and in-flow micro-batch indices included),
 // unless a rank holds one stage in two chunks, which the CSV cannot express.
+// The import written compact (loops, shared `rank r` programs) and written
+// one op a line elaborate to the same ops.
 // Deterministic: fixed seed.
 #include "ScheduleGenerator.h"
 #include "TestSupport.h"
@@ -32,8 +34,9 @@ std::string csvOf(const ScheduleIR &ir) {
   return out.str();
 }
 
-// CSV text -> .pipe source, or "" with the diagnostics in `why`.
-std::string importCsv(const std::string &csv, std::string &why) {
+// CSV text -> .pipe source, or "" with the diagnostics in `why`; `compact`
+// as `pipec import` writes it (loops, shared rank programs), else one op a line.
+std::string importCsv(const std::string &csv, std::string &why, bool compact) {
   llvm::SourceMgr sources;
   DiagnosticEngine diags(sources);
   unsigned id = sources.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(csv, "t.csv"),
@@ -48,7 +51,7 @@ std::string importCsv(const std::string &csv, std::string &why) {
   }
   std::string text;
   llvm::raw_string_ostream out(text);
-  if (!writePipe(*schedule, "imported", "t.csv", diags, out))
+  if (!writePipe(*schedule, "imported", "t.csv", diags, out, compact))
     return "";
   return out.str();
 }
@@ -72,7 +75,7 @@ bool stageTwiceOnARank(const ScheduleIR &ir) {
 TEST_CASE("random schedules survive CSV export and import", "[property]") {
   ScheduleGenerator gen(0xc5c0u);
   const int kCases = 1500;
-  int compared = 0, irCompared = 0, importRefused = 0;
+  int compared = 0, irCompared = 0, importRefused = 0, shared = 0;
   for (int c = 0; c < kCases; ++c) {
     GenSchedule g = gen.valid();
     bool mutated = c % 3 != 0;
@@ -84,7 +87,7 @@ TEST_CASE("random schedules survive CSV export and import", "[property]") {
     std::string csv = csvOf(*original->ir);
 
     std::string why;
-    std::string imported = importCsv(csv, why);
+    std::string imported = importCsv(csv, why, /*compact=*/false);
     if (imported.empty()) {
       // Only a mutation that removed every op of a stage can make the
       // placement unknowable; an unmutated schedule always imports.
@@ -100,13 +103,24 @@ TEST_CASE("random schedules survive CSV export and import", "[property]") {
     CHECK_FALSE(again->diags.hasErrors());
     CHECK(csvOf(*again->ir) == csv);
     ++compared;
+    // Written compact (loops, one `rank r` program where ranks share a
+    // shape), the same order elaborates to the same ops, op for op.
+    std::string compact = importCsv(csv, why, /*compact=*/true);
+    auto compactAgain = compile(compact);
+    INFO("compact:\n" << compact << compactAgain->renderedDiagnostics());
+    REQUIRE(compactAgain->ir);
+    CHECK_FALSE(compactAgain->diags.hasErrors());
+    CHECK(compactAgain->ir_text() == again->ir_text());
+    shared += compact.find("rank r {") != std::string::npos;
     if (!mutated && !stageTwiceOnARank(*original->ir)) {
       CHECK(again->ir_text() == original->ir_text());
       ++irCompared;
     }
   }
-  INFO(compared << " compared, " << irCompared << " with IR, " << importRefused << " refused");
+  INFO(compared << " compared, " << irCompared << " with IR, " << importRefused << " refused, "
+                << shared << " with a shared rank program");
   CHECK(compared > kCases / 2);
+  CHECK(shared > compared / 16); // 175 of 1417 when written: mutations rarely share
   CHECK(irCompared > kCases / 4);
 }
 

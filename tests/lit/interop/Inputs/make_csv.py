@@ -8,6 +8,9 @@ usage: make_csv.py KIND ARG OUT
   scatter N  N stages on 1000 ranks in a pseudo-random order, M=1: too
              irregular for any place statement
   rows N     N rows: one op pair on rank 0, the rest idle (N ranks)
+  distinct N N ranks, stage r on rank r, M=7, each rank's forwards and then
+             backwards from micro-batch r*r % 7 on: no three neighbouring
+             ranks share a program shape (r*r % 7 is affine on no three)
 Deterministic: a fixed linear congruential generator, no randomness source.
 """
 import sys
@@ -52,6 +55,12 @@ def main(kind, arg, out):
         # Idle ranks as blank lines, the last as an empty cell: a blank line
         # at the end would be refused (CsvTrailingBlankLine).
         text = "0F0,0B0\n" + "\n" * (n - 2) + ",\n" if n > 1 else "0F0,0B0\n"
+    elif kind == "distinct":
+        rows = []
+        for r in range(n):
+            order = [(r * r + k) % 7 for k in range(7)]
+            rows.append(",".join([f"{r}F{m}" for m in order] + [f"{r}B{m}" for m in order]))
+        text = "\n".join(rows) + "\n"
     else:
         sys.exit(f"unknown kind {kind}")
     with open(out, "w") as f:

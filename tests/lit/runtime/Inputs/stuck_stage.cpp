@@ -5,14 +5,26 @@
 //   stuck_start:   stage 1 blocks while it is being made (start-up).
 // They block in a sleep that never ends, as a stage stuck on a lock or a
 // device would: nothing but the process's end stops them.
+// With STUCK_STAGE_EXIT_NOTE set, the process's exit handlers say that they
+// ran: they do when the failure returned to main, not when something called
+// _Exit on the way.
 #include "pipert/SimpleStage.h"
 #include "pipert/StageRegistry.h"
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <thread>
 
 namespace {
+
+struct ExitNote {
+  ~ExitNote() {
+    if (std::getenv("STUCK_STAGE_EXIT_NOTE"))
+      std::fprintf(stderr, "stuck_stage: exit handlers ran\n");
+  }
+} exitNote;
 
 [[noreturn]] void hang() {
   for (;;)
