@@ -132,13 +132,20 @@ std::optional<Training> parseTraining(llvm::StringRef text, llvm::StringRef name
     t.attention = *a;
   else
     f.fail("attention", "is '" + attention + "'; expected flash or eager");
+  std::string dispatch = f.string("ep_dispatch", "all_to_all");
+  if (dispatch == "all_to_all")
+    t.epDispatch = EpDispatch::AllToAll;
+  else if (dispatch == "deduplicated")
+    t.epDispatch = EpDispatch::Deduplicated;
+  else
+    f.fail("ep_dispatch", "is '" + dispatch + "'; expected all_to_all or deduplicated");
   t.firstStageLayers = f.integer("first_stage_layers", 0, kMaxSequence, -1);
   t.lastStageLayers = f.integer("last_stage_layers", 0, kMaxSequence, -1);
   t.pipelineLayout = f.string("pipeline_layout", "");
   static const char *kKnown[] = {"global_batch", "sequence_length", "micro_batch", "param_dtype",
                                  "grad_dtype", "activation_dtype", "optimizer_state_dtype", "optimizer", "zero_stage",
                                  "recompute", "tensor_parallel", "context_parallel",
-                                 "sequence_parallel", "tp_comm_overlap", "overlap_grad_reduce", "precision", "fp8_swiglu_cache", "attention",
+                                 "sequence_parallel", "tp_comm_overlap", "overlap_grad_reduce", "precision", "fp8_swiglu_cache", "attention", "ep_dispatch",
                                  "first_stage_layers", "last_stage_layers", "pipeline_layout"};
   for (const auto &entry : *object)
     if (!llvm::is_contained(kKnown, entry.first.str()))

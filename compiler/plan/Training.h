@@ -7,7 +7,7 @@
 //     "context_parallel": 1, "sequence_parallel": true, "tp_comm_overlap": false,
 //     "overlap_grad_reduce": true,
 //     "precision": "bf16" | "fp8", "fp8_swiglu_cache": false,
-//     "attention": "flash" | "eager",
+//     "attention": "flash" | "eager", "ep_dispatch": "all_to_all" | "deduplicated",
 //     "first_stage_layers": 3, "last_stage_layers": 2,
 //     "pipeline_layout": "Et*3|t*4|t*4|t*3L" }
 // Only global_batch and sequence_length are required; the rest default as below.
@@ -32,6 +32,12 @@ enum class Precision { BF16, FP8 };
 // Flash: FlashAttention (the default of every current framework): no s^2
 // scores are stored. Eager: the softmax and its dropout are stored (s^2 terms).
 enum class AttentionKernel { Flash, Eager };
+// How the expert-parallel dispatch crosses nodes: a plain all-to-all of every
+// copy (NCCL, Megatron's alltoall dispatcher), or deduplicated, one copy per
+// destination node forwarded over NVLink (DeepSeek-V3 §3.2.2, DeepEP,
+// Megatron's flex dispatcher with DeepEP or HybridEP). Group-limited routing
+// deduplicates either way (DeepSeek-V3's design couples the two).
+enum class EpDispatch { AllToAll, Deduplicated };
 
 inline double bytesOf(DType type) { return type == DType::FP32 ? 4 : 2; }
 std::optional<DType> parseDType(llvm::StringRef text); // "bf16", "fp16", "fp32"
@@ -66,6 +72,7 @@ struct Training {
   // keep them in BF16 (the default).
   bool fp8SwigluCache = false;
   AttentionKernel attention = AttentionKernel::Flash;
+  EpDispatch epDispatch = EpDispatch::AllToAll;
   // Uneven pipeline stages: transformer layers on the first and on the last
   // stage (the embedding and head come on top); -1: split evenly. The other
   // stages share the rest as evenly as possible.

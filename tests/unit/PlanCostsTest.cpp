@@ -16,6 +16,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
 using namespace pipec;
 using namespace pipec::plan;
 
@@ -268,6 +272,37 @@ TEST_CASE("The expert all-to-all is the dispatch and combine sub-operations", "[
   // node, at most 1 node: (1/2) x 1 copy.
   CHECK(unlimited == Approx(1e-5 + 32 * 8 * 128 * 0.5 / 10e9));
   CHECK(limited == Approx(1e-5 + std::max(32 * 128 * 0.5 / 10e9, 32 * 8 * 128 * (15.0 / 16) / 100e9)));
+  // The distinct nodes a token reaches, against a brute-force count over
+  // every way its k experts can fall (each equally likely).
+  auto bruteForce = [](int nodes, int k) {
+    double sum = 0, ways = std::pow(nodes, k);
+    for (long w = 0; w < long(ways); ++w) {
+      std::vector<bool> hit(size_t(nodes), false);
+      long x = w;
+      for (int i = 0; i < k; ++i, x /= nodes)
+        hit[size_t(x % nodes)] = true;
+      sum += double(std::count(hit.begin(), hit.end(), true));
+    }
+    return sum / ways;
+  };
+  ModelConfig grouped = config;
+  ExpertPlacement fourNodes{32, 8, 4};
+  // No group limit: only a deduplicating dispatch counts nodes.
+  CHECK(distinctNodesPerToken(grouped, fourNodes, 4, false) == 0);
+  CHECK(distinctNodesPerToken(grouped, fourNodes, 4, true) == Approx(bruteForce(4, 4)));
+  // Groups are nodes, 2 of 4 per token: at most 2 nodes (the k = 4 experts
+  // fall in the two chosen groups).
+  grouped.expertGroups = 4;
+  grouped.expertGroupsPerToken = 2;
+  CHECK(distinctNodesPerToken(grouped, fourNodes, 4, false) == Approx(2 * bruteForce(1, 2)));
+  // Two groups of two nodes each, one per token: its 4 experts over 2 nodes.
+  grouped.expertGroups = 2;
+  grouped.expertGroupsPerToken = 1;
+  CHECK(distinctNodesPerToken(grouped, fourNodes, 4, false) == Approx(bruteForce(2, 4)));
+  // Eight groups, two a node, 2 per token: the chosen groups' nodes.
+  grouped.expertGroups = 8;
+  grouped.expertGroupsPerToken = 2;
+  CHECK(distinctNodesPerToken(grouped, fourNodes, 4, false) == Approx(bruteForce(4, 2)));
 }
 
 TEST_CASE("Memory per GPU: parameters, gradients and optimizer state by ZeRO stage", "[plan]") {
