@@ -284,6 +284,23 @@ LayerTime layerTime(const ModelConfig &m, LayerKind kind, const Cluster &c, cons
   // the whole forward (full).
   if (tr.recompute == Recompute::Selective && tr.attention == AttentionKernel::Eager)
     r.replayAttention = coreForward;
+  // DeepSeek-V3's selective recomputation (§3.2.3; ActivationMemory.cpp drops
+  // what it rebuilds): the backward replays the RMSNorms (the two layer norms
+  // and MLA's latent norms: read and write), the MLA up-projections (the
+  // forward GEMMs from the latents) and the experts' SwiGLU (read gate and up,
+  // write the output).
+  if (tr.recompute == Recompute::Selective && m.usesLatentAttention()) {
+    double latents = double(m.qLoraRank) + double(m.kvLoraRank);
+    double norms = 2 * T * e * (2 * h / spDiv + latents);
+    double upProjections = m.qLoraRank > 0 ? ag.forwardEach[1] + ag.forwardEach[3] : ag.forwardEach[2];
+    r.replayAttention += upProjections + memoryBoundSeconds(c, norms);
+    if (kind == LayerKind::Moe) {
+      double k = double(m.expertsPerToken), i = double(m.moeIntermediateSize);
+      // The GPU's E / ep experts get T k ep / E tokens each: T k copies.
+      double swiglu = T * e * 3 * (k + double(m.sharedExperts)) * i / t;
+      r.replayMlp += memoryBoundSeconds(c, swiglu);
+    }
+  }
   if (tr.recompute == Recompute::Full) {
     r.replayAttention = r.attentionForward;
     r.replayMlp = r.mlpForward;
