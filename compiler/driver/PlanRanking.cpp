@@ -1,6 +1,8 @@
+// `pipec plan --rank-by`: the fitting candidates re-simulated under jitter and re-ranked (PlanRanking.h).
 #include "driver/PlanRanking.h"
 
 #include "frontend/Compilation.h"
+#include "plan/CandidateJson.h"
 #include "plan/StageCosts.h"
 #include "sim/SimOutputs.h"
 #include "sim/Variability.h"
@@ -33,6 +35,23 @@ bool spreadOf(const PlanArgs &args, const plan::PlanInputs &inputs, const plan::
   spread.mean = v.stepTime.mean + c.tailSeconds;
   spread.p99 = v.stepTime.p99 + c.tailSeconds;
   return true;
+}
+
+// Every size that tells two candidates apart, also those `pipec plan`'s own
+// table leaves out when the search did not vary them: the same P, M and v can
+// come with another t, micro-batch size, recomputation or ZeRO stage, and
+// without them two rows would read the same.
+std::string rankedLayout(const plan::Candidate &c) {
+  const plan::ParallelSizes &l = c.layout;
+  std::string text = fmt::format("P={} M={} dp={} ep={}", l.pp, l.microbatches, l.dp, l.ep);
+  if (l.v > 0)
+    text += fmt::format(" v={}", l.v);
+  text += fmt::format(" t={}", l.tp);
+  if (l.cp > 1)
+    text += fmt::format(" cp={}", l.cp);
+  text += fmt::format(" b={} rc={} z={}", l.mbs, plan::recomputeName(c.training.recompute),
+                      c.training.zeroStage);
+  return text;
 }
 
 } // namespace
@@ -74,14 +93,15 @@ void printSpreads(const PlanArgs &args, const plan::PlanResult &result,
       << " step time under " << args.jitter.describe() << " (" << args.samples
       << " samples, seed " << args.seed << "; the " << spreads.size()
       << " best fitting candidates by deterministic step time):\n";
-  const char *kRow = "{:<4} {:<22} {:<16} {:>14} {:>12} {:>12}\n";
-  out << fmt::format(kRow, "rank", "schedule", "layout", "deterministic", "mean", "p99");
+  // The layout column as wide as its longest entry (a row names every size).
+  size_t layoutWidth = 16;
+  for (const CandidateSpread &spread : spreads)
+    layoutWidth = std::max(layoutWidth, rankedLayout(result.candidates[spread.candidate]).size());
+  std::string kRow = fmt::format("{{:<4}} {{:<22}} {{:<{}}} {{:>14}} {{:>12}} {{:>12}}\n", layoutWidth);
+  out << fmt::format(fmt::runtime(kRow), "rank", "schedule", "layout", "deterministic", "mean", "p99");
   for (size_t i = 0; i < spreads.size(); ++i) {
     const plan::Candidate &c = result.candidates[spreads[i].candidate];
-    std::string layout;
-    for (const auto &[name, value] : c.params)
-      layout += (layout.empty() ? "" : " ") + name + "=" + std::to_string(value);
-    out << fmt::format(kRow, i + 1, c.name, layout, formatNumber(c.stepTime) + " s",
+    out << fmt::format(fmt::runtime(kRow), i + 1, c.name, rankedLayout(c), formatNumber(c.stepTime) + " s",
                        formatNumber(spreads[i].mean) + " s", formatNumber(spreads[i].p99) + " s");
   }
 }

@@ -22,10 +22,13 @@
 // and their norms, then Q, K of a (nope + rope) and V of a v_head per token.
 // MoE replaces the MLP by: router input e sb h, router probabilities 4 sb E
 // (fp32), the k dispatched copies e sb k h, the experts' intermediates
-// 3 e sb k i_moe (gated), the k expert outputs e sb k h awaiting the combine,
-// and shared experts' 3 e sb S i_moe. Under FP8 the tensors kept as GEMM
+// 3 e sb k i_moe (gated) and shared experts' 3 e sb S i_moe. The k expert
+// outputs are not kept: the routing weights are applied inside the experts'
+// SwiGLU (Megatron-Core's weighted_bias_swiglu_impl), so the combine's
+// backward needs nothing saved. Under FP8 the tensors kept as GEMM
 // inputs (attention and MLP inputs, the output projection's and fc2's
-// inputs, the dispatched copies) take 1 byte an element.
+// inputs, the dispatched copies) take 1 byte an element; with
+// fp8_swiglu_cache (DeepSeek-V3 §3.3.3) so do fc1's outputs.
 //
 // Selective recomputation drops the s^2 terms (recomputed), and so does
 // FlashAttention, the default (--attention flash): it stores only the
@@ -90,11 +93,17 @@ double layerActivationBytes(const ModelConfig &c, LayerKind kind, const Training
   // The MLP keeps fc1's output for the activation's backward and the
   // activation's output as fc2's input: GELU i + i; SwiGLU (Megatron's fused
   // kernel) fc1's gate and up, 2i, and its output i.
-  double fc1 = c.gatedMlp ? 2 * e : e;
+  // DeepSeek-V3 §3.3.3: its framework caches the SwiGLU inputs in FP8.
+  double fc1Bytes = training.fp8SwigluCache ? 1 : e;
+  double fc1 = c.gatedMlp ? 2 * fc1Bytes : fc1Bytes;
   if (kind == LayerKind::Moe) {
     double k = double(c.expertsPerToken), i = double(c.moeIntermediateSize);
     linear += 4 * sb * double(c.routedExperts);
-    linear += (g + e) * sb * k * h; // k dispatched copies (fc1's input), k expert outputs
+    // The k dispatched copies (fc1's input). The expert outputs are not kept:
+    // Megatron-Core applies the routing weights inside the experts' SwiGLU
+    // (moe/experts.py, weighted_bias_swiglu_impl), so the combine is a plain
+    // sum with nothing to save for its backward.
+    linear += g * sb * k * h;
     linear += (fc1 + activationOut) * sb * k * i;
     linear += (fc1 + activationOut) * sb * double(c.sharedExperts) * i;
   } else {

@@ -56,8 +56,31 @@ ExpertPlacement expertPlacement(const Cluster &cluster, const Training &training
   return p;
 }
 
+double distinctNodesPerToken(const ModelConfig &m, const ExpertPlacement &p, double k, bool deduplicated) {
+  double n = double(p.nodes);
+  if (p.nodes <= 1 || k <= 0)
+    return 0;
+  // k experts spread evenly over n nodes touch n (1 - (1 - 1/n)^k) of them.
+  auto spread = [](double nodes, double copies) { return nodes * (1 - std::pow(1 - 1 / nodes, copies)); };
+  double free = spread(n, k);
+  double groups = double(m.expertGroups), chosen = double(m.expertGroupsPerToken);
+  bool limited = m.expertGroupsPerToken < m.expertGroups;
+  // Group-limited routing (DeepSeek-V3 §2.1.2, §3.2.2): a token's experts lie
+  // in `chosen` of the groups. Experts are numbered in groups and placed on
+  // the nodes in order, so a group spans n / groups nodes, or a node holds
+  // groups / n groups.
+  if (limited && p.nodes % m.expertGroups == 0) {
+    // Each chosen group gets k / chosen of the experts, over its r nodes.
+    double r = n / groups;
+    return std::min(free, chosen * spread(r, k / chosen));
+  }
+  if (limited && m.expertGroups % p.nodes == 0)
+    return std::min(free, spread(n, chosen)); // the chosen groups' nodes
+  return deduplicated ? free : 0;
+}
+
 double allToAllSeconds(const Cluster &c, const ExpertPlacement &p, double tokens, double k, double bytesPerCopy,
-                       int64_t maxNodes, double &offGpuBytes) {
+                       double distinctNodes, double &offGpuBytes) {
   offGpuBytes = 0;
   if (p.ep <= 1 || tokens <= 0 || k <= 0)
     return 0;
@@ -70,12 +93,10 @@ double allToAllSeconds(const Cluster &c, const ExpertPlacement &p, double tokens
   if (p.nodes <= 1)
     return c.intraNodeLatency + intra / c.busBandwidth(true);
   double inter;
-  if (maxNodes > 0 && maxNodes < p.nodes) {
-    // Node-limited and deduplicated: one copy per distinct remote node. A
-    // token's k experts, spread evenly, touch n (1 - (1 - 1/n)^k) nodes on
-    // average, at most maxNodes; the share (n-1)/n of those are remote.
-    double distinct = std::min(double(maxNodes), nodes * (1 - std::pow(1 - 1 / nodes, k)));
-    inter = tokens * bytesPerCopy * distinct * (nodes - 1) / nodes;
+  if (distinctNodes > 0) {
+    // Deduplicated: one copy per distinct node a token's experts are on; the
+    // share (n-1)/n of those nodes are remote.
+    inter = tokens * bytesPerCopy * distinctNodes * (nodes - 1) / nodes;
   } else {
     inter = copies * (nodes - 1) / nodes;
     intra = copies * (g - 1) / ep;
@@ -210,12 +231,10 @@ LayerTime layerTime(const ModelConfig &m, LayerKind kind, const Cluster &c, cons
     // The all-to-alls: the dispatch in FP8 under FP8 training (DeepSeek-V3
     // §3.3), the combine in BF16. Tokens per GPU: the sequence-parallel share.
     ExpertPlacement placement = expertPlacement(c, tr, expertParallel);
-    int64_t maxNodes = 0;
-    if (m.expertGroupsPerToken < m.expertGroups && m.expertGroups == placement.nodes)
-      maxNodes = m.expertGroupsPerToken; // groups are nodes: node-limited routing
+    double distinct = distinctNodesPerToken(m, placement, k, tr.epDispatch == EpDispatch::Deduplicated);
     double tokens = T / t, ignored = 0;
-    r.dispatch = allToAllSeconds(c, placement, tokens, k, h * (fp8 ? 1 : e), maxNodes, r.dispatchBytes);
-    r.combine = allToAllSeconds(c, placement, tokens, k, h * e, maxNodes, ignored);
+    r.dispatch = allToAllSeconds(c, placement, tokens, k, h * (fp8 ? 1 : e), distinct, r.dispatchBytes);
+    r.combine = allToAllSeconds(c, placement, tokens, k, h * e, distinct, ignored);
   } else {
     double i = double(m.intermediateSize);
     mg = gemms(c, T, {{h, (m.gatedMlp ? 2 : 1) * i / t}, {i / t, h}}, fp8);
@@ -265,6 +284,23 @@ LayerTime layerTime(const ModelConfig &m, LayerKind kind, const Cluster &c, cons
   // the whole forward (full).
   if (tr.recompute == Recompute::Selective && tr.attention == AttentionKernel::Eager)
     r.replayAttention = coreForward;
+  // DeepSeek-V3's selective recomputation (§3.2.3; ActivationMemory.cpp drops
+  // what it rebuilds): the backward replays the RMSNorms (the two layer norms
+  // and MLA's latent norms: read and write), the MLA up-projections (the
+  // forward GEMMs from the latents) and the experts' SwiGLU (read gate and up,
+  // write the output).
+  if (tr.recompute == Recompute::Selective && m.usesLatentAttention()) {
+    double latents = double(m.qLoraRank) + double(m.kvLoraRank);
+    double norms = 2 * T * e * (2 * h / spDiv + latents);
+    double upProjections = m.qLoraRank > 0 ? ag.forwardEach[1] + ag.forwardEach[3] : ag.forwardEach[2];
+    r.replayAttention += upProjections + memoryBoundSeconds(c, norms);
+    if (kind == LayerKind::Moe) {
+      double k = double(m.expertsPerToken), i = double(m.moeIntermediateSize);
+      // The GPU's E / ep experts get T k ep / E tokens each: T k copies.
+      double swiglu = T * e * 3 * (k + double(m.sharedExperts)) * i / t;
+      r.replayMlp += memoryBoundSeconds(c, swiglu);
+    }
+  }
   if (tr.recompute == Recompute::Full) {
     r.replayAttention = r.attentionForward;
     r.replayMlp = r.mlpForward;

@@ -43,12 +43,23 @@ struct ExpertPlacement {
 };
 ExpertPlacement expertPlacement(const Cluster &cluster, const Training &training, int64_t ep);
 
+// The mean number of nodes one token's k expert copies reach when the dispatch
+// sends a token once per node and forwards it inside the node over NVLink
+// (DeepSeek-V3 §3.2.2; DeepEP and HybridEP do the same): n (1 - (1 - 1/n)^k)
+// for experts spread evenly over n nodes, fewer under group-limited routing
+// (a token's experts in topk_group of n_group groups, the groups laid on the
+// nodes in order). 0 when the dispatch is a plain all-to-all of every copy
+// (`deduplicated` false and no group limit) or the group lies in one node.
+double distinctNodesPerToken(const ModelConfig &config, const ExpertPlacement &placement, double k,
+                             bool deduplicated);
+
 // Seconds of one all-to-all (dispatch or combine) of `tokens` tokens' k copies of
-// `bytesPerCopy`, with node-limited routing when `maxNodes` < nodes: each token
-// goes to at most maxNodes nodes, once per node (deduplicated), and is forwarded
-// inside the node over NVLink (DeepSeek-V3 §3.2.2). Sets `offGpuBytes`.
+// `bytesPerCopy`. With `distinctNodes` > 0 the dispatch is deduplicated: each
+// token crosses the network once per distinct node (the remote share of
+// distinctNodes), and is forwarded inside the node over NVLink; otherwise
+// every copy for another node crosses. Sets `offGpuBytes`.
 double allToAllSeconds(const Cluster &cluster, const ExpertPlacement &placement, double tokens, double k,
-                       double bytesPerCopy, int64_t maxNodes, double &offGpuBytes);
+                       double bytesPerCopy, double distinctNodes, double &offGpuBytes);
 
 LayerTime layerTime(const ModelConfig &config, LayerKind kind, const Cluster &cluster,
                     const Training &training, int64_t expertParallel);

@@ -39,7 +39,7 @@ std::optional<AttentionKernel> parseAttentionKernel(llvm::StringRef text) {
 
 double Training::optimizerBytesPerParam() const {
   double master = paramType == DType::FP32 ? 0 : 4;
-  return optimizer == Optimizer::AdamW ? master + 8 : master;
+  return optimizer == Optimizer::AdamW ? master + 2 * bytesOf(optimizerStateType) : master;
 }
 
 int64_t Training::microbatchesPerReplica(int64_t dataParallel) const {
@@ -69,6 +69,8 @@ bool validateTraining(const Training &t, std::string &error) {
     return bad("context_parallel", "is " + std::to_string(t.contextParallel) + "; the sequence length " +
                                        std::to_string(t.sequenceLength) +
                                        " must split into 2 x cp equal chunks (load-balanced causal ring attention)");
+  if (t.fp8SwigluCache && t.precision != Precision::FP8)
+    return bad("fp8_swiglu_cache", "needs precision fp8");
   if (t.firstStageLayers < -1 || t.firstStageLayers > kMaxSequence)
     return bad("first_stage_layers", "must be 0 or more (-1: an even split)");
   if (t.lastStageLayers < -1 || t.lastStageLayers > kMaxSequence)
@@ -86,8 +88,8 @@ std::optional<Training> parseTraining(llvm::StringRef text, llvm::StringRef name
   t.globalBatch = f.integer("global_batch", 1, kMaxBatch);
   t.sequenceLength = f.integer("sequence_length", 1, kMaxSequence);
   t.microBatch = f.integer("micro_batch", 1, t.globalBatch, 1);
-  auto dtype = [&](const char *key) {
-    std::string text = f.string(key, "bf16");
+  auto dtype = [&](const char *key, const char *fallback = "bf16") {
+    std::string text = f.string(key, std::string(fallback));
     std::optional<DType> type = parseDType(text);
     if (!type)
       f.fail(key, "is '" + text + "'; expected bf16, fp16 or fp32");
@@ -96,6 +98,7 @@ std::optional<Training> parseTraining(llvm::StringRef text, llvm::StringRef name
   t.paramType = dtype("param_dtype");
   t.gradType = dtype("grad_dtype");
   t.activationType = dtype("activation_dtype");
+  t.optimizerStateType = dtype("optimizer_state_dtype", "fp32");
   std::string optimizer = f.string("optimizer", "adamw");
   if (optimizer == "adamw")
     t.optimizer = Optimizer::AdamW;
@@ -123,18 +126,26 @@ std::optional<Training> parseTraining(llvm::StringRef text, llvm::StringRef name
     t.precision = *p;
   else
     f.fail("precision", "is '" + precision + "'; expected bf16 or fp8");
+  t.fp8SwigluCache = f.boolean("fp8_swiglu_cache", false);
   std::string attention = f.string("attention", "flash");
   if (std::optional<AttentionKernel> a = parseAttentionKernel(attention))
     t.attention = *a;
   else
     f.fail("attention", "is '" + attention + "'; expected flash or eager");
+  std::string dispatch = f.string("ep_dispatch", "all_to_all");
+  if (dispatch == "all_to_all")
+    t.epDispatch = EpDispatch::AllToAll;
+  else if (dispatch == "deduplicated")
+    t.epDispatch = EpDispatch::Deduplicated;
+  else
+    f.fail("ep_dispatch", "is '" + dispatch + "'; expected all_to_all or deduplicated");
   t.firstStageLayers = f.integer("first_stage_layers", 0, kMaxSequence, -1);
   t.lastStageLayers = f.integer("last_stage_layers", 0, kMaxSequence, -1);
   t.pipelineLayout = f.string("pipeline_layout", "");
   static const char *kKnown[] = {"global_batch", "sequence_length", "micro_batch", "param_dtype",
-                                 "grad_dtype", "activation_dtype", "optimizer", "zero_stage",
+                                 "grad_dtype", "activation_dtype", "optimizer_state_dtype", "optimizer", "zero_stage",
                                  "recompute", "tensor_parallel", "context_parallel",
-                                 "sequence_parallel", "tp_comm_overlap", "overlap_grad_reduce", "precision", "attention",
+                                 "sequence_parallel", "tp_comm_overlap", "overlap_grad_reduce", "precision", "fp8_swiglu_cache", "attention", "ep_dispatch",
                                  "first_stage_layers", "last_stage_layers", "pipeline_layout"};
   for (const auto &entry : *object)
     if (!llvm::is_contained(kKnown, entry.first.str()))

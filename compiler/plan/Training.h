@@ -2,11 +2,12 @@
 // recomputation and tensor parallelism. Read from JSON:
 //   { "global_batch": 1024, "sequence_length": 4096, "micro_batch": 1,
 //     "param_dtype": "bf16", "grad_dtype": "bf16", "activation_dtype": "bf16",
-//     "optimizer": "adamw" | "sgd", "zero_stage": 0..3,
+//     "optimizer": "adamw" | "sgd", "optimizer_state_dtype": "fp32", "zero_stage": 0..3,
 //     "recompute": "none" | "selective" | "full", "tensor_parallel": 1,
 //     "context_parallel": 1, "sequence_parallel": true, "tp_comm_overlap": false,
 //     "overlap_grad_reduce": true,
-//     "precision": "bf16" | "fp8", "attention": "flash" | "eager",
+//     "precision": "bf16" | "fp8", "fp8_swiglu_cache": false,
+//     "attention": "flash" | "eager", "ep_dispatch": "all_to_all" | "deduplicated",
 //     "first_stage_layers": 3, "last_stage_layers": 2,
 //     "pipeline_layout": "Et*3|t*4|t*4|t*3L" }
 // Only global_batch and sequence_length are required; the rest default as below.
@@ -31,6 +32,12 @@ enum class Precision { BF16, FP8 };
 // Flash: FlashAttention (the default of every current framework): no s^2
 // scores are stored. Eager: the softmax and its dropout are stored (s^2 terms).
 enum class AttentionKernel { Flash, Eager };
+// How the expert-parallel dispatch crosses nodes: a plain all-to-all of every
+// copy (NCCL, Megatron's alltoall dispatcher), or deduplicated, one copy per
+// destination node forwarded over NVLink (DeepSeek-V3 §3.2.2, DeepEP,
+// Megatron's flex dispatcher with DeepEP or HybridEP). Group-limited routing
+// deduplicates either way (DeepSeek-V3's design couples the two).
+enum class EpDispatch { AllToAll, Deduplicated };
 
 inline double bytesOf(DType type) { return type == DType::FP32 ? 4 : 2; }
 std::optional<DType> parseDType(llvm::StringRef text); // "bf16", "fp16", "fp32"
@@ -45,6 +52,9 @@ struct Training {
   DType gradType = DType::BF16;
   DType activationType = DType::BF16;
   Optimizer optimizer = Optimizer::AdamW;
+  // AdamW's two moments: fp32 (Megatron, PyTorch) or bf16 (DeepSeek-V3 §3.3.1,
+  // "Low-Precision Optimizer States"). The fp32 master copy stays fp32.
+  DType optimizerStateType = DType::FP32;
   int zeroStage = 0;           // 0: none; 1: optimizer; 2: + gradients; 3: + parameters
   Recompute recompute = Recompute::None;
   int64_t tensorParallel = 1;  // t
@@ -56,7 +66,13 @@ struct Training {
   // (Megatron --overlap-grad-reduce --overlap-param-gather, FSDP's default).
   bool overlapGradReduce = true;
   Precision precision = Precision::BF16;
+  // DeepSeek-V3's own FP8 framework (§3.3.3, "Low-Precision Storage"): the
+  // SwiGLU inputs (fc1's gate and up outputs) are cached in FP8 for the
+  // backward, with the SwiGLU output recomputed. Transformer Engine recipes
+  // keep them in BF16 (the default).
+  bool fp8SwigluCache = false;
   AttentionKernel attention = AttentionKernel::Flash;
+  EpDispatch epDispatch = EpDispatch::AllToAll;
   // Uneven pipeline stages: transformer layers on the first and on the last
   // stage (the embedding and head come on top); -1: split evenly. The other
   // stages share the rest as evenly as possible.
@@ -69,8 +85,9 @@ struct Training {
   // GPUs one pipeline rank of one data-parallel replica occupies: t x cp.
   int64_t modelParallelGpus() const { return tensorParallel * contextParallel; }
 
-  // Optimizer state bytes per parameter: AdamW keeps two fp32 moments (8) and,
-  // when parameters are 16-bit, an fp32 master copy (4): 12 for bf16 training.
+  // Optimizer state bytes per parameter: AdamW keeps two moments (fp32: 8,
+  // bf16: 4) and, when parameters are 16-bit, an fp32 master copy (4): 12 for
+  // bf16 training with fp32 moments.
   // SGD keeps only the master copy (4 for 16-bit parameters, else 0).
   double optimizerBytesPerParam() const;
   // Micro-batches per data-parallel replica in one step: global / (dp x b); 0 if it does not divide.

@@ -16,6 +16,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
 using namespace pipec;
 using namespace pipec::plan;
 
@@ -145,10 +149,22 @@ TEST_CASE("Activation bytes of GQA, gated MLPs and MoE layers follow the derived
   // Context parallelism of 2 halves the tokens a GPU stores (and the s^2 term).
   flash.contextParallel = 2;
   CHECK(layerActivationBytes(llama(), LayerKind::Dense, flash) == (dense - e * a * s * s * b + 4 * a * sb) / 2);
-  // MoE: router probabilities in fp32, k dispatched copies and outputs, k experts' intermediates.
+  // MoE: router probabilities in fp32, k dispatched copies, k experts'
+  // intermediates; not the k expert outputs (the routing weights are applied
+  // inside the SwiGLU, so the combine's backward needs nothing saved).
   double moe = e * sb * (2 * h + h + 8 * 16 + h + h) + e * a * s * s * b + 4 * sb * 4 +
-               e * sb * (2 * 2 * h + 3 * 2 * 128);
+               e * sb * (2 * h + 3 * 2 * 128);
   CHECK(layerActivationBytes(mixtral(), LayerKind::Moe, tr) == moe);
+  // Under FP8 the GEMM inputs are kept as FP8 copies (1 byte); DeepSeek-V3's
+  // framework also caches the SwiGLU inputs (gate and up, 2 x 128 per copy) in
+  // FP8 (§3.3.3): half their BF16 bytes.
+  Training fp8 = tr;
+  fp8.precision = Precision::FP8;
+  Training cached = fp8;
+  cached.fp8SwigluCache = true;
+  CHECK(layerActivationBytes(mixtral(), LayerKind::Moe, fp8) -
+            layerActivationBytes(mixtral(), LayerKind::Moe, cached) ==
+        sb * 2 * 2 * 128);
   tr.tensorParallel = 2;
   CHECK(layerActivationBytes(mixtral(), LayerKind::Moe, tr) == moe / 2);
   tr.recompute = Recompute::Full;
@@ -256,6 +272,37 @@ TEST_CASE("The expert all-to-all is the dispatch and combine sub-operations", "[
   // node, at most 1 node: (1/2) x 1 copy.
   CHECK(unlimited == Approx(1e-5 + 32 * 8 * 128 * 0.5 / 10e9));
   CHECK(limited == Approx(1e-5 + std::max(32 * 128 * 0.5 / 10e9, 32 * 8 * 128 * (15.0 / 16) / 100e9)));
+  // The distinct nodes a token reaches, against a brute-force count over
+  // every way its k experts can fall (each equally likely).
+  auto bruteForce = [](int nodes, int k) {
+    double sum = 0, ways = std::pow(nodes, k);
+    for (long w = 0; w < long(ways); ++w) {
+      std::vector<bool> hit(size_t(nodes), false);
+      long x = w;
+      for (int i = 0; i < k; ++i, x /= nodes)
+        hit[size_t(x % nodes)] = true;
+      sum += double(std::count(hit.begin(), hit.end(), true));
+    }
+    return sum / ways;
+  };
+  ModelConfig grouped = config;
+  ExpertPlacement fourNodes{32, 8, 4};
+  // No group limit: only a deduplicating dispatch counts nodes.
+  CHECK(distinctNodesPerToken(grouped, fourNodes, 4, false) == 0);
+  CHECK(distinctNodesPerToken(grouped, fourNodes, 4, true) == Approx(bruteForce(4, 4)));
+  // Groups are nodes, 2 of 4 per token: at most 2 nodes (the k = 4 experts
+  // fall in the two chosen groups).
+  grouped.expertGroups = 4;
+  grouped.expertGroupsPerToken = 2;
+  CHECK(distinctNodesPerToken(grouped, fourNodes, 4, false) == Approx(2 * bruteForce(1, 2)));
+  // Two groups of two nodes each, one per token: its 4 experts over 2 nodes.
+  grouped.expertGroups = 2;
+  grouped.expertGroupsPerToken = 1;
+  CHECK(distinctNodesPerToken(grouped, fourNodes, 4, false) == Approx(bruteForce(2, 4)));
+  // Eight groups, two a node, 2 per token: the chosen groups' nodes.
+  grouped.expertGroups = 8;
+  grouped.expertGroupsPerToken = 2;
+  CHECK(distinctNodesPerToken(grouped, fourNodes, 4, false) == Approx(bruteForce(4, 2)));
 }
 
 TEST_CASE("Memory per GPU: parameters, gradients and optimizer state by ZeRO stage", "[plan]") {
@@ -455,6 +502,11 @@ TEST_CASE("Training input: defaults, optimizer bytes and errors", "[plan]") {
   CHECK(t->microbatchesPerReplica(5) == 0);
   t->paramType = DType::FP32;
   CHECK(t->optimizerBytesPerParam() == 8);
+  // DeepSeek-V3 §3.3.1: AdamW's moments in BF16 (2 + 2) beside the fp32 master copy.
+  auto bf16Moments = parseTraining(
+      R"({"global_batch": 64, "sequence_length": 4096, "optimizer_state_dtype": "bf16"})", "t.json", error);
+  REQUIRE(bf16Moments);
+  CHECK(bf16Moments->optimizerBytesPerParam() == 4 + 2 + 2);
   auto errorOf = [](const std::string &json) {
     std::string error;
     CHECK_FALSE(parseTraining(json, "t.json", error));
@@ -469,6 +521,8 @@ TEST_CASE("Training input: defaults, optimizer bytes and errors", "[plan]") {
         "t.json: field 'zero_stage' is 4, expected 0 to 3");
   CHECK(errorOf(R"({"global_batch": 8, "sequence_length": 4, "recompute": "some"})") ==
         "t.json: field 'recompute' is 'some'; expected none, selective or full");
+  CHECK(errorOf(R"({"global_batch": 8, "sequence_length": 4, "fp8_swiglu_cache": true})") ==
+        "training: field 'fp8_swiglu_cache' needs precision fp8");
   CHECK(errorOf(R"({"global_batch": 8, "sequence_length": 4, "tp": 2})") ==
         "t.json: field 'tp' is not a training field");
 }

@@ -186,3 +186,29 @@ TEST_CASE("Uneven stages: first and last stage counts, and Megatron layout strin
   CHECK_FALSE(stageLayerRanges(model, 4, tr, error));
   CHECK(error == "stage split: the stages hold 9 transformer layers; the model has 10");
 }
+
+TEST_CASE("DeepSeek-style selective recomputation replays the norms, MLA up-projections and SwiGLU", "[plan]") {
+  // A small MLA MoE model: q and kv latents, 8 experts, top 2, one shared.
+  ModelConfig m = parse(R"({"model_type": "deepseek_v3", "hidden_size": 1024, "intermediate_size": 2048,
+    "moe_intermediate_size": 512, "num_hidden_layers": 4, "first_k_dense_replace": 1,
+    "num_attention_heads": 8, "num_key_value_heads": 8, "q_lora_rank": 256, "kv_lora_rank": 128,
+    "qk_nope_head_dim": 64, "qk_rope_head_dim": 32, "v_head_dim": 64, "n_routed_experts": 8,
+    "num_experts_per_tok": 2, "n_shared_experts": 1, "vocab_size": 1000})");
+  Cluster c = a100();
+  Training none = train(), selective = train();
+  selective.recompute = Recompute::Selective;
+  LayerTime plain = layerTime(m, LayerKind::Moe, c, none, 1);
+  LayerTime replayed = layerTime(m, LayerKind::Moe, c, selective, 1);
+  CHECK(plain.replayAttention == 0);
+  CHECK(plain.replayMlp == 0);
+  // The up-projections from the latents: the forward GEMMs of q_b (256 ->
+  // 8 x 96) and kv_b (128 -> 8 x (64 + 64)) on 4,096 tokens, plus the norms.
+  double T = 4096;
+  double upProjections = gemmSeconds(c, T, 8 * 96, 256, false) + gemmSeconds(c, T, 8 * 128, 128, false);
+  double norms = memoryBoundSeconds(c, 2 * T * 2 * (2 * 1024 + 256 + 128));
+  CHECK(replayed.replayAttention == Approx(upProjections + norms));
+  // SwiGLU over the 2 routed copies and the shared expert: read 2i, write i.
+  CHECK(replayed.replayMlp == Approx(memoryBoundSeconds(c, T * 2 * 3 * (2 + 1) * 512)));
+  // What is replayed is not stored: the selective layer keeps fewer bytes.
+  CHECK(layerActivationBytes(m, LayerKind::Moe, selective) < layerActivationBytes(m, LayerKind::Moe, none));
+}
