@@ -370,6 +370,12 @@ PlanResult makePlan(const PlanInputs &inputs, ScheduleCache *sharedCache) {
   ScheduleCache ownCache;
   ScheduleCache &cache = sharedCache ? *sharedCache : ownCache;
   size_t compilationsBefore = cache.compilations();
+  // Compilations stop at the budget too (elaboration every 16K ops, and
+  // between phases), so none runs far past it whatever the machine's load.
+  ElabLimits limits = inputs.limits;
+  if (search.timeBudgetSeconds > 0)
+    limits.deadline = start + std::chrono::duration_cast<Clock::duration>(
+                                  std::chrono::duration<double>(search.timeBudgetSeconds));
   PlanResult result;
   const Training &base = inputs.training;
   std::vector<Recompute> recomputes =
@@ -514,7 +520,12 @@ PlanResult makePlan(const PlanInputs &inputs, ScheduleCache *sharedCache) {
         }
         std::string error;
         std::shared_ptr<const CompiledSchedule> c =
-            cache.get(file, group.P, group.M, group.v, inputs.limits, error, expectedOps(group));
+            cache.get(file, group.P, group.M, group.v, limits, error, expectedOps(group));
+        if (!c && error == kPastDeadline) {
+          for (size_t i : group.variants)
+            out.notReached += !anyMayFit || mayFit(variants[i]);
+          continue;
+        }
         if (!c) {
           out.refused = group.variants.size();
           continue;
@@ -636,7 +647,12 @@ PlanResult makePlan(const PlanInputs &inputs, ScheduleCache *sharedCache) {
         continue;
       }
       std::shared_ptr<const CompiledSchedule> c =
-          cache.get(file, g.P, g.M, g.v, inputs.limits, error, expectedOps(g));
+          cache.get(file, g.P, g.M, g.v, limits, error, expectedOps(g));
+      if (!c && error == kPastDeadline) {
+        result.timedOut = true;
+        ++result.notReached;
+        continue;
+      }
       if (!c) {
         ++result.refused;
         continue;

@@ -25,7 +25,22 @@ std::shared_ptr<const CompiledSchedule> compile(const std::string &file, int64_t
     elab.defines.emplace_back("v", v);
   auto compilation = std::make_unique<Compilation>(file);
   compilation->diags().setErrorLimit(1);
-  if (!compilation->runAll(elab, CheckOptions{})) {
+  // Phase by phase, so a deadline (limits.deadline) stops between them too.
+  auto pastDeadline = [&] {
+    return limits.deadline != std::chrono::steady_clock::time_point::max() &&
+           std::chrono::steady_clock::now() > limits.deadline;
+  };
+  bool ok = compilation->runFrontEnd(elab);
+  if (ok && pastDeadline()) {
+    error = kPastDeadline;
+    return nullptr;
+  }
+  ok = ok && compilation->check(CheckOptions{});
+  if (pastDeadline()) {
+    error = kPastDeadline;
+    return nullptr;
+  }
+  if (!ok) {
     error = firstError(*compilation);
     return nullptr;
   }
@@ -101,6 +116,11 @@ std::shared_ptr<const CompiledSchedule> ScheduleCache::get(const std::string &fi
   ++compilations_;
   if (compiled && compiled->ops >= 1'000'000 && seconds > 0)
     opsPerSecond_ = double(compiled->ops) / seconds; // the latest: the machine's load now
+  if (why == kPastDeadline) { // not a property of the schedule: not cached
+    released_.notify_all();
+    error = why;
+    return nullptr;
+  }
   auto [it, added] = entries_.try_emplace(key, Entry{compiled, why});
   if (added) {
     order_.push_back(key);

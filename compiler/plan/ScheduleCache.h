@@ -58,6 +58,10 @@ struct CompiledSchedule {
 // prepares its own compilation this way, so it compiles once.
 std::shared_ptr<CompiledSchedule> prepareCompiled(std::unique_ptr<Compilation> compilation);
 
+// get()'s error when limits.deadline passed during the compilation (such a
+// result is not cached: a later plan with more time compiles it again).
+inline constexpr const char *kPastDeadline = "the time budget ran out while compiling";
+
 class ScheduleCache {
 public:
   explicit ScheduleCache(uint64_t opBudget = 8'000'000,
