@@ -54,10 +54,20 @@ int runPlan(const PlanArgs &args, const ModelArgs &model, const CommonArgs &comm
   if (!result.errors.empty())
     return kExitErrors;
   std::vector<CandidateSpread> spreads; // --rank-by: re-ranked under jitter
-  if (args.rankBy != RankByStat::Order && !rankByVariability(args, inputs, result, spreads, error)) {
+  size_t notJittered = 0;
+  auto deadline = args.timeBudget > 0
+                      ? start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                    std::chrono::duration<double>(args.timeBudget))
+                      : std::chrono::steady_clock::time_point::max();
+  if (args.rankBy != RankByStat::Order &&
+      !rankByVariability(args, inputs, result, spreads, error, deadline, &notJittered)) {
     llvm::errs() << "pipec: error: --rank-by: " << error << "\n";
     return kExitErrors;
   }
+  if (notJittered)
+    llvm::errs() << "pipec: warning: --rank-by stopped at the time budget (--time "
+                 << fmt::format("{:g}", args.timeBudget) << "): " << notJittered
+                 << " fitting candidates keep their deterministic order\n";
   if (args.json)
     plan::printPlanJson(inputs, result, llvm::outs());
   else

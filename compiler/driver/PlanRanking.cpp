@@ -58,18 +58,28 @@ std::string rankedLayout(const plan::Candidate &c) {
 
 bool rankByVariability(const PlanArgs &args, const plan::PlanInputs &inputs,
                        plan::PlanResult &result, std::vector<CandidateSpread> &spreads,
-                       std::string &error) {
+                       std::string &error, std::chrono::steady_clock::time_point deadline,
+                       size_t *skipped) {
   // Candidates come fitting first, by deterministic step time (Planner.h).
   size_t fitting = 0;
   while (fitting < result.candidates.size() && result.candidates[fitting].fits)
     ++fitting;
   size_t jittered = std::min(fitting, kMaxJitteredCandidates);
   spreads.clear();
+  *skipped = 0;
+  double lastSeconds = 0; // what the previous candidate took: the next is alike
   for (size_t i = 0; i < jittered; ++i) {
+    auto began = std::chrono::steady_clock::now();
+    if (began + std::chrono::duration<double>(lastSeconds) > deadline) {
+      *skipped = jittered - i;
+      jittered = i;
+      break;
+    }
     CandidateSpread spread{i};
     if (!spreadOf(args, inputs, result.candidates[i], spread, error))
       return false;
     spreads.push_back(spread);
+    lastSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   }
   bool byP99 = args.rankBy == RankByStat::P99;
   std::stable_sort(spreads.begin(), spreads.end(), [&](const CandidateSpread &a,

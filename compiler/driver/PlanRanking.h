@@ -10,6 +10,7 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -27,10 +28,13 @@ struct CandidateSpread {
 // Reorders `result`'s fitting candidates (at most kMaxJitteredCandidates, the best
 // first) by `args.rankBy` under `args.jitter`, and makes the first the recommendation.
 // Returns the spreads in the new order; false with `error` when a schedule no longer
-// compiles.
+// compiles. The plan's time budget holds here too: a candidate is re-simulated only
+// while the time left exceeds what the previous one took (`*skipped` counts those
+// left in their deterministic order after the ranked ones).
 bool rankByVariability(const PlanArgs &args, const plan::PlanInputs &inputs,
                        plan::PlanResult &result, std::vector<CandidateSpread> &spreads,
-                       std::string &error);
+                       std::string &error, std::chrono::steady_clock::time_point deadline,
+                       size_t *skipped);
 
 // "ranked by p99 step time under lognormal CV 0.1 (200 samples, seed 1)" and one
 // line per re-ranked candidate.

@@ -10,6 +10,7 @@
 #include "support/ResourceLimits.h"
 #include "syntax/AST.h"
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +21,10 @@ namespace pipec {
 struct ElabLimits {
   uint64_t maxOps = limits::kMaxOps;               // about 640 MB of IR
   uint64_t maxIterations = limits::kMaxIterations; // loop iterations, all ranks together
+  // When elaboration must stop (the planner's --time): checked every 16K ops;
+  // past it elaboration fails without a diagnostic of its own, and the caller,
+  // which set it, says why. max(): never.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 
 // A name given on the command line for a parameter (-D) or a cost (--cost,

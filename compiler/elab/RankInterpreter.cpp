@@ -163,6 +163,15 @@ uint32_t RankInterpreter::originId(const OpCall &call) {
 }
 
 bool RankInterpreter::opStatement(const OpStmt &s) {
+  // The clock every 16K ops: a few nanoseconds an op at most.
+  if (++budget_.opsSinceClock >= 16384) {
+    budget_.opsSinceClock = 0;
+    if (budget_.limits.deadline != std::chrono::steady_clock::time_point::max() &&
+        std::chrono::steady_clock::now() > budget_.limits.deadline) {
+      budget_.exhausted = true; // the caller that set the deadline reports it
+      return false;
+    }
+  }
   if (budget_.ops + s.ops.size() > budget_.limits.maxOps) {
     if (Diagnostic *d = error(DiagKind::OpLimitExceeded, s.range,
                               "the schedule has more than " +

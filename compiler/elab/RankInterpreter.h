@@ -18,6 +18,7 @@ struct ElabBudget {
   uint64_t ops = 0;
   uint64_t iterations = 0;
   bool exhausted = false; // a limit was hit: stop elaborating altogether
+  uint32_t opsSinceClock = 0; // ops since limits.deadline was last compared with the clock
   // Ids of ScheduleIR::origins and ScheduleIR::loops, so ops store 32-bit ids.
   std::unordered_map<const ast::OpCall *, uint32_t> originIds;
   std::unordered_map<const ast::ForStmt *, uint32_t> loopIds;

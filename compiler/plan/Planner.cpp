@@ -263,9 +263,17 @@ struct Variant {
 struct Group {
   size_t file;
   int64_t P, M, v;
+  uint64_t minimumOps; // 2 S M: no schedule of these sizes has fewer
   std::vector<size_t> variants;
   double order = kInf;
 };
+
+// The ops a group's compilation is expected to hold, for the cache's working
+// budget: 3 S M (F, B and W of every micro-batch on every stage, a zero-bubble
+// schedule's count), saturating.
+uint64_t expectedOps(const Group &g) {
+  return g.minimumOps > UINT64_MAX / 3 ? UINT64_MAX : g.minimumOps / 2 * 3;
+}
 
 // What evaluating one group gave.
 struct GroupResult {
@@ -352,13 +360,22 @@ std::optional<Candidate> evaluateCompiled(const PlanInputs &inputs, const Compil
 PlanResult makePlan(const PlanInputs &inputs, ScheduleCache *sharedCache) {
   Clock::time_point start = Clock::now();
   const SearchOptions &search = inputs.search;
-  auto outOfTime = [&] {
-    return search.timeBudgetSeconds > 0 &&
-           std::chrono::duration<double>(Clock::now() - start).count() > search.timeBudgetSeconds;
+  auto secondsLeft = [&] {
+    return search.timeBudgetSeconds > 0
+               ? search.timeBudgetSeconds -
+                     std::chrono::duration<double>(Clock::now() - start).count()
+               : kInf;
   };
+  auto outOfTime = [&] { return secondsLeft() < 0; };
   ScheduleCache ownCache;
   ScheduleCache &cache = sharedCache ? *sharedCache : ownCache;
   size_t compilationsBefore = cache.compilations();
+  // Compilations stop at the budget too (elaboration every 16K ops, and
+  // between phases), so none runs far past it whatever the machine's load.
+  ElabLimits limits = inputs.limits;
+  if (search.timeBudgetSeconds > 0)
+    limits.deadline = start + std::chrono::duration_cast<Clock::duration>(
+                                  std::chrono::duration<double>(search.timeBudgetSeconds));
   PlanResult result;
   const Training &base = inputs.training;
   std::vector<Recompute> recomputes =
@@ -399,7 +416,7 @@ PlanResult makePlan(const PlanInputs &inputs, ScheduleCache *sharedCache) {
       }
       auto [it, added] = byKey.try_emplace({sizes.pp, sizes.microbatches, sizes.v}, groups.size());
       if (added)
-        groups.push_back({f, sizes.pp, sizes.microbatches, sizes.v, {}, kInf});
+        groups.push_back({f, sizes.pp, sizes.microbatches, sizes.v, minimumOps(sizes), {}, kInf});
       for (Recompute r : recomputes)
         for (int zero : zeros) {
           // Over one replica ZeRO shards nothing: its stages are one point.
@@ -487,19 +504,28 @@ PlanResult makePlan(const PlanInputs &inputs, ScheduleCache *sharedCache) {
     std::vector<GroupResult> results(end - b);
     std::atomic<size_t> next{b};
     runPool(threadCount(inputs, end - b), [&] {
-      SimResult sim;
       for (size_t k; (k = next++) < end;) {
         const Group &group = groups[order[k]];
         GroupResult &out = results[k - b];
-        if (outOfTime()) {
+        const std::string &file = inputs.schedules[group.file];
+        // Out of time, or a compilation that cannot end in the time left at
+        // the rate this cache measured last (at its fewest ops): not started,
+        // so --time holds within one compilation's misestimate.
+        if (outOfTime() ||
+            (search.timeBudgetSeconds > 0 && !cache.contains(file, group.P, group.M, group.v) &&
+             cache.expectedSeconds(group.minimumOps) > secondsLeft())) {
           for (size_t i : group.variants)
             out.notReached += !anyMayFit || mayFit(variants[i]);
           continue;
         }
-        const std::string &file = inputs.schedules[group.file];
         std::string error;
         std::shared_ptr<const CompiledSchedule> c =
-            cache.get(file, group.P, group.M, group.v, inputs.limits, error);
+            cache.get(file, group.P, group.M, group.v, limits, error, expectedOps(group));
+        if (!c && error == kPastDeadline) {
+          for (size_t i : group.variants)
+            out.notReached += !anyMayFit || mayFit(variants[i]);
+          continue;
+        }
         if (!c) {
           out.refused = group.variants.size();
           continue;
@@ -512,6 +538,10 @@ PlanResult makePlan(const PlanInputs &inputs, ScheduleCache *sharedCache) {
         std::vector<std::pair<double, Candidate>> fittingHere;
         for (size_t i : group.variants) {
           const Variant &v = variants[i];
+          if (outOfTime()) { // costing a large schedule takes a while per point
+            out.notReached += !anyMayFit || mayFit(v);
+            continue;
+          }
           if (anyMayFit && !mayFit(v)) {
             out.unfitting.emplace_back(i, v.staticBound);
             continue;
@@ -533,8 +563,13 @@ PlanResult makePlan(const PlanInputs &inputs, ScheduleCache *sharedCache) {
         std::stable_sort(fittingHere.begin(), fittingHere.end(),
                          [](const auto &a, const auto &b) { return a.first < b.first; });
         SimulationMemo memo;
+        SimResult sim; // per group: its arrays are as large as the group's schedule
         std::vector<double> steps; // this group's, ascending
         for (auto &[bound, candidate] : fittingHere) {
+          if (outOfTime()) { // one simulation of millions of ops takes seconds
+            ++out.notReached;
+            continue;
+          }
           // Prunable when its bound exceeds both the keep-th best step and its
           // schedule's best, each the least of what earlier batches and this
           // group found (both only fall as the search goes on).
@@ -592,7 +627,12 @@ PlanResult makePlan(const PlanInputs &inputs, ScheduleCache *sharedCache) {
     std::stable_sort(unfitting.begin(), unfitting.end(),
                      [](const auto &a, const auto &b) { return a.second < b.second; });
     size_t shown = search.keep ? std::min(search.keep, unfitting.size()) : unfitting.size();
-    for (size_t k = 0; k < shown && !outOfTime(); ++k) {
+    for (size_t k = 0; k < shown; ++k) {
+      if (outOfTime()) {
+        result.timedOut = true;
+        result.notReached += shown - k;
+        break;
+      }
       const Variant &v = variants[unfitting[k].first];
       const Group &g = *std::find_if(groups.begin(), groups.end(), [&](const Group &group) {
         return group.file == v.file && group.P == v.sizes.pp && group.M == v.sizes.microbatches &&
@@ -600,8 +640,19 @@ PlanResult makePlan(const PlanInputs &inputs, ScheduleCache *sharedCache) {
       });
       const std::string &file = inputs.schedules[v.file];
       std::string error;
+      if (search.timeBudgetSeconds > 0 && !cache.contains(file, g.P, g.M, g.v) &&
+          cache.expectedSeconds(g.minimumOps) > secondsLeft()) {
+        result.timedOut = true;
+        ++result.notReached;
+        continue;
+      }
       std::shared_ptr<const CompiledSchedule> c =
-          cache.get(file, g.P, g.M, g.v, inputs.limits, error);
+          cache.get(file, g.P, g.M, g.v, limits, error, expectedOps(g));
+      if (!c && error == kPastDeadline) {
+        result.timedOut = true;
+        ++result.notReached;
+        continue;
+      }
       if (!c) {
         ++result.refused;
         continue;

@@ -9,12 +9,17 @@
 //  - a layout whose parameters, gradients and optimizer state alone (their mean
 //    over the ranks, which no placement lowers) exceed the GPU is never compiled
 //    while anything else may fit;
-//  - each schedule file is compiled once per (P, M, v) (ScheduleCache.h);
+//  - each schedule file is compiled once per (P, M, v) (ScheduleCache.h), the
+//    ops held by compilations in flight and cached bounded together by the
+//    cache's working budget (threads wait rather than go past it);
 //  - a fitting layout whose step-time lower bound (the busiest rank's lone ops
 //    plus the tail) exceeds both the `keep`-th best step found and its own
 //    schedule's best is not simulated: the listed rows, the winner and each
 //    schedule's best (the runner-up) are exact;
-//  - the whole search stops at a time budget, best layouts first, and says so.
+//  - the whole search stops at a time budget, best layouts first, and says so:
+//    the time is checked before each compilation (one that cannot end in the
+//    time left at the cache's measured rate is not started), each point costed
+//    and each simulation; what was left is counted as not reached.
 #pragma once
 
 #include "elab/Elaborator.h"

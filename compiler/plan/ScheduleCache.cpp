@@ -1,6 +1,7 @@
 #include "plan/ScheduleCache.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace pipec::plan {
 
@@ -24,7 +25,22 @@ std::shared_ptr<const CompiledSchedule> compile(const std::string &file, int64_t
     elab.defines.emplace_back("v", v);
   auto compilation = std::make_unique<Compilation>(file);
   compilation->diags().setErrorLimit(1);
-  if (!compilation->runAll(elab, CheckOptions{})) {
+  // Phase by phase, so a deadline (limits.deadline) stops between them too.
+  auto pastDeadline = [&] {
+    return limits.deadline != std::chrono::steady_clock::time_point::max() &&
+           std::chrono::steady_clock::now() > limits.deadline;
+  };
+  bool ok = compilation->runFrontEnd(elab);
+  if (ok && pastDeadline()) {
+    error = kPastDeadline;
+    return nullptr;
+  }
+  ok = ok && compilation->check(CheckOptions{});
+  if (pastDeadline()) {
+    error = kPastDeadline;
+    return nullptr;
+  }
+  if (!ok) {
     error = firstError(*compilation);
     return nullptr;
   }
@@ -64,35 +80,79 @@ std::shared_ptr<CompiledSchedule> prepareCompiled(std::unique_ptr<Compilation> c
 std::shared_ptr<const CompiledSchedule> ScheduleCache::get(const std::string &file, int64_t P,
                                                            int64_t M, int64_t v,
                                                            const ElabLimits &limits,
-                                                           std::string &error) {
+                                                           std::string &error,
+                                                           uint64_t expectedOps) {
   Key key{file, P, M, v};
+  uint64_t reserve = std::min<uint64_t>(std::max<uint64_t>(expectedOps, 1), limits.maxOps);
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = entries_.find(key);
-    if (it != entries_.end()) {
-      error = it->second.error;
-      return it->second.compiled;
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      auto it = entries_.find(key);
+      if (it != entries_.end()) {
+        error = it->second.error;
+        return it->second.compiled;
+      }
+      uint64_t others = inFlightOps_ + reserve;
+      evict(workingBudget_ > others ? workingBudget_ - others : 0);
+      if (cachedOps_ + others <= workingBudget_)
+        break;
+      // Over the working budget with only what others hold or compile: wait for
+      // them (a caller holds no entry while it asks for another). Entries are
+      // released without a signal, so the wait also polls.
+      if (inFlightOps_ == 0 && opsInUse() == 0)
+        break;
+      released_.wait_for(lock, std::chrono::milliseconds(10));
     }
+    inFlightOps_ += reserve;
   }
   // Compiled outside the lock: other sizes compile meanwhile. Within one plan
   // each key is one group, so two threads never compile the same key.
   std::string why;
+  auto started = std::chrono::steady_clock::now();
   std::shared_ptr<const CompiledSchedule> compiled = compile(file, P, M, v, limits, why);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::lock_guard<std::mutex> lock(mutex_);
+  inFlightOps_ -= reserve;
   ++compilations_;
+  if (compiled && compiled->ops >= 1'000'000 && seconds > 0)
+    opsPerSecond_ = double(compiled->ops) / seconds; // the latest: the machine's load now
+  if (why == kPastDeadline) { // not a property of the schedule: not cached
+    released_.notify_all();
+    error = why;
+    return nullptr;
+  }
   auto [it, added] = entries_.try_emplace(key, Entry{compiled, why});
   if (added) {
     order_.push_back(key);
     if (compiled)
       cachedOps_ += compiled->ops;
-    evict();
+    evict(opBudget_);
   }
+  released_.notify_all();
   error = it->second.error;
   return it->second.compiled;
 }
 
-void ScheduleCache::evict() {
-  for (auto it = order_.begin(); cachedOps_ > opBudget_ && it != order_.end();) {
+bool ScheduleCache::contains(const std::string &file, int64_t P, int64_t M, int64_t v) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return entries_.count(Key{file, P, M, v}) > 0;
+}
+
+double ScheduleCache::expectedSeconds(uint64_t ops) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return opsPerSecond_ > 0 ? double(ops) / opsPerSecond_ : 0;
+}
+
+uint64_t ScheduleCache::opsInUse() {
+  uint64_t ops = 0;
+  for (const auto &[key, entry] : entries_)
+    if (entry.compiled && entry.compiled.use_count() > 1)
+      ops += entry.compiled->ops;
+  return ops;
+}
+
+void ScheduleCache::evict(uint64_t budget) {
+  for (auto it = order_.begin(); cachedOps_ > budget && it != order_.end();) {
     auto entry = entries_.find(*it);
     // Refusals cost nothing to keep; schedules in use stay until released.
     if (!entry->second.compiled || entry->second.compiled.use_count() > 1) {

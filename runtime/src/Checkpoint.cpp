@@ -149,14 +149,8 @@ void saveCheckpoint(const std::string &dir, const std::string &identity, int64_t
   w.put(fnv1a(w.out));
   ::mkdir(dir.c_str(), 0777); // an existing directory is fine; a failure shows at open
   std::string file = checkpointFile(dir), temporary = file + ".partial";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out.write(w.out.data(), std::streamsize(w.out.size()));
-    if (!out.flush())
-      throw CheckpointError("cannot write checkpoint " + temporary);
-  }
-  if (std::rename(temporary.c_str(), file.c_str()) != 0)
-    throw CheckpointError("cannot write checkpoint " + file);
+  if (std::string problem = writeFileReplacing(file, temporary, w.out); !problem.empty())
+    throw CheckpointError("cannot write checkpoint (--save " + dir + "): " + problem);
 }
 
 template <typename T>

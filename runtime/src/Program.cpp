@@ -7,6 +7,7 @@
 // the data and the batch the options describe.
 #include "pipert/Program.h"
 
+#include "exec/MemoryEstimate.h"
 #include "exec/StartupWatchdog.h"
 #include "exec/TrainingRun.h"
 
@@ -18,6 +19,7 @@
 #include <cstdio>
 #include <deque>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -141,12 +143,23 @@ int runProgram(const Program &program, const StreamProgram &streams, int argc, c
     return status;
   try {
     validateProgram(program, streams); // a bad table is an error here, not a crash or hang later
+    checkRunMemory(program, options);  // sizes past the machine: named here, not std::bad_alloc later
     return options.fp64 ? train<double>(program, streams, options)
                         : train<float>(program, streams, options);
   } catch (const RunFailure &failure) {
     std::fflush(stdout); // the steps so far, before the cause
     std::fprintf(stderr, "pipert: %s\n", failure.what());
     return failure.status();
+  } catch (const std::bad_alloc &) {
+    // What the estimate did not foresee (a user's stages, the allocator's
+    // fragmentation) still names the sizes that asked for it.
+    std::fflush(stdout);
+    std::fprintf(stderr,
+                 "pipert: error: out of memory with --hidden %d, --seq %d, --micro-batch-size %d "
+                 "(the estimate was %llu bytes); lower them\n",
+                 options.hidden, options.seq, options.microBatchSize,
+                 (unsigned long long)estimateRunMemory(program, options).total().value);
+    return kExitUsage;
   } catch (const std::exception &e) {
     std::fprintf(stderr, "pipert: error: %s\n", e.what());
     return kExitUsage;

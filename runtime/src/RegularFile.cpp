@@ -55,6 +55,7 @@ FileRead readRegularFile(const std::string &path, uint64_t maxBytes, bool prefix
   FileRead result;
   Descriptor file{::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)};
   if (file.fd < 0) {
+    result.missing = errno == ENOENT;
     result.problem = std::string("cannot open the file: ") + std::strerror(errno);
     return result;
   }
@@ -96,6 +97,37 @@ FileRead readRegularFile(const std::string &path, uint64_t maxBytes, bool prefix
   result.bytes.resize(done);
   result.ok = true;
   return result;
+}
+
+std::string writeFileReplacing(const std::string &path, const std::string &temporary,
+                               const std::string &bytes) {
+  // Whatever lies at `temporary` goes first: a FIFO would block the open (no
+  // reader), a link would send the bytes to its target (/dev/zero, another
+  // file) and then be renamed into place. unlink removes the name, not what it
+  // points to; a directory cannot be unlinked and is reported.
+  if (::unlink(temporary.c_str()) != 0 && errno != ENOENT)
+    return "cannot replace " + temporary + ": " + std::strerror(errno);
+  Descriptor file{::open(temporary.c_str(),
+                         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644)};
+  if (file.fd < 0)
+    return "cannot create " + temporary + ": " + std::strerror(errno);
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(file.fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return "cannot write " + temporary + ": " + std::strerror(n < 0 ? errno : EIO);
+    done += size_t(n);
+  }
+  if (::close(file.fd) != 0) {
+    file.fd = -1;
+    return "cannot write " + temporary + ": " + std::strerror(errno);
+  }
+  file.fd = -1;
+  if (::rename(temporary.c_str(), path.c_str()) != 0)
+    return "cannot rename " + temporary + " to " + path + ": " + std::strerror(errno);
+  return "";
 }
 
 } // namespace pipert

@@ -45,18 +45,6 @@ JSON_LITERALS = ["1e999", "-1e999", "NaN", "Infinity", "-Infinity", "1e-999", "0
                  "0x10", "[[[[[[[[[[]]]]]]]]]]"]
 
 
-# Findings still open (written up for the runtime's owners in the campaign's
-# note): valid sizes whose buffers exceed the memory cap end in std::bad_alloc
-# without naming the option. CI's scale skips them; any larger scale runs them.
-OPEN_PROGRAM_FINDINGS = {("--hidden", "65536"), ("--seq", "65536"),
-                         ("--micro-batch-size", "65536")}
-
-# Open too (the planner's owners have it): a global batch of 2^20 sequences
-# exhausts 2 GB in `plan` for 7B models. CI's scale leaves it out of the
-# combinations; any larger scale includes it.
-OPEN_PLAN_BATCH = ["1048576"]
-
-
 class Campaign:
     """Counts the inputs per surface and keeps every finding."""
 
@@ -192,7 +180,8 @@ def plan_cases(c, pipec, source, rng, scale, help_text):
             with open(os.path.join(hf, name)) as f:
                 configs[name] = json.load(f)
     small = ["gpt2.json", "llama-2-7b.json", "mixtral-8x7b.json", "deepseek-v2-lite.json"]
-    extra = ["--time", "20"] if "--time=" in help_text else []
+    # A budget well inside the harness's timeout: a plan must end within it.
+    extra = ["--time", "10"] if "--time=" in help_text else []
     base = ["--cluster", "h100", "--gpus", "8", "--global-batch", "16", "--seq-len", "1024"]
 
     # Mutated configs, text and JSON.
@@ -258,7 +247,7 @@ def plan_cases(c, pipec, source, rng, scale, help_text):
         argv = [pipec, "plan", "--model", os.path.join(hf, rng.choice(names)),
                 "--cluster", rng.choice(["h100", "h800", "h200"] + cluster_paths[:6])]
         valid = {"--gpus": ["1", "3", "8", "24", "1024", "16384", "65536"],
-                 "--global-batch": ["1", "3", "64", "4096"] + OPEN_PLAN_BATCH[scale == 1:],
+                 "--global-batch": ["1", "3", "64", "4096", "1048576"],
                  "--seq-len": ["1", "2", "1024", "32768", "131072"],
                  "--micro-batch-size": ["1", "3", "64"], "--tp": ["1", "2", "8", "16"],
                  "--ep": ["1", "8", "64"], "--zero": ["0", "1", "3"],
@@ -602,8 +591,6 @@ def program_cases(c, exe, rng, scale, workdir):
         values = values[::2]
     for name, takes in options:
         for v in (values if takes else [None]):
-            if scale == 1 and (name, v) in OPEN_PROGRAM_FINDINGS:
-                continue
             argv = base + ([name, v] if v is not None else [name])
             c.add("program", argv, allowed=allowed, label=f"{name} {v}")
     for k in range(30 * scale):  # combinations, small sizes
@@ -671,6 +658,125 @@ def program_cases(c, exe, rng, scale, workdir):
               label=f"checkpoint {name}")
 
 
+def fresh_cases(c, pipec, source, rng, scale, workdir, help_text):
+    """The third round's mutation ideas (issue 26's closing campaign), run at any
+    scale above CI's: plan over every Hugging Face config at extreme sizes and
+    flags, synth at extreme sizes and flags, fmt of mutated library and
+    include files, language-server request storms."""
+    hf = os.path.join(source, "tests", "unit", "Inputs", "hf")
+    configs = sorted(os.path.join(hf, n) for n in os.listdir(hf) if n.endswith(".json"))
+    extra = ["--time", "10"] if "--time=" in help_text else []
+    sizes = {"--global-batch": ["1", "1048576", "1073741824", "9223372036854775807"],
+             "--seq-len": ["1", "131072", "1048576", "2147483647"],
+             "--gpus": ["1", "8", "1024", "16777216", "2147483647"]}
+    flags = [[], ["--zero", "3"], ["--recompute", "full"], ["--tp", "8"], ["--ep", "64"],
+             ["--micro-batch-size", "65536"], ["--rank-by", "p99", "--jitter", "lognormal:1"],
+             ["--rank-by", "mean", "--jitter", "normal:1e308", "--samples", "100000"]]
+    for config in configs:  # every config x every extreme of one size
+        for flag, values in sizes.items():
+            for value in values:
+                argv = [pipec, "plan", "--model", config, "--cluster", "h100", "--gpus", "8",
+                        "--global-batch", "64", "--seq-len", "1024"]
+                argv[argv.index(flag) + 1] = value
+                c.add("plan", argv + rng.choice(flags) + ["--format", "json"] + extra,
+                      json_out=True, label=f"every config: {flag} {value}")
+    for k in range(30 * scale):  # every config x random extremes together
+        argv = [pipec, "plan", "--model", rng.choice(configs), "--cluster",
+                rng.choice(["h100", "a100", "b200"])]
+        for flag, values in sizes.items():
+            argv += [flag, rng.choice(values)]
+        fmt = rng.choice(["text", "json"])
+        c.add("plan", argv + rng.choice(flags) + ["--format", fmt] + extra,
+              json_out=fmt == "json", label="every config: extremes together")
+    out = ["-o", os.path.join(workdir, "synth-fresh.pipe")]
+    for k in range(20 * scale):
+        p = rng.choice(["128", "256", "1024", "65536"])
+        m = rng.choice(["1024", "4096", "1048576"])
+        argv = [pipec, "synth", "--placement", rng.choice(["one", "v", "bidirectional",
+                                                           "interleaved"]),
+                "-D", f"P={p}", "-D", f"M={m}", "--max-activations",
+                rng.choice(["0", "1", p, "2147483647"]),
+                "--time", rng.choice(["0.001", "1", "3"])]
+        for flag in ("--overlap", "--exact", "--no-split"):
+            if rng.random() < 0.3:
+                argv.append(flag)
+        c.add("synth", argv + out, label="extreme sizes")
+    # fmt of the library's include files and every example, mutated by swapping
+    # and duplicating whole lines (structure-aware, unlike byte mutations).
+    texts = []
+    for folder in (os.path.join(source, "examples"), os.path.join(source, "examples", "include")):
+        for name in sorted(os.listdir(folder)):
+            if name.endswith(".pipe"):
+                with open(os.path.join(folder, name), "rb") as f:
+                    texts.append(f.read())
+    for k in range(60 * scale):
+        lines = rng.choice(texts).split(b"\n")
+        for _ in range(rng.randint(1, 6)):
+            i, j = rng.randrange(len(lines)), rng.randrange(len(lines))
+            op = rng.randrange(3)
+            if op == 0:
+                lines[i], lines[j] = lines[j], lines[i]
+            elif op == 1:
+                lines[i:i] = [lines[j]] * rng.randint(1, 200)
+            else:
+                del lines[i]
+        path = c.file(f"fmt-fresh-{k}.pipe", b"\n".join(lines))
+        c.add("fmt", [pipec, "fmt", path], label="line mutation")
+        c.add("fmt", [pipec, "fmt", "--check", path], label="line mutation --check")
+    # Language-server storms: thousands of requests, opens and closes in one session.
+    with open(os.path.join(source, "examples", "1f1b.pipe")) as f:
+        example = f.read()
+    for k in range(2 * scale):
+        msgs = [frame({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}),
+                frame({"jsonrpc": "2.0", "method": "initialized", "params": {}})]
+        for i in range(3000):
+            uri = f"file:///storm{i % 7}.pipe"
+            op = rng.randrange(4)
+            if op == 0:
+                msgs.append(frame({"jsonrpc": "2.0", "method": "textDocument/didOpen",
+                                   "params": {"textDocument": {"uri": uri, "languageId": "pipe",
+                                                               "version": i, "text": example}}}))
+            elif op == 1:
+                msgs.append(frame({"jsonrpc": "2.0", "method": "textDocument/didClose",
+                                   "params": {"textDocument": {"uri": uri}}}))
+            else:
+                msgs.append(frame({"jsonrpc": "2.0", "id": 1 + i, "method": rng.choice(
+                    ["textDocument/hover", "textDocument/formatting", "textDocument/definition",
+                     "textDocument/documentSymbol"]), "params": {
+                    "textDocument": {"uri": uri}, "position": {"line": i % 40, "character": 3},
+                    "options": {"tabSize": 2}}}))
+        msgs += [frame({"jsonrpc": "2.0", "id": 999999, "method": "shutdown"}),
+                 frame({"jsonrpc": "2.0", "method": "exit"})]
+        c.add("lsp", [pipec, "lsp"], stdin_bytes=b"".join(msgs), allowed=(0, 1),
+              timeout=max(c.timeout, 120), label=f"storm {k}")
+
+
+def fresh_program_cases(c, exe, rng, scale, workdir):
+    """Programs at extreme sizes together, and damaged token data."""
+    allowed = (0, 1, 2, 3, 4)
+    base = [exe, "--timeout", "20"]
+    big = ["1024", "4096", "65536", "1048576"]
+    for k in range(20 * scale):
+        argv = base + ["--hidden", rng.choice(["1", "64", "4096", "65536"]),
+                       "--seq", rng.choice(["1"] + big), "--micro-batch-size",
+                       rng.choice(["1", "64", "65536"]),
+                       "--model", rng.choice(["mlp", "moe"]), "--dtype",
+                       rng.choice(["fp32", "fp64"]), "--optimizer", rng.choice(["sgd", "adamw"])]
+        if rng.random() < 0.3:
+            argv.append("--check")
+        if rng.random() < 0.3:
+            argv += ["--max-memory", rng.choice(["1", "1e9", "1e18"])]
+        c.add("program", argv, allowed=allowed, label="extreme sizes together")
+    datas = {"odd": b"\x01", "empty": b"", "one-token": b"\x01\x00",
+             "huge-ids": b"\xff\xff\xff\xff" * 1000, "short": b"\x01\x00" * 3,
+             "random": bytes(rng.randrange(256) for _ in range(10000))}
+    for name, content in datas.items():
+        path = c.file(f"data-{name}.bin", content)
+        for dtype in ("uint16", "uint32"):
+            c.add("program", base + ["--data", path, "--data-dtype", dtype], allowed=allowed,
+                  label=f"--data {name} {dtype}")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("pipec")
@@ -703,6 +809,8 @@ def main():
         lsp_cases(c, args.pipec, args.source, rng, args.scale)
     if "sim" in surfaces:
         sim_cases(c, args.pipec, args.source, rng, args.scale, help_of("sim"))
+    if args.scale > 1:
+        fresh_cases(c, args.pipec, args.source, rng, args.scale, args.workdir, help_of("plan"))
     c.run()
     if "program" in surfaces:
         exe = args.program
@@ -718,6 +826,8 @@ def main():
                 exe = None
         if exe:
             program_cases(c, exe, rng, args.scale, args.workdir)
+            if args.scale > 1:
+                fresh_program_cases(c, exe, rng, args.scale, args.workdir)
             c.run()
     return c.finish()
 

@@ -159,8 +159,69 @@ def lsp_cases(suite, pipec, examples):
            out[-300:])
 
 
+def plan_cases(suite, pipec):
+    # F1 of the campaign: a global batch of 2^20 sequences on 8 GPUs makes
+    # layouts of up to 16M ops. Two threads compiling such layouts beside a full
+    # cache exhausted 2 GB, and --time did not stop a compilation or a
+    # simulation in flight. Now the cache's working budget bounds the ops held,
+    # a compilation that cannot end in the time left is not started, and the
+    # costing, simulation and --rank-by loops check the time: every run ends in
+    # its budget (the harness's timeout is the bound here) with exit 0/1/2 and,
+    # when stopped, says so.
+    hf = os.path.join(SOURCE, "tests", "unit", "Inputs", "hf")
+    runs = [("gpt2", ["--micro-batch-size", "1", "--tp", "2"]),
+            ("llama-2-7b", []), ("qwen2-7b", ["--micro-batch-size", "1"]),
+            ("mistral-7b", ["--rank-by", "p99", "--jitter", "lognormal:0.1"]),
+            # Nothing fits on one GPU: the remedies' re-plans share the budget.
+            ("llama-2-7b", ["--gpus", "1"])]
+    for model, extra in runs:
+        config = os.path.join(hf, model + ".json")
+        if not os.path.exists(config):
+            expect(suite, f"plan {model}", False, f"no config {config}")
+            continue
+        argv = [pipec, "plan", "--model", config, "--cluster", "h100", "--gpus", "8",
+                "--global-batch", "1048576", "--seq-len", "512", "--time", "8",
+                "--format", "json"]
+        if "--gpus" in extra:
+            argv[argv.index("--gpus") + 1] = extra[extra.index("--gpus") + 1]
+            extra = []
+        argv += extra
+        label = f"plan {model} --global-batch 1048576 {' '.join(extra)}"
+        status, out, err = run_output(argv, timeout=40)
+        text = err.decode(errors="replace")
+        expect(suite, label, status in (0, 1, 2) and not any(
+            m in text for m in harness.OOM_MARKS), f"exit {status}: {text[-300:]}")
+        if status in (0, 1):
+            try:
+                json.loads(out)
+                valid = True
+            except ValueError:
+                valid = False
+            expect(suite, label + " json", valid, out[:200])
+
+
 def runtime_cases(suite, pipec, workdir):
-    """Reproducers of the built programs (issue 26.6), added with their fixes."""
+    """Reproducers of the built programs (issue 26.6 and the campaign's F4)."""
+    exe = os.path.join(workdir, "prog")
+    built = subprocess.run([pipec, "build", os.path.join(SOURCE, "examples", "1f1b.pipe"),
+                            "--target", "cpu", "-D", "P=2", "-D", "M=2", "-o", exe],
+                           capture_output=True)
+    if built.returncode != 0:  # no runtime library in this build
+        return
+    # F4: sizes whose buffers exceed the memory cap ended in std::bad_alloc naming
+    # neither option nor size. Now the bytes are computed before allocating.
+    for option, value in (("--hidden", "65536"), ("--seq", "65536"),
+                          ("--micro-batch-size", "65536"), ("--seq", "1048576")):
+        status, _, err = run_output([exe, option, value, "--timeout", "20"])
+        text = err.decode(errors="replace")
+        expect(suite, f"program {option} {value}",
+               status == 2 and option in text and "bytes" in text and "bad_alloc" not in text,
+               f"exit {status}: {text[-400:]}")
+    # --max-memory names itself when it is the cap.
+    status, _, err = run_output([exe, "--hidden", "256", "--max-memory", "1000000"])
+    text = err.decode(errors="replace")
+    expect(suite, "program --max-memory", status == 2 and "--max-memory" in text,
+           f"exit {status}: {text[-300:]}")
 
 
 SOURCE = ""
@@ -178,6 +239,7 @@ def main():
     json_cases(suite, pipec, examples)
     small_cases(suite, pipec, workdir, examples)
     lsp_cases(suite, pipec, examples)
+    plan_cases(suite, pipec)
     runtime_cases(suite, pipec, workdir)
     return suite.finish()
 

@@ -1,5 +1,7 @@
 #include "Bootstrap.h"
 
+#include "pipert/RegularFile.h"
+
 #include "Deadline.h"
 
 #include "pipert/cuda/CudaCheck.h"
@@ -268,21 +270,24 @@ ncclUniqueId idFromFile(const ProcessGroup &group, const std::string &path,
   ncclUniqueId id;
   if (group.rank == 0) {
     PIPERT_NCCL(ncclGetUniqueId(&id), nullptr);
-    std::string temporary = path + ".tmp";
-    {
-      std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-      out.write(reinterpret_cast<const char *>(&id), sizeof id);
-      if (!out)
-        throw std::runtime_error("cannot write PIPERT_NCCL_ID_FILE '" + temporary + "'");
-    }
-    if (std::rename(temporary.c_str(), path.c_str()) != 0) // readers never see half a file
-      throw std::runtime_error(systemError("cannot rename '" + temporary + "'"));
+    // A fresh regular file renamed into place: readers never see half a file,
+    // and a FIFO or a link left at the temporary name is replaced, not opened.
+    std::string problem = writeFileReplacing(
+        path, path + ".tmp", std::string(reinterpret_cast<const char *>(&id), sizeof id));
+    if (!problem.empty())
+      throw std::runtime_error("PIPERT_NCCL_ID_FILE: " + problem);
     return id;
   }
   for (;;) {
-    std::ifstream in(path, std::ios::binary);
-    if (in.read(reinterpret_cast<char *>(&id), sizeof id))
+    // Only a regular file of exactly one id: a FIFO would block the open and
+    // /dev/zero would hand NCCL an id of zeros (issue 26).
+    FileRead read = readRegularFile(path, sizeof id);
+    if (read.ok && read.bytes.size() == sizeof id) {
+      std::memcpy(&id, read.bytes.data(), sizeof id);
       return id;
+    }
+    if (!read.ok && !read.missing)
+      throw std::runtime_error("cannot read PIPERT_NCCL_ID_FILE '" + path + "': " + read.problem);
     if (deadline.passed())
       throw TimeoutError(deadline.timedOut("rank 0 to write PIPERT_NCCL_ID_FILE '" + path + "'") +
                          ": is rank 0 started, and does it see the same file?");

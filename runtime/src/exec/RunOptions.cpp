@@ -19,6 +19,8 @@ static const OptionParser &parser() {
        "expert parallelism: as many pipeline replicas (threads), each\nwith its own data; MoE experts sharded over them"},
       {"drop-message", K::Integer, "ID", nullptr, 0, double(1LL << 40),
        "testing only: never send message ID"},
+      {"max-memory", K::Number, "BYTES", nullptr, 1, 1e18,
+       "refuse sizes whose buffers would need more (default: the machine's\nmemory, or 3/4 of the address-space limit when one is set)"},
       {"stream-threads", K::Flag, nullptr, nullptr, 0, 0,
        "run every stream on its own thread (default: one thread per rank\nruns whichever of its streams can move)"},
       // Training.
@@ -138,6 +140,7 @@ bool parseRunOptions(int argc, char **argv, RunOptions &o, int &status) {
   o.streamThreads = v.flag("stream-threads");
   o.tolerance = v.given("tolerance") ? v.number("tolerance") : -1;
   o.attention = !v.flag("no-attention");
+  o.maxMemoryBytes = v.given("max-memory") ? v.number("max-memory") : 0;
   if (!parseTrainingOptions(v, o, status))
     return false;
   if (static_cast<long long>(o.seq) * o.microBatchSize > (1 << 24))

@@ -38,6 +38,9 @@ struct RunOptions {
   // Language models: the loss, and the vocabulary of synthetic token ids.
   LossKind loss = LossKind::Mse; // --loss mse|cross-entropy
   int vocab = 0;                 // --vocab N (0: not given)
+  // --max-memory: the bytes the run's estimate may reach (exec/MemoryEstimate.h);
+  // 0: the machine's memory or the address-space limit.
+  double maxMemoryBytes = 0;
 };
 
 // Parses argv; on error or --help prints to stderr and returns false with `status` set.
