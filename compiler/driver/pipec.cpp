@@ -282,9 +282,11 @@ cl::opt<std::string> CalibrateOutput("o", cl::desc("The cluster file to write"),
                                      cl::value_desc("cluster.json"), cl::sub(CalibrateCmd),
                                      cl::cat(Category));
 
+// --- emit and build: the one schedule they compile --------------------------------
+cl::opt<std::string> ScheduleFile(cl::Positional, cl::Required, cl::desc("<file.pipe>"),
+                                  cl::sub(EmitCmd), cl::sub(BuildCmd));
+
 // --- emit ----------------------------------------------------------------------
-cl::opt<std::string> EmitFile(cl::Positional, cl::Required, cl::desc("<file.pipe>"),
-                              cl::sub(EmitCmd));
 cl::opt<pipec::EmitTarget> Target(
     "target", cl::desc("What to write"), cl::Required, cl::sub(EmitCmd), cl::cat(Category),
     cl::values(clEnumValN(pipec::EmitTarget::IR, "ir", "elaborated ops, one line per rank"),
@@ -302,8 +304,6 @@ cl::opt<std::string> Output("o", cl::desc("Output file (default: standard output
                             cl::cat(Category));
 
 // --- build ---------------------------------------------------------------------
-cl::opt<std::string> BuildFile(cl::Positional, cl::Required, cl::desc("<file.pipe>"),
-                               cl::sub(BuildCmd));
 cl::opt<pipec::BuildTarget> BuildBackend(
     "target", cl::desc("The backend"), cl::Required, cl::sub(BuildCmd), cl::cat(Category),
     cl::values(clEnumValN(pipec::BuildTarget::Cpu, "cpu", "ranks are threads of one process"),
@@ -971,7 +971,7 @@ int dispatch(int argc, char **argv) {
   if (EmitCmd) {
     if (!validateEmit(args))
       return pipec::kExitUsage;
-    return pipec::runEmit(EmitFile, Target, Output, args);
+    return pipec::runEmit(ScheduleFile, Target, Output, args);
   }
   if (SimCmd) {
     pipec::SimArgs sim;
@@ -984,7 +984,7 @@ int dispatch(int argc, char **argv) {
     return pipec::kExitUsage;
   pipec::BuildArgs build{BuildBackend, BuildOutput, KeepSource, Stages == StageLibrary::TorchScript};
   build.stageSources = StageSources;
-  return pipec::runBuild(BuildFile, build, args);
+  return pipec::runBuild(ScheduleFile, build, args);
 }
 
 // A report, document or table that could not be written in full (a closed pipe,
