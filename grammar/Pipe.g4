@@ -29,6 +29,7 @@ decl
   | FLOW name=ID ':' MICROBATCHES range '{' placement* '}'             # flowDecl
   | COSTS '{' costEntry* '}'                                           # costsDecl
   | letStmt                                                            # letDecl
+  | RANK rankHead word=ID (limitWord=ID limit=expr)? '{' greedyEntry* '}' # greedyRankDecl
   | RANK rankHead block                                                # rankDecl
   | DOMAIN name=ID IN domainValues ';'                                 # domainDecl
   | SIZES var=ID '->' value=expr ';'                                   # sizesDecl
@@ -48,6 +49,11 @@ rankHead
   : var=ID                                                             # genericRank
   | index=expr                                                         # explicitRank
   ;
+
+// `rank r greedy limit E { I(1); F(0) if C; W; }`: list scheduling. The words
+// `greedy` and `limit` are identifiers (checked by the AST builder), so no old
+// file loses a name. Each idle rank runs the first entry whose op is ready.
+greedyEntry : opCall (IF cond=expr)? ';' ;
 
 placement   : PLACE STAGE var=ID '->' RANK rank=expr (CHUNK chunk=expr)? ';' ;
 range       : lo=expr '..' hi=expr ;

@@ -1,6 +1,7 @@
 #include "elab/Elaborator.h"
 
 #include "elab/Evaluator.h"
+#include "elab/GreedyScheduler.h"
 #include "elab/Placement.h"
 #include "elab/RankInterpreter.h"
 
@@ -261,6 +262,16 @@ private:
         ok = false;
       }
     }
+    if (generic && generic->greedy)
+      for (const RankProgram &program : schedule_.rankPrograms)
+        if (&program != generic) {
+          diags_.report(DiagKind::GreedyMixedPrograms, program.headRange,
+                        "a rank program beside a greedy one")
+              .note(generic->greedyRange, "the greedy program schedules every rank; put this "
+                                          "rank's order in its entries, or drop 'greedy'");
+          ok = false;
+          break;
+        }
     if (!ok)
       return false;
 
@@ -268,6 +279,13 @@ private:
     budget.limits = options_.limits;
     ir_.ranks.resize(ir_.numRanks);
     RankInterpreter interpreter(ir_, eval_, diags_, budget);
+    if (generic && generic->greedy) {
+      ok = runGreedy(*generic, ir_, eval_, diags_, budget, interpreter, slots);
+      for (RankOps &rank : ir_.ranks)
+        rank.ops.shrink_to_fit();
+      ir_.iterations.shrink_to_fit();
+      return ok && !budget.exhausted;
+    }
     for (int64_t r = 0; r < ir_.numRanks && !budget.exhausted; ++r) {
       const RankProgram *program = explicitFor[r] ? explicitFor[r] : generic;
       ok &= interpreter.run(r, *program, slots[r]);

@@ -25,6 +25,59 @@ bool RankInterpreter::run(int64_t rank, const RankProgram &program, RankSlots &s
   return ok;
 }
 
+void RankInterpreter::enterRank(int64_t rank, const RankProgram &program, RankSlots &slots) {
+  rank_ = rank;
+  slots_ = &slots;
+  ir_.ranks[rank].program = &program;
+  eval_.env()[program.var.id] = rank;
+  eval_.setContext([this](Diagnostic &d) { addContext(d); });
+  eval_.setPendingState(this);
+}
+
+void RankInterpreter::leaveRank() {
+  eval_.setPendingState(nullptr);
+  eval_.setContext(nullptr);
+}
+
+// The op `call` would resolve to now, by the same cursors and queues resolve()
+// uses, so the op greedy scheduling checks is the op it then appends.
+bool RankInterpreter::peek(const OpCall &call, NextOp &out) {
+  out = NextOp{};
+  int64_t chunk = 0;
+  if (call.chunk && !eval_.eval(*call.chunk, chunk))
+    return false;
+  if (call.kind == OpKind::W) {
+    const SlotState *only = nullptr;
+    if (call.chunk && !(only = slotFor(call, chunk)))
+      return false;
+    const DeferredI *best = nullptr;
+    const SlotState *bestSlot = nullptr;
+    for (SlotState &slot : slots_->all()) {
+      if ((only && &slot != only) || slot.deferred.size() == 0)
+        continue;
+      const DeferredI &front = *slot.deferred.begin();
+      if (!best || front.sequence < best->sequence) {
+        best = &front;
+        bestSlot = &slot;
+      }
+    }
+    if (best)
+      out = NextOp{true, bestSlot->chunk, best->stage, best->microbatch};
+    return true;
+  }
+  SlotState *slot = slotFor(call, chunk);
+  if (!slot)
+    return false;
+  const MicrobatchCursor &cursor = call.kind == OpKind::F ? slot->forward : slot->backward;
+  std::optional<size_t> next = cursor.peekNext(slot->count);
+  if (!next)
+    return true;
+  int64_t mb = 0;
+  const SlotUse &use = slot->useAt(*next, mb);
+  out = NextOp{true, static_cast<int32_t>(chunk), use.stage, static_cast<int32_t>(mb)};
+  return true;
+}
+
 // What the rank still owes, from the same bookkeeping that resolves its ops, so a
 // program that reads it elaborates the same way every time.
 bool RankInterpreter::pending(const Pending &e, bool hasChunk, int64_t chunk, int64_t &out) {

@@ -32,6 +32,18 @@ public:
   // Appends rank `rank`'s ops to ir.ranks[rank]. Returns false after an error.
   bool run(int64_t rank, const ast::RankProgram &program, RankSlots &slots);
 
+  // Greedy list scheduling (GreedyScheduler.cpp) drives one op at a time: it
+  // enters a rank (so pending() and the rank variable read that rank), asks
+  // which op an entry would run next, and appends it.
+  struct NextOp {
+    bool exists = false; // false: the chunk has no such op left
+    int32_t chunk = 0, stage = 0, microbatch = 0;
+  };
+  void enterRank(int64_t rank, const ast::RankProgram &program, RankSlots &slots);
+  void leaveRank();
+  bool peek(const ast::OpCall &call, NextOp &out);
+  bool emit(const ast::OpStmt &s) { return opStatement(s); }
+
 private:
   struct LoopLevel {
     const ast::ForStmt *loop;

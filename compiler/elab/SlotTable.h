@@ -28,6 +28,16 @@ public:
       taken_[next_] = true;
     return next_++;
   }
+  // The position takeNext would return, without taking it (greedy scheduling).
+  std::optional<size_t> peekNext(size_t count) const {
+    size_t next = next_;
+    if (!taken_.empty())
+      while (next < count && taken_[next])
+        ++next;
+    if (next >= count)
+      return std::nullopt;
+    return next;
+  }
   // An explicit `mb =`. Taking a position twice is allowed here: the coverage
   // check reports the duplicate with both locations.
   void take(size_t position, size_t count) {

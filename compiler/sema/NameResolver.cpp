@@ -73,6 +73,8 @@ public:
       }
       else
         expr(*program.index);
+      if (program.limit)
+        expr(*program.limit);
       block(program.body);
       popScope();
       inRank_ = false;

@@ -209,6 +209,13 @@ struct RankProgram {
   VarDecl var;       // generic: the rank variable
   ExprPtr index;     // explicit: the rank number
   Block body;
+  // `rank r greedy limit E { entries }`: the elaborator list-schedules every rank
+  // at once (elab/GreedyScheduler.h). Each entry is in `body`, as the OpStmt of
+  // one op or as an IfStmt whose `then` holds that OpStmt (`op if cond;`), in
+  // priority order; `limit` bounds a rank's live activations (null: no bound).
+  bool greedy = false;
+  SMRange greedyRange; // the word `greedy`
+  ExprPtr limit;
 };
 
 // A declaration that has a value (`ranks E;`), remembered with where it was written.

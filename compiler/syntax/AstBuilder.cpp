@@ -234,6 +234,8 @@ void AstBuilder::addDecl(Schedule &schedule, P::DeclContext *decl) {
           .note(schedule.sizes->range, "first declared here");
     else
       schedule.sizes = std::move(sizes);
+  } else if (auto *greedy = dynamic_cast<P::GreedyRankDeclContext *>(decl)) {
+    schedule.rankPrograms.push_back(buildGreedyProgram(greedy));
   } else {
     schedule.rankPrograms.push_back(buildRankProgram(decl));
   }
@@ -334,6 +336,54 @@ RankProgram AstBuilder::buildRankProgram(P::DeclContext *decl) {
   RankProgram program = beginRankProgram(ctx->RANK()->getSymbol(), ctx->rankHead());
   program.range = range(ctx);
   program.body = buildBlock(ctx->block());
+  return program;
+}
+
+// `rank r greedy limit E { op; op if C; }`. Each entry becomes the statement a
+// rank program would hold (an OpStmt, or an IfStmt around it), so names and
+// pending() resolve as in any rank program; the elaborator runs them as list
+// scheduling (elab/GreedyScheduler.cpp).
+RankProgram AstBuilder::buildGreedyProgram(P::GreedyRankDeclContext *ctx) {
+  RankProgram program = beginRankProgram(ctx->RANK()->getSymbol(), ctx->rankHead());
+  program.range = range(ctx);
+  program.greedy = true;
+  program.greedyRange = range(ctx->word);
+  auto expectWord = [&](antlr4::Token *word, const char *expected) {
+    if (word->getText() == expected)
+      return;
+    diags_.report(DiagKind::GreedyRule, range(word),
+                  "expected '" + std::string(expected) + "' here, found '" + word->getText() + "'")
+        .note("a greedy rank program reads 'rank r greedy limit E { I(1); F(0) if C; W; }'");
+  };
+  expectWord(ctx->word, "greedy");
+  if (ctx->limitWord) {
+    expectWord(ctx->limitWord, "limit");
+    program.limit = buildExpr(ctx->limit);
+  }
+  if (!program.generic)
+    diags_.report(DiagKind::GreedyRule, program.headRange,
+                  "a greedy rank program schedules every rank: write 'rank r greedy', with a "
+                  "rank variable");
+  for (P::GreedyEntryContext *entry : ctx->greedyEntry()) {
+    auto op = std::make_unique<OpStmt>(range(entry));
+    op->ops.push_back(buildOpCall(entry->opCall()));
+    const OpCall &call = op->ops.back();
+    if (call.mb)
+      diags_.report(DiagKind::GreedyRule, call.mb->range,
+                    "a greedy entry names no micro-batch: it runs its chunk's next one "
+                    "(the oldest owed I for W)");
+    if (call.kind == OpKind::R)
+      diags_.report(DiagKind::GreedyRule, call.range,
+                    "R cannot be a greedy entry; write the recomputation in a rank program");
+    if (!entry->cond) {
+      program.body.push_back(std::move(op));
+      continue;
+    }
+    auto branch = std::make_unique<IfStmt>(range(entry));
+    branch->cond = buildExpr(entry->cond);
+    branch->then.push_back(std::move(op));
+    program.body.push_back(std::move(branch));
+  }
   return program;
 }
 

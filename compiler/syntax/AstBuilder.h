@@ -55,6 +55,7 @@ private:
   void buildCosts(ast::Schedule &schedule, P::CostsDeclContext *ctx);
   ast::DomainDecl buildDomain(P::DomainDeclContext *ctx);
   ast::RankProgram buildRankProgram(P::DeclContext *ctx);
+  ast::RankProgram buildGreedyProgram(P::GreedyRankDeclContext *ctx);
 
   ast::Block buildBlock(P::BlockContext *ctx);
   std::unique_ptr<ast::LetStmt> buildLet(P::LetStmtContext *ctx);

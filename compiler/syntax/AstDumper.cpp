@@ -104,6 +104,11 @@ public:
         line(1, "RankProgram explicit", program.range);
         expr(2, *program.index);
       }
+      if (program.greedy) {
+        line(2, program.limit ? "Greedy limit" : "Greedy", program.greedyRange);
+        if (program.limit)
+          expr(3, *program.limit);
+      }
       block(2, program.body);
     }
   }

@@ -230,9 +230,11 @@ def measure(pipec, path, defines):
     return float(m.group(1)), max(peaks)
 
 
-def cmd_compare(pipec, examples, grid):
+def cmd_compare(pipec, examples, grid, suffix=""):
     """Prints one line per case and a summary per schedule; the lit test holds
-    the lines as golden values, so any change in either order shows."""
+    the lines as golden values, so any change in either order shows. With a
+    suffix, compares examples/KIND<suffix>.pipe (`_greedy`: the greedy rank
+    programs) instead."""
     for kind in ("vhalf", "vmin"):
         better = tied = worse = higher = 0
         for P, M in grid:
@@ -241,15 +243,15 @@ def cmd_compare(pipec, examples, grid):
                 with open(path, "w") as f:
                     f.write(pipe_text(kind, P, M))
                 gen = measure(pipec, path, [])
-            ours = measure(pipec, os.path.join(examples, kind + ".pipe"), ["-D", f"P={P}", "-D", f"M={M}"])
+            ours = measure(pipec, os.path.join(examples, kind + suffix + ".pipe"), ["-D", f"P={P}", "-D", f"M={M}"])
             diff = ours[0] - gen[0]
             better += diff < -1e-9
             tied += abs(diff) <= 1e-9
             worse += diff > 1e-9
             higher += ours[1] > gen[1]
-            print(f"{kind} P={P} M={M}: makespan {ours[0]:g} (generator {gen[0]:g}, {diff:+g}), "
+            print(f"{kind}{suffix} P={P} M={M}: makespan {ours[0]:g} (generator {gen[0]:g}, {diff:+g}), "
                   f"peak {ours[1]} (generator {gen[1]})")
-        print(f"{kind}: {len(grid)} cases: {better} shorter, {tied} equal, {worse} longer; "
+        print(f"{kind}{suffix}: {len(grid)} cases: {better} shorter, {tied} equal, {worse} longer; "
               f"peak above the generator's in {higher}")
     return 0
 
@@ -264,12 +266,13 @@ def main(argv):
     c = sub.add_parser("compare")
     c.add_argument("pipec")
     c.add_argument("examples")
+    c.add_argument("--suffix", default="", help="compare examples/KIND<SUFFIX>.pipe")
     args = ap.parse_args(argv)
     if args.cmd == "pipe":
         sys.stdout.write(pipe_text(args.kind, args.P, args.M))
         return 0
     grid = [(P, M) for P in (2, 3, 4, 6, 8) for M in sorted({P, 2 * P, 32})]
-    return cmd_compare(args.pipec, args.examples, grid)
+    return cmd_compare(args.pipec, args.examples, grid, args.suffix)
 
 
 if __name__ == "__main__":
