@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -31,15 +32,31 @@ const char *opName(OpKind kind) {
   case OpKind::B: return "B";
   case OpKind::I: return "I";
   case OpKind::W: return "W";
-  case OpKind::R: return "R"; // never written: RuntimeSupport refuses R first
+  case OpKind::R: return "R";
   }
   return "F";
 }
 
 // F stores its stage's activations for its micro-batch; a whole backward frees
-// them, and after a split one the W does (check/Memory.cpp, the same rule).
+// them, and after a split one the W does (check/Memory.cpp, the same rule). A
+// replay (R) stores them again: its F dropped them right after running.
 int liveDelta(OpKind kind) {
-  return kind == OpKind::F ? 1 : (kind == OpKind::B || kind == OpKind::W) ? -1 : 0;
+  return kind == OpKind::F || kind == OpKind::R ? 1
+         : (kind == OpKind::B || kind == OpKind::W) ? -1
+                                                     : 0;
+}
+
+// Whether the program needs a reader of version 2: one that runs replays (R)
+// and micro-batches of declared sizes. Other programs stay version 1, which
+// every reader reads alike.
+bool needsVersion2(const ScheduleIR &ir) {
+  if (!ir.microbatchSizes.empty())
+    return true;
+  for (const RankOps &rank : ir.ranks)
+    for (const Op &op : rank.ops)
+      if (op.kind == OpKind::R)
+        return true;
+  return false;
 }
 
 void writeIds(const std::vector<uint32_t> &ids, llvm::raw_ostream &out) {
@@ -75,7 +92,7 @@ std::vector<std::pair<SlotKey, SlotInfo>> slotTable(const ScheduleIR &ir,
 void writeHeader(const ScheduleIR &ir, const std::string &sourcePath, llvm::raw_ostream &out) {
   out << "{\n"
       << "  \"format\": \"pipec-program\",\n"
-      << "  \"version\": " << kProgramJsonVersion << ",\n"
+      << "  \"version\": " << (needsVersion2(ir) ? kProgramJsonVersion : 1) << ",\n"
       << "  \"pipec\": " << quoted(PIPEC_VERSION) << ",\n"
       << "  \"source\": " << quoted(sourcePath) << ",\n"
       << "  \"schedule\": " << quoted(ir.name) << ",\n"
@@ -87,6 +104,12 @@ void writeHeader(const ScheduleIR &ir, const std::string &sourcePath, llvm::raw_
       << "  \"stages\": " << ir.numStages << ",\n"
       << "  \"microbatches\": " << ir.numMicrobatches << ",\n"
       << "  \"copies\": " << ir.copies << ",\n";
+  if (!ir.microbatchSizes.empty()) { // `sizes`: activations and samples scale with them
+    out << "  \"microbatch_sizes\": [";
+    for (size_t i = 0; i < ir.microbatchSizes.size(); ++i)
+      out << (i ? ", " : "") << ir.microbatchSizes[i];
+    out << "],\n";
+  }
 }
 
 void writeFlows(const ScheduleIR &ir, llvm::raw_ostream &out) {
@@ -191,15 +214,27 @@ void writeRank(const ScheduleIR &ir, const CheckReport &report,
       first = false;
     }
   out << "],\n     \"ops\": [";
+  // (stage, micro-batch) pairs this rank replays: their F keeps nothing after it.
+  std::set<std::pair<int32_t, int32_t>> replayed;
+  for (const Op &op : ops)
+    if (op.kind == OpKind::R)
+      replayed.insert({op.stage, op.microbatch});
+  auto sizeOf = [&](const Op &op) -> int64_t {
+    return ir.microbatchSizes.empty() ? 1 : ir.microbatchSizes[size_t(op.microbatch)];
+  };
   int64_t live = 0;
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op &op = ops[i];
-    live += liveDelta(op.kind);
+    live += liveDelta(op.kind) * sizeOf(op);
+    bool dropped = op.kind == OpKind::F && replayed.count({op.stage, op.microbatch});
+    if (dropped) // counted while it ran (the peak), gone after it (check/Memory.cpp)
+      live -= sizeOf(op);
     const char *pair = op.pair == PairRole::First ? "\"first\"" : op.pair == PairRole::Second ? "\"second\"" : "null";
     out << (i ? ",\n" : "\n") << "      {\"kind\": \"" << opName(op.kind) << "\", \"stage\": "
         << op.stage << ", \"chunk\": " << op.chunk << ", \"copy\": " << copyOf(op)
         << ", \"mb\": " << op.microbatch << ", \"step\": " << stepOf[i] << ", \"pair\": " << pair
-        << ", \"frees\": " << (liveDelta(op.kind) < 0 ? "true" : "false") << ", \"live\": " << live
+        << ", \"frees\": " << (liveDelta(op.kind) < 0 ? "true" : "false")
+        << (dropped ? ", \"recomputed\": true" : "") << ", \"live\": " << live
         << ", \"needs\": ";
     writeIds(needs[i], out);
     out << ", \"sends\": ";

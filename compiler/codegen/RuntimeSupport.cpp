@@ -1,3 +1,4 @@
+// Which constructs each program target runs (codegen/RuntimeSupport.h).
 #include "codegen/RuntimeSupport.h"
 
 namespace pipec {
@@ -15,27 +16,46 @@ bool firstRecompute(const ScheduleIR &ir, size_t &rank, const Op *&op) {
   return false;
 }
 
+// How the diagnostics name the target.
+const char *targetName(RuntimeTarget target) {
+  switch (target) {
+  case RuntimeTarget::CpuProgram: return "a CPU program";
+  case RuntimeTarget::CudaProgram: return "a CUDA program";
+  case RuntimeTarget::JsonProgram: return "a JSON program";
+  case RuntimeTarget::TorchCsv: return "a PyTorch CSV";
+  }
+  return "a program";
+}
+
+bool runsSizes(RuntimeTarget target) {
+  return target == RuntimeTarget::CpuProgram || target == RuntimeTarget::JsonProgram;
+}
+bool runsRecompute(RuntimeTarget target) { return target != RuntimeTarget::TorchCsv; }
+
 } // namespace
 
-bool checkRuntimeSupport(const ScheduleIR &ir, const char *what, DiagnosticEngine &diags) {
+bool checkRuntimeSupport(const ScheduleIR &ir, RuntimeTarget target, DiagnosticEngine &diags) {
   bool ok = true;
-  if (!ir.microbatchSizes.empty() && ir.source && ir.source->sizes) {
+  const std::string what = targetName(target);
+  if (!runsSizes(target) && !ir.microbatchSizes.empty() && ir.source && ir.source->sizes) {
     diags.report(DiagKind::RuntimeUnsupported, ir.source->sizes->range,
                  std::string("schedule '") + ir.name + "' declares micro-batch sizes, which " +
                      what + " cannot express: every micro-batch there has the same size")
-        .note("'pipec check' and 'pipec sim' take the sizes into account; remove 'sizes' to "
-              "build a program of equal micro-batches");
+        .note("'pipec check' and 'pipec sim' take the sizes into account, and CPU programs "
+              "('--target cpu') and the PyTorch runtime ('--target json') run them; remove "
+              "'sizes' to build this target with equal micro-batches");
     ok = false;
   }
   size_t rank = 0;
   const Op *op = nullptr;
-  if (firstRecompute(ir, rank, op)) {
+  if (!runsRecompute(target) && firstRecompute(ir, rank, op)) {
     diags.report(DiagKind::RuntimeUnsupported, ir.originOf(*op).range,
                  std::string("schedule '") + ir.name + "' recomputes forwards (R), which " +
-                     what + " cannot express: the runtimes keep every activation from F to B")
+                     what + " cannot express: it has no action that replays a forward")
         .note("this R runs on rank " + std::to_string(rank) +
-              "; 'pipec check' and 'pipec sim' model recomputation; remove the R ops to "
-              "build a program (the forwards then keep their activations)");
+              "; pipec's CPU and CUDA programs and its PyTorch runtime ('--target json') "
+              "run recomputation; remove the R ops to write this target (the forwards then "
+              "keep their activations)");
     ok = false;
   }
   return ok;
