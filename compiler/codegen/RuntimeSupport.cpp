@@ -4,20 +4,26 @@ namespace pipec {
 
 namespace {
 
-// The first recomputation (R) of the schedule, in rank order; false if none.
-bool firstRecompute(const ScheduleIR &ir, size_t &rank, const Op *&op) {
+// The first op of the schedule, in rank order, that `wanted` accepts; false if none.
+template <typename Pred>
+bool firstOp(const ScheduleIR &ir, Pred wanted, size_t &rank, const Op *&op) {
   for (rank = 0; rank < ir.ranks.size(); ++rank)
     for (const Op &candidate : ir.ranks[rank].ops)
-      if (candidate.kind == OpKind::R) {
+      if (wanted(candidate.kind)) {
         op = &candidate;
         return true;
       }
   return false;
 }
 
+bool firstRecompute(const ScheduleIR &ir, size_t &rank, const Op *&op) {
+  return firstOp(ir, [](OpKind kind) { return kind == OpKind::R; }, rank, op);
+}
+
 } // namespace
 
-bool checkRuntimeSupport(const ScheduleIR &ir, const char *what, DiagnosticEngine &diags) {
+bool checkRuntimeSupport(const ScheduleIR &ir, const char *what, DiagnosticEngine &diags,
+                         bool memoryOpsExported) {
   bool ok = true;
   if (!ir.microbatchSizes.empty() && ir.source && ir.source->sizes) {
     diags.report(DiagKind::RuntimeUnsupported, ir.source->sizes->range,
@@ -36,6 +42,17 @@ bool checkRuntimeSupport(const ScheduleIR &ir, const char *what, DiagnosticEngin
         .note("this R runs on rank " + std::to_string(rank) +
               "; 'pipec check' and 'pipec sim' model recomputation; remove the R ops to "
               "build a program (the forwards then keep their activations)");
+    ok = false;
+  }
+  if (!memoryOpsExported && firstOp(ir, ast::isMemoryOp, rank, op)) {
+    diags.report(DiagKind::RuntimeUnsupported, ir.originOf(*op).range,
+                 std::string("schedule '") + ir.name + "' moves activations (" +
+                     ast::opKindName(op->kind) + "), which " + what +
+                     " cannot express: the runtimes keep every activation on its device from "
+                     "F to B")
+        .note("this op runs on rank " + std::to_string(rank) +
+              "; 'pipec check' and 'pipec sim' model Offload/Reload and Evict/Hold/Return/Load, "
+              "and 'pipec emit --target json' exports them; remove them to build a program");
     ok = false;
   }
   return ok;

@@ -4,7 +4,9 @@
 // the CPU and CUDA runtimes and PyTorch's CSV format give every micro-batch the
 // same size. Emitting a program (or a CSV) for such a schedule would run
 // something other than what was checked, so it is refused by name instead.
-// Recomputation (R) likewise: the runtimes have no replayed forward yet.
+// Recomputation (R) likewise: the runtimes have no replayed forward yet. Memory
+// ops (Offload ... Load) too, except in the JSON export, which writes them for
+// runtimes that read it.
 #pragma once
 
 #include "diag/Diagnostics.h"
@@ -14,6 +16,9 @@ namespace pipec {
 
 // Reports [RuntimeUnsupported] at the construct `what` ("a program", "a PyTorch
 // CSV") cannot express. False if it reported.
-bool checkRuntimeSupport(const ScheduleIR &ir, const char *what, DiagnosticEngine &diags);
+// `memoryOpsExported`: the target writes memory ops (Offload ... Load) as they are
+// (the JSON export), so they are not refused.
+bool checkRuntimeSupport(const ScheduleIR &ir, const char *what, DiagnosticEngine &diags,
+                         bool memoryOpsExported = false);
 
 } // namespace pipec

@@ -29,7 +29,8 @@ int runEmit(const std::string &file, EmitTarget target, const std::string &outpu
   if (ok && (target == EmitTarget::Cpu || target == EmitTarget::Cuda ||
              target == EmitTarget::Json))
     ok = compilation.check(args.checks) &&
-         checkRuntimeSupport(*compilation.ir(), "a program", compilation.diags());
+         checkRuntimeSupport(*compilation.ir(), "a program", compilation.diags(),
+                             /*memoryOpsExported=*/target == EmitTarget::Json);
   if (ok && target == EmitTarget::TorchCsv) {
     ok = checkTorchCsvPlacement(*compilation.ir(), compilation.diags()) &&
          checkRuntimeSupport(*compilation.ir(), "a PyTorch CSV", compilation.diags());

@@ -24,6 +24,10 @@ FORMAT = "pipec-program"
 VERSION = 1  # codegen/ProgramJson.h kProgramJsonVersion
 
 
+# The op kinds this package runs; the export may hold others (memory ops).
+RUNNABLE_KINDS = ("F", "B", "I", "W")
+
+
 class ProgramFormatError(ValueError):
     """The JSON document is not a program this package reads."""
 
@@ -145,6 +149,15 @@ def parse_program(doc: dict) -> Program:
             raise ProgramFormatError(f"message {i} has id {m.id}")
     ranks = []
     for r, p in enumerate(_need(doc, "programs", "program")):
+        for i, o in enumerate(p["ops"]):
+            # The export also carries memory ops (Offload, Reload, Evict, Hold, Return,
+            # Load: "stream": "copy"); this runtime does not run them yet, and running a
+            # program without them would keep activations the schedule moved away.
+            if o["kind"] not in RUNNABLE_KINDS:
+                raise ProgramFormatError(
+                    f"rank {r}, op {i}: op kind '{o['kind']}' is not run by this runtime "
+                    f"(it runs {', '.join(RUNNABLE_KINDS)}); 'pipec check' and 'pipec sim' "
+                    "model memory ops")
         ops = [
             Op(i, o["kind"], o["stage"], o["chunk"], o["copy"], o["mb"], o["step"], o["pair"],
                o["frees"], o["live"], tuple(o["needs"]), tuple(o["sends"]))
