@@ -33,22 +33,31 @@ const char *opName(OpKind kind) {
   case OpKind::I: return "I";
   case OpKind::W: return "W";
   case OpKind::R: return "R";
+  default: return ast::opKindName(kind); // memory ops: "Offload", ..., "Load"
   }
-  return "F";
+}
+
+const char *messageKindName(MessageKind kind) {
+  switch (kind) {
+  case MessageKind::Activation: return "activation";
+  case MessageKind::Gradient: return "gradient";
+  case MessageKind::Evicted: return "evicted";
+  case MessageKind::Returned: return "returned";
+  }
+  return "activation";
 }
 
 // F stores its stage's activations for its micro-batch; a whole backward frees
-// them, and after a split one the W does (check/Memory.cpp, the same rule). A
-// replay (R) stores them again: its F dropped them right after running.
-int liveDelta(OpKind kind) {
-  return kind == OpKind::F || kind == OpKind::R ? 1
-         : (kind == OpKind::B || kind == OpKind::W) ? -1
-                                                     : 0;
-}
+// them, and after a split one the W does; a replay (R) stores them again (its
+// F dropped them right after running); an Offload, Evict or Return takes them
+// off the rank and a Reload, Load or Hold puts them on (check/Memory.cpp, the
+// same rule).
+int liveDelta(OpKind kind) { return int(activationDelta(kind)); }
 
 // Whether the program needs a reader of version 2: one that runs replays (R)
 // and micro-batches of declared sizes. Other programs stay version 1, which
-// every reader reads alike.
+// every reader reads alike (a reader that does not run memory ops refuses them
+// by name).
 bool needsVersion2(const ScheduleIR &ir) {
   if (!ir.microbatchSizes.empty())
     return true;
@@ -165,7 +174,7 @@ void writeMessages(const ScheduleIR &ir, const CommPlan &comm, llvm::raw_ostream
     const Message &m = comm.messages[id];
     const Op &producer = comm.producerOp(ir, m);
     out << (id ? ",\n" : "\n") << "    {\"id\": " << id << ", \"kind\": \""
-        << (m.kind == MessageKind::Gradient ? "gradient" : "activation")
+        << messageKindName(m.kind)
         << "\", \"from\": " << comm.from(m) << ", \"to\": " << comm.to(m)
         << ", \"channel\": " << m.channel << ", \"stage\": " << producer.stage
         << ", \"mb\": " << producer.microbatch << ", \"producer_op\": " << m.producer
@@ -195,10 +204,13 @@ void writeRank(const ScheduleIR &ir, const CheckReport &report,
     for (uint32_t i = rankComm.stepOp[k]; i < end; ++i)
       stepOf[i] = uint32_t(k);
   }
-  auto copyOf = [&](const Op &op) {
-    auto it = std::lower_bound(slots.begin(), slots.end(), SlotKey{int32_t(r), op.chunk},
+  // A partner's Hold and Return name the owner's slot (peer rank, chunk).
+  const RankOps &rankOps = ir.ranks[r];
+  auto copyOf = [&](const Op &op, uint32_t index) {
+    int32_t holder = isPartnerOp(op.kind) ? rankOps.peerOf(index) : int32_t(r);
+    auto it = std::lower_bound(slots.begin(), slots.end(), SlotKey{holder, op.chunk},
                                [](const auto &entry, const SlotKey &key) { return entry.first < key; });
-    assert(it != slots.end() && it->first == SlotKey(int32_t(r), op.chunk));
+    assert(it != slots.end() && it->first == SlotKey(holder, op.chunk));
     return it->second.copy;
   };
 
@@ -231,7 +243,7 @@ void writeRank(const ScheduleIR &ir, const CheckReport &report,
       live -= sizeOf(op);
     const char *pair = op.pair == PairRole::First ? "\"first\"" : op.pair == PairRole::Second ? "\"second\"" : "null";
     out << (i ? ",\n" : "\n") << "      {\"kind\": \"" << opName(op.kind) << "\", \"stage\": "
-        << op.stage << ", \"chunk\": " << op.chunk << ", \"copy\": " << copyOf(op)
+        << op.stage << ", \"chunk\": " << op.chunk << ", \"copy\": " << copyOf(op, uint32_t(i))
         << ", \"mb\": " << op.microbatch << ", \"step\": " << stepOf[i] << ", \"pair\": " << pair
         << ", \"frees\": " << (liveDelta(op.kind) < 0 ? "true" : "false")
         << (dropped ? ", \"recomputed\": true" : "") << ", \"live\": " << live
@@ -239,6 +251,11 @@ void writeRank(const ScheduleIR &ir, const CheckReport &report,
     writeIds(needs[i], out);
     out << ", \"sends\": ";
     writeIds(sends[i], out);
+    if (isMemoryOp(op.kind)) { // fields only memory ops have: older goldens keep their lines
+      out << ", \"stream\": \"copy\"";
+      if (isTransferOp(op.kind))
+        out << ", \"peer\": " << rankOps.peerOf(uint32_t(i));
+    }
     out << '}';
   }
   out << (ops.empty() ? "],\n" : "\n     ],\n") << "     \"send_order\": ";

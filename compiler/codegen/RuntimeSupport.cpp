@@ -5,11 +5,12 @@ namespace pipec {
 
 namespace {
 
-// The first recomputation (R) of the schedule, in rank order; false if none.
-bool firstRecompute(const ScheduleIR &ir, size_t &rank, const Op *&op) {
+// The first op of the schedule, in rank order, that `wanted` accepts; false if none.
+template <typename Pred>
+bool firstOp(const ScheduleIR &ir, Pred wanted, size_t &rank, const Op *&op) {
   for (rank = 0; rank < ir.ranks.size(); ++rank)
     for (const Op &candidate : ir.ranks[rank].ops)
-      if (candidate.kind == OpKind::R) {
+      if (wanted(candidate.kind)) {
         op = &candidate;
         return true;
       }
@@ -27,10 +28,16 @@ const char *targetName(RuntimeTarget target) {
   return "a program";
 }
 
+bool firstRecompute(const ScheduleIR &ir, size_t &rank, const Op *&op) {
+  return firstOp(ir, [](OpKind kind) { return kind == OpKind::R; }, rank, op);
+}
+
 bool runsSizes(RuntimeTarget target) {
   return target == RuntimeTarget::CpuProgram || target == RuntimeTarget::JsonProgram;
 }
 bool runsRecompute(RuntimeTarget target) { return target != RuntimeTarget::TorchCsv; }
+// The JSON program writes memory ops as they are (for runtimes that read them).
+bool exportsMemoryOps(RuntimeTarget target) { return target == RuntimeTarget::JsonProgram; }
 
 } // namespace
 
@@ -56,6 +63,17 @@ bool checkRuntimeSupport(const ScheduleIR &ir, RuntimeTarget target, DiagnosticE
               "; pipec's CPU and CUDA programs and its PyTorch runtime ('--target json') "
               "run recomputation; remove the R ops to write this target (the forwards then "
               "keep their activations)");
+    ok = false;
+  }
+  if (!exportsMemoryOps(target) && firstOp(ir, ast::isMemoryOp, rank, op)) {
+    diags.report(DiagKind::RuntimeUnsupported, ir.originOf(*op).range,
+                 std::string("schedule '") + ir.name + "' moves activations (" +
+                     ast::opKindName(op->kind) + "), which " + what +
+                     " cannot express: the runtimes keep every activation on its device from "
+                     "F to B")
+        .note("this op runs on rank " + std::to_string(rank) +
+              "; 'pipec check' and 'pipec sim' model Offload/Reload and Evict/Hold/Return/Load, "
+              "and 'pipec emit --target json' exports them; remove them to build a program");
     ok = false;
   }
   return ok;

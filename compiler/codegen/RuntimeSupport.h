@@ -7,6 +7,9 @@
 // runtime; the CUDA program's buffers and PyTorch's CSV give every
 // micro-batch the same size. Emitting a target for a schedule it cannot run
 // would run something other than what was checked, so it is refused by name.
+// Memory ops (Offload ... Load) are checked and simulated and the JSON program
+// exports them for runtimes that read it; no runtime here runs them yet, so
+// every other target refuses them.
 #pragma once
 
 #include "diag/Diagnostics.h"

@@ -22,7 +22,10 @@ from typing import Dict, List, Optional, Tuple
 
 FORMAT = "pipec-program"
 VERSION = 2  # codegen/ProgramJson.h kProgramJsonVersion; version 1 documents read alike
-KINDS = ("F", "B", "I", "W", "R")
+
+
+# The op kinds this package runs; the export may hold others (memory ops).
+RUNNABLE_KINDS = ("F", "B", "I", "W", "R")  # R replays a forward before its backward
 
 
 class ProgramFormatError(ValueError):
@@ -152,15 +155,21 @@ def parse_program(doc: dict) -> Program:
             raise ProgramFormatError(f"message {i} has id {m.id}")
     ranks = []
     for r, p in enumerate(_need(doc, "programs", "program")):
+        for i, o in enumerate(p["ops"]):
+            # The export also carries memory ops (Offload, Reload, Evict, Hold, Return,
+            # Load: "stream": "copy"); this runtime does not run them yet, and running a
+            # program without them would keep activations the schedule moved away.
+            if o["kind"] not in RUNNABLE_KINDS:
+                raise ProgramFormatError(
+                    f"rank {r}, op {i}: op kind '{o['kind']}' is not run by this runtime "
+                    f"(it runs {', '.join(RUNNABLE_KINDS)}); 'pipec check' and 'pipec sim' "
+                    "model memory ops")
         ops = [
             Op(i, o["kind"], o["stage"], o["chunk"], o["copy"], o["mb"], o["step"], o["pair"],
                o["frees"], o["live"], tuple(o["needs"]), tuple(o["sends"]),
                bool(o.get("recomputed", False)))
             for i, o in enumerate(p["ops"])
         ]
-        for op in ops:
-            if op.kind not in KINDS:
-                raise ProgramFormatError(f"rank {r}, op {op.index}: unknown kind {op.kind!r}")
         rank = RankProgram(p["rank"], p["peak_activations"], p["peak_held_messages"],
                            [Slot(s["chunk"], s["stage"], s["copy"]) for s in p["slots"]], ops,
                            list(p["send_order"]), list(p["receive_order"]))
