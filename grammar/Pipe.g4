@@ -96,6 +96,9 @@ opArgs
   : chunk=expr                                                         # chunkOnly
   | chunk=expr ',' MB '=' mb=expr                                      # chunkAndMb
   | MB '=' mb=expr                                                     # mbOnly
+  | chunk=expr ',' MB '=' mb=expr ',' peerWord=ID '=' peer=expr        # chunkMbPeer     // Evict(c, mb = k, to = r)
+  | MB '=' mb=expr ',' peerWord=ID '=' peer=expr                       # mbPeer
+  | chunk=expr ',' peerWord=ID '=' peer=expr                           # chunkPeer       // error production: no mb
   | chunk=expr MB '=' mb=expr                                          # missingComma    // error production
   | chunk=expr ',' mb=expr                                             # positionalMb    // error production
   | args+=expr ',' args+=expr (',' args+=expr)+                        # manyArgs        // a def's call

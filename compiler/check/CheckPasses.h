@@ -9,6 +9,7 @@ namespace pipec {
 bool checkParameterCopies(const ScheduleIR &ir, DiagnosticEngine &diags,
                           std::vector<SyncGroup> &syncGroups);
 bool checkCoverage(const ScheduleIR &ir, DiagnosticEngine &diags, OpIndex &index);
+bool checkMemoryOpPairs(const ScheduleIR &ir, const OpIndex &index, DiagnosticEngine &diags);
 bool checkDependencies(const ScheduleIR &ir, const OpIndex &index, DiagnosticEngine &diags);
 bool checkCommunication(const ScheduleIR &ir, const CommPlan &plan, DiagnosticEngine &diags);
 bool checkMemory(const ScheduleIR &ir, const CheckOptions &options, const CommPlan *comm,

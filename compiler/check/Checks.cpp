@@ -17,7 +17,8 @@ CheckReport runChecks(const ScheduleIR &ir, const CheckOptions &options, Diagnos
     OpIndex index;
     bool covered = checkCoverage(ir, diags, index);
     ok &= covered;
-    if (covered && checkDependencies(ir, index, diags)) {
+    bool paired = covered && checkMemoryOpPairs(ir, index, diags);
+    if (paired && checkDependencies(ir, index, diags)) {
       std::vector<OpRef>().swap(index.weight); // messages need forwards and backwards only
       report.comm = deriveCommPlan(ir, index);
     } else {

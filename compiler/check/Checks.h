@@ -1,5 +1,5 @@
 // The static checks of a schedule (DESIGN §3), run in order on the elaborated IR:
-//   parameter copies -> coverage -> dependencies -> communication (message order,
+//   parameter copies -> coverage -> memory-op pairs -> dependencies -> communication (message order,
 //   deadlock freedom) -> memory
 // Each check is its own file and reports its own diagnostics; a check that needs
 // an earlier one's guarantee runs only if that one passed.
@@ -44,6 +44,12 @@ struct CheckReport {
   std::optional<CommPlan> comm; // set when coverage and dependencies hold
   std::vector<RankMemory> memory;
 };
+
+// How an op changes the activations its rank stores, in units of one micro-batch
+// of size 1 (check/Memory.cpp): +1 for F, R, Reload, Load, Hold; -1 for B, W,
+// Offload, Evict, Return; 0 for I. A recomputed forward's drop after it runs is
+// the memory check's own.
+int64_t activationDelta(OpKind kind);
 
 CheckReport runChecks(const ScheduleIR &ir, const CheckOptions &options, DiagnosticEngine &diags);
 

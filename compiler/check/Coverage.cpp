@@ -1,5 +1,6 @@
 // Coverage: every (stage, micro-batch) gets exactly one forward and exactly one
-// backward (a B, or an I whose W follows), and at most one recomputation (R). Builds the OpIndex later checks use.
+// backward (a B, or an I whose W follows), and at most one recomputation (R)
+// and one of each memory op (Offload ... Load). Builds the OpIndex later checks use.
 // Ops cannot land on the wrong slot (elaboration derives the stage from the slot),
 // so what remains is missing and duplicated work.
 #include "check/CheckPasses.h"
@@ -24,6 +25,7 @@ bool record(const ScheduleIR &ir, DiagnosticEngine &diags, std::vector<OpRef> &t
   std::string what = op.kind == OpKind::W   ? "weight-gradient half"
                      : op.kind == OpKind::F ? "forward"
                      : op.kind == OpKind::R ? "recomputation"
+                     : isMemoryOp(op.kind)  ? opKindWord(op.kind)
                                             : "backward";
   if (Diagnostic *d = reportAtOp(diags, DiagKind::DuplicateOp, ir, rank, op,
                                  "the " + what + " of stage " + std::to_string(op.stage) +
@@ -89,9 +91,12 @@ bool checkCoverage(const ScheduleIR &ir, DiagnosticEngine &diags, OpIndex &index
       size_t key = index.key(op.stage, op.microbatch);
       if (op.kind == OpKind::R && index.recompute.empty())
         index.recompute.assign(cells, {});
+      if (isMemoryOp(op.kind) && index.moves(op.kind).empty())
+        index.moves(op.kind).assign(cells, {});
       std::vector<OpRef> &table = op.kind == OpKind::F   ? index.forward
                                   : op.kind == OpKind::W ? index.weight
                                   : op.kind == OpKind::R ? index.recompute
+                                  : isMemoryOp(op.kind)  ? index.moves(op.kind)
                                                          : index.backward;
       bool first = record(ir, diags, table, key, static_cast<int32_t>(r), i);
       ok &= first;

@@ -19,8 +19,11 @@ namespace {
 
 std::string describeMessage(const ScheduleIR &ir, const CommPlan &plan, const Message &m) {
   const Op &producer = plan.producerOp(ir, m);
-  return std::string(m.kind == MessageKind::Activation ? "the activation" : "the gradient") +
-         " of stage " + std::to_string(producer.stage) + ", micro-batch " +
+  const char *what = m.kind == MessageKind::Activation ? "the activation"
+                     : m.kind == MessageKind::Gradient ? "the gradient"
+                     : m.kind == MessageKind::Evicted  ? "the evicted activation"
+                                                       : "the returned activation";
+  return std::string(what) + " of stage " + std::to_string(producer.stage) + ", micro-batch " +
          std::to_string(producer.microbatch);
 }
 

@@ -4,6 +4,10 @@
 //   W needs its I (guaranteed by elaboration).
 //   R(s, mb) needs F(s, mb); B/I(s, mb) needs its R when one exists: the
 //   recomputation rebuilds what the backward reads, so it sits between the two.
+//   Offload(s, mb) needs F(s, mb), Reload needs its Offload, and B/I needs the
+//   Reload; likewise Evict needs F, Load needs Evict and B/I needs Load on the
+//   owner, and on the partner Return needs Hold (between ranks, Hold after Evict
+//   and Load after Return are messages: the deadlock check proves them).
 // An overlap pair's two ops run at once, so they must not depend on each other:
 // every backward of a micro-batch depends on all of its forwards, so a pair is
 // dependent exactly when both ops belong to the same micro-batch.
@@ -27,6 +31,7 @@ uint32_t partnerOf(const std::vector<Op> &ops, uint32_t i) {
 
 bool checkDependencies(const ScheduleIR &ir, const OpIndex &index, DiagnosticEngine &diags) {
   bool ok = true;
+  bool hasMemoryOps = index.hasMemoryOps();
   for (size_t r = 0; r < ir.ranks.size(); ++r) {
     const std::vector<Op> &ops = ir.ranks[r].ops;
     for (uint32_t i = 0; i < ops.size(); ++i) {
@@ -63,6 +68,11 @@ bool checkDependencies(const ScheduleIR &ir, const OpIndex &index, DiagnosticEng
         if (op.stage + 1 < ir.numStages)
           requireBefore(index.backward[index.key(op.stage + 1, op.microbatch)],
                         "the backward that sends it its gradient");
+        if (hasMemoryOps) {
+          size_t key = index.key(op.stage, op.microbatch);
+          requireBefore(index.move(OpKind::Reload, key), "the reload of its activation");
+          requireBefore(index.move(OpKind::Load, key), "the load of its activation");
+        }
         break;
       case OpKind::W:
         requireBefore(index.backward[index.key(op.stage, op.microbatch)], "its I");
@@ -70,6 +80,25 @@ bool checkDependencies(const ScheduleIR &ir, const OpIndex &index, DiagnosticEng
       case OpKind::R:
         requireBefore(index.forward[index.key(op.stage, op.microbatch)], "the forward it replays");
         break;
+      case OpKind::Offload:
+      case OpKind::Evict:
+        requireBefore(index.forward[index.key(op.stage, op.microbatch)],
+                      "the forward that makes the activation");
+        break;
+      case OpKind::Reload:
+        requireBefore(index.move(OpKind::Offload, index.key(op.stage, op.microbatch)),
+                      "its offload");
+        break;
+      case OpKind::Load:
+        requireBefore(index.move(OpKind::Evict, index.key(op.stage, op.microbatch)),
+                      "its eviction");
+        break;
+      case OpKind::Return:
+        requireBefore(index.move(OpKind::Hold, index.key(op.stage, op.microbatch)),
+                      "its hold");
+        break;
+      case OpKind::Hold:
+        break; // after the Evict on another rank: a message
       }
     }
   }

@@ -11,6 +11,13 @@
 // after, keeping only the stage input, counted as 0 units (one boundary tensor
 // against a whole stage's activations) and `input_bytes` bytes (default 0); its
 // R stores the rest again, and the backward (or W) frees it all as usual.
+// Memory ops, counted in program order as if each copy completed before the
+// rank's next compute op (the simulator times them; `pipec sim` reports the
+// timed peak beside this one): an Offload or Evict removes the activation from
+// its owner after the op, a Reload or Load puts it back from the op on (the
+// buffer is allocated when the copy starts), and on the partner a Hold counts it
+// from the op on and a Return removes it after the op. Each moves the whole
+// activation (all of activation_bytes: it runs before the backward).
 // Parameter copies per rank: the chunks that hold a stage.
 // Held messages per rank: activations and gradients received before their op
 // because their channel's sender sent them ahead of one the rank needed first
@@ -54,6 +61,26 @@ void countParameterChunks(const ScheduleIR &ir, std::vector<RankMemory> &memory)
 
 } // namespace
 
+int64_t activationDelta(OpKind kind) {
+  switch (kind) {
+  case OpKind::F:
+  case OpKind::R:
+  case OpKind::Reload:
+  case OpKind::Load:
+  case OpKind::Hold:
+    return 1;
+  case OpKind::B:
+  case OpKind::W:
+  case OpKind::Offload:
+  case OpKind::Evict:
+  case OpKind::Return:
+    return -1;
+  case OpKind::I:
+    return 0;
+  }
+  return 0;
+}
+
 bool checkMemory(const ScheduleIR &ir, const CheckOptions &options, const CommPlan *comm,
                  DiagnosticEngine &diags, std::vector<RankMemory> &memory) {
   CostModel costs = CostModel::build(ir, options.costs);
@@ -74,8 +101,7 @@ bool checkMemory(const ScheduleIR &ir, const CheckOptions &options, const CommPl
         recomputed.insert(keyOf(op));
     for (uint32_t i = 0; i < ops.size(); ++i) {
       const Op &op = ops[i];
-      bool stores = op.kind == OpKind::F || op.kind == OpKind::R;
-      int64_t delta = stores ? 1 : (op.kind == OpKind::B || op.kind == OpKind::W) ? -1 : 0;
+      int64_t delta = activationDelta(op.kind);
       if (sized) // a micro-batch of size k stores k units (`sizes`)
         delta *= ir.microbatchSizes[size_t(op.microbatch)];
       live += delta;

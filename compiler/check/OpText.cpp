@@ -9,6 +9,12 @@ const char *opKindWord(OpKind kind) {
   case OpKind::I: return "input-gradient half";
   case OpKind::W: return "weight-gradient half";
   case OpKind::R: return "recomputation";
+  case OpKind::Offload: return "offload";
+  case OpKind::Reload: return "reload";
+  case OpKind::Evict: return "eviction";
+  case OpKind::Hold: return "hold";
+  case OpKind::Return: return "return";
+  case OpKind::Load: return "load";
   }
   return "op";
 }

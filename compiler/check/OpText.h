@@ -9,7 +9,7 @@
 
 namespace pipec {
 
-// "forward", "backward", "input-gradient half", "weight-gradient half"
+// "forward", "backward", "input-gradient half", "weight-gradient half", "offload"...
 const char *opKindWord(OpKind kind);
 // "F0.5", as `emit --target ir` prints it
 std::string opShortName(const ScheduleIR &ir, const Op &op);

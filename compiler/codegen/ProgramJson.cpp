@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -31,15 +32,40 @@ const char *opName(OpKind kind) {
   case OpKind::B: return "B";
   case OpKind::I: return "I";
   case OpKind::W: return "W";
-  case OpKind::R: return "R"; // never written: RuntimeSupport refuses R first
+  case OpKind::R: return "R";
+  default: return ast::opKindName(kind); // memory ops: "Offload", ..., "Load"
   }
-  return "F";
+}
+
+const char *messageKindName(MessageKind kind) {
+  switch (kind) {
+  case MessageKind::Activation: return "activation";
+  case MessageKind::Gradient: return "gradient";
+  case MessageKind::Evicted: return "evicted";
+  case MessageKind::Returned: return "returned";
+  }
+  return "activation";
 }
 
 // F stores its stage's activations for its micro-batch; a whole backward frees
-// them, and after a split one the W does (check/Memory.cpp, the same rule).
-int liveDelta(OpKind kind) {
-  return kind == OpKind::F ? 1 : (kind == OpKind::B || kind == OpKind::W) ? -1 : 0;
+// them, and after a split one the W does; a replay (R) stores them again (its
+// F dropped them right after running); an Offload, Evict or Return takes them
+// off the rank and a Reload, Load or Hold puts them on (check/Memory.cpp, the
+// same rule).
+int liveDelta(OpKind kind) { return int(activationDelta(kind)); }
+
+// Whether the program needs a reader of version 2: one that runs replays (R)
+// and micro-batches of declared sizes. Other programs stay version 1, which
+// every reader reads alike (a reader that does not run memory ops refuses them
+// by name).
+bool needsVersion2(const ScheduleIR &ir) {
+  if (!ir.microbatchSizes.empty())
+    return true;
+  for (const RankOps &rank : ir.ranks)
+    for (const Op &op : rank.ops)
+      if (op.kind == OpKind::R)
+        return true;
+  return false;
 }
 
 void writeIds(const std::vector<uint32_t> &ids, llvm::raw_ostream &out) {
@@ -75,7 +101,7 @@ std::vector<std::pair<SlotKey, SlotInfo>> slotTable(const ScheduleIR &ir,
 void writeHeader(const ScheduleIR &ir, const std::string &sourcePath, llvm::raw_ostream &out) {
   out << "{\n"
       << "  \"format\": \"pipec-program\",\n"
-      << "  \"version\": " << kProgramJsonVersion << ",\n"
+      << "  \"version\": " << (needsVersion2(ir) ? kProgramJsonVersion : 1) << ",\n"
       << "  \"pipec\": " << quoted(PIPEC_VERSION) << ",\n"
       << "  \"source\": " << quoted(sourcePath) << ",\n"
       << "  \"schedule\": " << quoted(ir.name) << ",\n"
@@ -87,6 +113,12 @@ void writeHeader(const ScheduleIR &ir, const std::string &sourcePath, llvm::raw_
       << "  \"stages\": " << ir.numStages << ",\n"
       << "  \"microbatches\": " << ir.numMicrobatches << ",\n"
       << "  \"copies\": " << ir.copies << ",\n";
+  if (!ir.microbatchSizes.empty()) { // `sizes`: activations and samples scale with them
+    out << "  \"microbatch_sizes\": [";
+    for (size_t i = 0; i < ir.microbatchSizes.size(); ++i)
+      out << (i ? ", " : "") << ir.microbatchSizes[i];
+    out << "],\n";
+  }
 }
 
 void writeFlows(const ScheduleIR &ir, llvm::raw_ostream &out) {
@@ -142,7 +174,7 @@ void writeMessages(const ScheduleIR &ir, const CommPlan &comm, llvm::raw_ostream
     const Message &m = comm.messages[id];
     const Op &producer = comm.producerOp(ir, m);
     out << (id ? ",\n" : "\n") << "    {\"id\": " << id << ", \"kind\": \""
-        << (m.kind == MessageKind::Gradient ? "gradient" : "activation")
+        << messageKindName(m.kind)
         << "\", \"from\": " << comm.from(m) << ", \"to\": " << comm.to(m)
         << ", \"channel\": " << m.channel << ", \"stage\": " << producer.stage
         << ", \"mb\": " << producer.microbatch << ", \"producer_op\": " << m.producer
@@ -172,10 +204,13 @@ void writeRank(const ScheduleIR &ir, const CheckReport &report,
     for (uint32_t i = rankComm.stepOp[k]; i < end; ++i)
       stepOf[i] = uint32_t(k);
   }
-  auto copyOf = [&](const Op &op) {
-    auto it = std::lower_bound(slots.begin(), slots.end(), SlotKey{int32_t(r), op.chunk},
+  // A partner's Hold and Return name the owner's slot (peer rank, chunk).
+  const RankOps &rankOps = ir.ranks[r];
+  auto copyOf = [&](const Op &op, uint32_t index) {
+    int32_t holder = isPartnerOp(op.kind) ? rankOps.peerOf(index) : int32_t(r);
+    auto it = std::lower_bound(slots.begin(), slots.end(), SlotKey{holder, op.chunk},
                                [](const auto &entry, const SlotKey &key) { return entry.first < key; });
-    assert(it != slots.end() && it->first == SlotKey(int32_t(r), op.chunk));
+    assert(it != slots.end() && it->first == SlotKey(holder, op.chunk));
     return it->second.copy;
   };
 
@@ -191,19 +226,36 @@ void writeRank(const ScheduleIR &ir, const CheckReport &report,
       first = false;
     }
   out << "],\n     \"ops\": [";
+  // (stage, micro-batch) pairs this rank replays: their F keeps nothing after it.
+  std::set<std::pair<int32_t, int32_t>> replayed;
+  for (const Op &op : ops)
+    if (op.kind == OpKind::R)
+      replayed.insert({op.stage, op.microbatch});
+  auto sizeOf = [&](const Op &op) -> int64_t {
+    return ir.microbatchSizes.empty() ? 1 : ir.microbatchSizes[size_t(op.microbatch)];
+  };
   int64_t live = 0;
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op &op = ops[i];
-    live += liveDelta(op.kind);
+    live += liveDelta(op.kind) * sizeOf(op);
+    bool dropped = op.kind == OpKind::F && replayed.count({op.stage, op.microbatch});
+    if (dropped) // counted while it ran (the peak), gone after it (check/Memory.cpp)
+      live -= sizeOf(op);
     const char *pair = op.pair == PairRole::First ? "\"first\"" : op.pair == PairRole::Second ? "\"second\"" : "null";
     out << (i ? ",\n" : "\n") << "      {\"kind\": \"" << opName(op.kind) << "\", \"stage\": "
-        << op.stage << ", \"chunk\": " << op.chunk << ", \"copy\": " << copyOf(op)
+        << op.stage << ", \"chunk\": " << op.chunk << ", \"copy\": " << copyOf(op, uint32_t(i))
         << ", \"mb\": " << op.microbatch << ", \"step\": " << stepOf[i] << ", \"pair\": " << pair
-        << ", \"frees\": " << (liveDelta(op.kind) < 0 ? "true" : "false") << ", \"live\": " << live
+        << ", \"frees\": " << (liveDelta(op.kind) < 0 ? "true" : "false")
+        << (dropped ? ", \"recomputed\": true" : "") << ", \"live\": " << live
         << ", \"needs\": ";
     writeIds(needs[i], out);
     out << ", \"sends\": ";
     writeIds(sends[i], out);
+    if (isMemoryOp(op.kind)) { // fields only memory ops have: older goldens keep their lines
+      out << ", \"stream\": \"copy\"";
+      if (isTransferOp(op.kind))
+        out << ", \"peer\": " << rankOps.peerOf(uint32_t(i));
+    }
     out << '}';
   }
   out << (ops.empty() ? "],\n" : "\n     ],\n") << "     \"send_order\": ";

@@ -23,7 +23,10 @@
 namespace pipec {
 
 // Bumped whenever a field changes meaning or goes away (new fields keep it).
-inline constexpr int kProgramJsonVersion = 1;
+// 2: ops of kind "R" (a replayed forward; its F says "recomputed": true and
+// keeps nothing) and "microbatch_sizes". A program without either is written
+// as version 1, which it still is.
+inline constexpr int kProgramJsonVersion = 2;
 
 // Writes the program of `ir`, whose checks passed (report.ok, report.comm set).
 void writeProgramJson(const ScheduleIR &ir, const CheckReport &report,

@@ -149,6 +149,8 @@ pipert::ProgramData programData(const ScheduleIR &ir, const CheckReport &report)
   for (size_t r = 0; r < ir.ranks.size(); ++r) {
     pipert::ProgramData::Rank &rank = data.ranks[r];
     rank.ops.reserve(ir.ranks[r].ops.size());
+    static_assert(int(OpKind::R) == int(pipert::OpCode::R) && int(OpKind::W) == int(pipert::OpCode::W),
+                  "the IR's op kinds are the program's op codes");
     for (const Op &op : ir.ranks[r].ops)
       rank.ops.push_back({static_cast<pipert::OpCode>(op.kind),
                           uint8_t(op.pair == PairRole::First ? 1 : 0), int16_t(op.chunk),
@@ -177,6 +179,8 @@ pipert::ProgramData programData(const ScheduleIR &ir, const CheckReport &report)
   }
   for (const auto &memory : report.memory)
     data.predictedPeakActivations.push_back(memory.peakActivations);
+  for (int64_t size : ir.microbatchSizes) // `sizes`: at most 2^30 each (SizeOutOfRange)
+    data.microbatchSizes.push_back(int32_t(size));
   return data;
 }
 

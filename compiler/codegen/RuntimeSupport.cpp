@@ -1,41 +1,79 @@
+// Which constructs each program target runs (codegen/RuntimeSupport.h).
 #include "codegen/RuntimeSupport.h"
 
 namespace pipec {
 
 namespace {
 
-// The first recomputation (R) of the schedule, in rank order; false if none.
-bool firstRecompute(const ScheduleIR &ir, size_t &rank, const Op *&op) {
+// The first op of the schedule, in rank order, that `wanted` accepts; false if none.
+template <typename Pred>
+bool firstOp(const ScheduleIR &ir, Pred wanted, size_t &rank, const Op *&op) {
   for (rank = 0; rank < ir.ranks.size(); ++rank)
     for (const Op &candidate : ir.ranks[rank].ops)
-      if (candidate.kind == OpKind::R) {
+      if (wanted(candidate.kind)) {
         op = &candidate;
         return true;
       }
   return false;
 }
 
+// How the diagnostics name the target.
+const char *targetName(RuntimeTarget target) {
+  switch (target) {
+  case RuntimeTarget::CpuProgram: return "a CPU program";
+  case RuntimeTarget::CudaProgram: return "a CUDA program";
+  case RuntimeTarget::JsonProgram: return "a JSON program";
+  case RuntimeTarget::TorchCsv: return "a PyTorch CSV";
+  }
+  return "a program";
+}
+
+bool firstRecompute(const ScheduleIR &ir, size_t &rank, const Op *&op) {
+  return firstOp(ir, [](OpKind kind) { return kind == OpKind::R; }, rank, op);
+}
+
+bool runsSizes(RuntimeTarget target) {
+  return target == RuntimeTarget::CpuProgram || target == RuntimeTarget::JsonProgram;
+}
+bool runsRecompute(RuntimeTarget target) { return target != RuntimeTarget::TorchCsv; }
+// The JSON program writes memory ops as they are (for runtimes that read them).
+bool exportsMemoryOps(RuntimeTarget target) { return target == RuntimeTarget::JsonProgram; }
+
 } // namespace
 
-bool checkRuntimeSupport(const ScheduleIR &ir, const char *what, DiagnosticEngine &diags) {
+bool checkRuntimeSupport(const ScheduleIR &ir, RuntimeTarget target, DiagnosticEngine &diags) {
   bool ok = true;
-  if (!ir.microbatchSizes.empty() && ir.source && ir.source->sizes) {
+  const std::string what = targetName(target);
+  if (!runsSizes(target) && !ir.microbatchSizes.empty() && ir.source && ir.source->sizes) {
     diags.report(DiagKind::RuntimeUnsupported, ir.source->sizes->range,
                  std::string("schedule '") + ir.name + "' declares micro-batch sizes, which " +
                      what + " cannot express: every micro-batch there has the same size")
-        .note("'pipec check' and 'pipec sim' take the sizes into account; remove 'sizes' to "
-              "build a program of equal micro-batches");
+        .note("'pipec check' and 'pipec sim' take the sizes into account, and CPU programs "
+              "('--target cpu') and the PyTorch runtime ('--target json') run them; remove "
+              "'sizes' to build this target with equal micro-batches");
     ok = false;
   }
   size_t rank = 0;
   const Op *op = nullptr;
-  if (firstRecompute(ir, rank, op)) {
+  if (!runsRecompute(target) && firstRecompute(ir, rank, op)) {
     diags.report(DiagKind::RuntimeUnsupported, ir.originOf(*op).range,
                  std::string("schedule '") + ir.name + "' recomputes forwards (R), which " +
-                     what + " cannot express: the runtimes keep every activation from F to B")
+                     what + " cannot express: it has no action that replays a forward")
         .note("this R runs on rank " + std::to_string(rank) +
-              "; 'pipec check' and 'pipec sim' model recomputation; remove the R ops to "
-              "build a program (the forwards then keep their activations)");
+              "; pipec's CPU and CUDA programs and its PyTorch runtime ('--target json') "
+              "run recomputation; remove the R ops to write this target (the forwards then "
+              "keep their activations)");
+    ok = false;
+  }
+  if (!exportsMemoryOps(target) && firstOp(ir, ast::isMemoryOp, rank, op)) {
+    diags.report(DiagKind::RuntimeUnsupported, ir.originOf(*op).range,
+                 std::string("schedule '") + ir.name + "' moves activations (" +
+                     ast::opKindName(op->kind) + "), which " + what +
+                     " cannot express: the runtimes keep every activation on its device from "
+                     "F to B")
+        .note("this op runs on rank " + std::to_string(rank) +
+              "; 'pipec check' and 'pipec sim' model Offload/Reload and Evict/Hold/Return/Load, "
+              "and 'pipec emit --target json' exports them; remove them to build a program");
     ok = false;
   }
   return ok;

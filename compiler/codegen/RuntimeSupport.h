@@ -1,10 +1,15 @@
-// What the language can say that the runtimes cannot yet run.
+// What the language can say that a runtime cannot yet run.
 //
-// `sizes` (micro-batches of different sizes) are checked and simulated, but
-// the CPU and CUDA runtimes and PyTorch's CSV format give every micro-batch the
-// same size. Emitting a program (or a CSV) for such a schedule would run
-// something other than what was checked, so it is refused by name instead.
-// Recomputation (R) likewise: the runtimes have no replayed forward yet.
+// Each target of a program runs part of what the checks and the simulator
+// model. Recomputation (R) runs in the CPU and CUDA programs and in the
+// PyTorch runtime (the JSON program); PyTorch's schedule CSV has no replay
+// action. Per-micro-batch `sizes` run in the CPU program and the PyTorch
+// runtime; the CUDA program's buffers and PyTorch's CSV give every
+// micro-batch the same size. Emitting a target for a schedule it cannot run
+// would run something other than what was checked, so it is refused by name.
+// Memory ops (Offload ... Load) are checked and simulated and the JSON program
+// exports them for runtimes that read it; no runtime here runs them yet, so
+// every other target refuses them.
 #pragma once
 
 #include "diag/Diagnostics.h"
@@ -12,8 +17,10 @@
 
 namespace pipec {
 
-// Reports [RuntimeUnsupported] at the construct `what` ("a program", "a PyTorch
-// CSV") cannot express. False if it reported.
-bool checkRuntimeSupport(const ScheduleIR &ir, const char *what, DiagnosticEngine &diags);
+enum class RuntimeTarget { CpuProgram, CudaProgram, JsonProgram, TorchCsv };
+
+// Reports [RuntimeUnsupported] for what `target` cannot express. False if it
+// reported.
+bool checkRuntimeSupport(const ScheduleIR &ir, RuntimeTarget target, DiagnosticEngine &diags);
 
 } // namespace pipec

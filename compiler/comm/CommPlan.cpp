@@ -12,7 +12,20 @@ OpRef consumerOf(const ScheduleIR &ir, const OpIndex &index, const Op &op) {
     return index.forward[index.key(op.stage + 1, op.microbatch)];
   if ((op.kind == OpKind::B || op.kind == OpKind::I) && op.stage > 0)
     return index.backward[index.key(op.stage - 1, op.microbatch)];
+  if (op.kind == OpKind::Evict)
+    return index.move(OpKind::Hold, index.key(op.stage, op.microbatch));
+  if (op.kind == OpKind::Return)
+    return index.move(OpKind::Load, index.key(op.stage, op.microbatch));
   return {};
+}
+
+MessageKind messageKindOf(OpKind kind) {
+  switch (kind) {
+  case OpKind::F: return MessageKind::Activation;
+  case OpKind::Evict: return MessageKind::Evicted;
+  case OpKind::Return: return MessageKind::Returned;
+  default: return MessageKind::Gradient;
+  }
 }
 
 constexpr uint32_t kNone = ~0u;
@@ -56,7 +69,7 @@ ReceivedBy collectMessages(const ScheduleIR &ir, const OpIndex &index, CommPlan 
     }
   plan.messages.reserve(total);
   // Channel ids of the current sender, by (receiver, kind); only touched slots are reset.
-  std::vector<uint32_t> channelTo(2 * ranks, kNone);
+  std::vector<uint32_t> channelTo(kNumMessageKinds * ranks, kNone);
   std::vector<uint32_t> touched;
   for (size_t r = 0; r < ranks; ++r) {
     const std::vector<Op> &ops = ir.ranks[r].ops;
@@ -68,9 +81,8 @@ ReceivedBy collectMessages(const ScheduleIR &ir, const OpIndex &index, CommPlan 
       OpRef consumer = consumerOf(ir, index, ops[i]);
       if (!consumer.valid() || consumer.rank == static_cast<int32_t>(r))
         continue;
-      MessageKind kind = ops[i].kind == OpKind::F ? MessageKind::Activation
-                                                  : MessageKind::Gradient;
-      uint32_t slot = 2 * consumer.rank + (kind == MessageKind::Gradient);
+      MessageKind kind = messageKindOf(ops[i].kind);
+      uint32_t slot = kNumMessageKinds * consumer.rank + static_cast<uint32_t>(kind);
       uint32_t &channel = channelTo[slot];
       if (channel == kNone) {
         channel = plan.numChannels++;

@@ -6,6 +6,9 @@
 // Messages. After F(s, mb) on rank a, the activation goes to the rank holding
 // stage s+1 for mb's flow; after B or I (s, mb), the input gradient goes to the
 // rank holding stage s-1. No message when both stages share a rank.
+// Activation transfers (BPipe) are messages too: an Evict sends (s, mb)'s stored
+// activation to the partner's Hold, and the partner's Return sends it back to
+// the owner's Load; each kind has channels of its own.
 //
 // Channels and streams. Each (sender, receiver, kind) is its own channel: its
 // own NCCL communicator, with its own in-order stream on both ends. Activations
@@ -51,15 +54,17 @@
 
 namespace pipec {
 
-enum class MessageKind : uint8_t { Activation, Gradient };
+// Evicted: Evict -> Hold (owner to partner); Returned: Return -> Load (partner to owner).
+enum class MessageKind : uint8_t { Activation, Gradient, Evicted, Returned };
+constexpr int kNumMessageKinds = 4;
 
 struct Message {
-  MessageKind kind : 1;
-  uint32_t channel : 31; // dense channel id, CommPlan::numChannels of them (shares kind's word)
+  MessageKind kind : 2;
+  uint32_t channel : 30; // dense channel id, CommPlan::numChannels of them (shares kind's word)
   // The ranks: CommPlan::from / to, read from the channel.
-  uint32_t producer;     // op index on `from` (the F, B or I): its stage and micro-batch are
+  uint32_t producer;     // op index on `from` (the F, B, I, Evict or Return): its stage and micro-batch are
                          // the message's (see producerOp)
-  uint32_t consumer;     // op index on `to` (the F, B or I that needs it)
+  uint32_t consumer;     // op index on `to` (the F, B, I, Hold or Load that needs it)
   uint32_t producerStep; // step index on `from`
   uint32_t consumerStep; // step index on `to`
 };
@@ -118,7 +123,8 @@ struct CommPlan {
   }
   // The channel a message travels on: (from, to, kind), each with its own order.
   // Message::channel numbers these keys densely, so passes index arrays by channel
-  // instead of hashing the key.
+  // instead of hashing the key. The runtimes' key (activation or gradient) is
+  // only asked of schedules without transfers (codegen refuses them first).
   uint64_t channelKey(const Message &m) const {
     return pipert::channelKey(from(m), to(m), m.kind == MessageKind::Gradient);
   }
@@ -138,6 +144,24 @@ struct OpIndex {
   std::vector<OpRef> forward, backward, weight;
   // Recomputations (R); empty when the schedule has none, so it costs nothing then.
   std::vector<OpRef> recompute;
+  // Memory ops (Offload ... Load, see ast::OpKind), a table per kind, each empty
+  // when the schedule has none of that kind.
+  std::vector<OpRef> memory[6];
+  std::vector<OpRef> &moves(OpKind kind) { return memory[int(kind) - int(OpKind::Offload)]; }
+  const std::vector<OpRef> &moves(OpKind kind) const {
+    return memory[int(kind) - int(OpKind::Offload)];
+  }
+  bool hasMemoryOps() const {
+    for (const std::vector<OpRef> &table : memory)
+      if (!table.empty())
+        return true;
+    return false;
+  }
+  // The op of `kind` for (stage, micro-batch), invalid when there is none.
+  OpRef move(OpKind kind, size_t key) const {
+    const std::vector<OpRef> &table = moves(kind);
+    return table.empty() ? OpRef{} : table[key];
+  }
   size_t key(int64_t stage, int64_t microbatch) const {
     return static_cast<size_t>(stage * numMicrobatches + microbatch);
   }

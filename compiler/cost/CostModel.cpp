@@ -19,6 +19,8 @@ CostModel CostModel::build(const ScheduleIR &ir, const std::vector<CostOverride>
   for (auto &table : model.op_)
     table.resize(stages);
   model.fb_.resize(stages);
+  model.evictTransfer_.resize(stages);
+  model.loadTransfer_.resize(stages);
   model.activationBytes_.resize(stages);
   model.activationBytesW_.resize(stages);
   model.inputBytes_.resize(stages);
@@ -45,6 +47,16 @@ CostModel CostModel::build(const ScheduleIR &ir, const std::vector<CostOverride>
     model.inputBytes_[s] = std::min(costs.get("input_bytes", s, 0), model.activationBytes_[s]);
     model.latency_[s] = costs.get("p2p", s, 0);
     model.bandwidth_[s] = costs.get("bandwidth", s, 0);
+    // Memory ops: a copy to host memory and back on the copy stream, a transfer to
+    // a partner rank and back on the link. Without sizes and rates, a stage's
+    // activation is taken to move in about the time its forward made it.
+    double bytes = model.activationBytes_[s], host = costs.get("host_bandwidth", s, 0);
+    double copy = bytes > 0 && host > 0 ? bytes / host : f;
+    double link = bytes > 0 && model.bandwidth_[s] > 0 ? model.transfer(s) : f;
+    model.op_[static_cast<int>(OpKind::Offload)][s] = costs.get("Offload", s, copy);
+    model.op_[static_cast<int>(OpKind::Reload)][s] = costs.get("Reload", s, copy);
+    model.evictTransfer_[s] = costs.get("Evict", s, link);
+    model.loadTransfer_[s] = costs.get("Load", s, link);
     bool anySubOp = false;
     for (int direction = 0; direction < 2; ++direction)
       for (int k = 0; k < kSubOps; ++k) {

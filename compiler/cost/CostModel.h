@@ -34,7 +34,15 @@ public:
   static double stagesPerRank(const ScheduleIR &ir);
   double defaultScale() const { return defaultScale_; }
 
+  // An op's duration on its stream. Memory ops: Offload and Reload take their
+  // copy's time on the copy stream; Evict, Hold, Return and Load take none there
+  // (their time is the message's, moveTransfer).
   double op(OpKind kind, int64_t stage) const { return op_[static_cast<int>(kind)][stage]; }
+  // Link time of moving `stage`'s stored activation to a partner rank (Evict ->
+  // Hold, `evicting`) or back (Return -> Load): the `Evict` / `Load` costs.
+  double moveTransfer(int64_t stage, bool evicting) const {
+    return (evicting ? evictTransfer_ : loadTransfer_)[stage];
+  }
   // Duration of an overlap pair of forward stage `f` and backward (B or I) stage `b`.
   double pair(int64_t forwardStage, OpKind backwardKind, int64_t backwardStage) const;
   // Explicit FB of a forward stage; negative when not given.
@@ -60,7 +68,8 @@ public:
   }
 
 private:
-  std::vector<double> op_[5];             // [F, B, I, W, R][stage]
+  std::vector<double> op_[ast::kNumOpKinds]; // [OpKind][stage]
+  std::vector<double> evictTransfer_, loadTransfer_; // [stage]
   std::vector<double> fb_;                // explicit FB per forward stage, <0 when not given
   std::vector<double> activationBytes_, activationBytesW_, inputBytes_;
   std::vector<std::array<SubOpDurations, 2>> subOps_; // [stage][forward, backward]

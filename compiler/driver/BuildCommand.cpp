@@ -92,7 +92,10 @@ int runBuild(const std::string &file, const BuildArgs &build, const CommonArgs &
   compilation.diags().setErrorLimit(args.errorLimit);
   compilation.diags().setWarningPolicy(args.warnings);
   bool ok = compilation.runAll(args.elab, args.checks) &&
-            checkRuntimeSupport(*compilation.ir(), "a program", compilation.diags());
+            checkRuntimeSupport(*compilation.ir(),
+                                build.target == BuildTarget::Cuda ? RuntimeTarget::CudaProgram
+                                                                  : RuntimeTarget::CpuProgram,
+                                compilation.diags());
   int status = finish(compilation, args);
   if (!ok || status != kExitClean)
     return status != kExitClean ? status : int(kExitErrors);

@@ -29,10 +29,14 @@ int runEmit(const std::string &file, EmitTarget target, const std::string &outpu
   if (ok && (target == EmitTarget::Cpu || target == EmitTarget::Cuda ||
              target == EmitTarget::Json))
     ok = compilation.check(args.checks) &&
-         checkRuntimeSupport(*compilation.ir(), "a program", compilation.diags());
+         checkRuntimeSupport(*compilation.ir(),
+                             target == EmitTarget::Cpu    ? RuntimeTarget::CpuProgram
+                             : target == EmitTarget::Cuda ? RuntimeTarget::CudaProgram
+                                                          : RuntimeTarget::JsonProgram,
+                             compilation.diags());
   if (ok && target == EmitTarget::TorchCsv) {
     ok = checkTorchCsvPlacement(*compilation.ir(), compilation.diags()) &&
-         checkRuntimeSupport(*compilation.ir(), "a PyTorch CSV", compilation.diags());
+         checkRuntimeSupport(*compilation.ir(), RuntimeTarget::TorchCsv, compilation.diags());
     if (ok) // a warning: the CSV is still written (it runs in pipec's runtimes)
       checkTorchLossOrder(*compilation.ir(), compilation.diags());
   }

@@ -2,8 +2,14 @@
 
 namespace pipec {
 
-static void printOp(const ScheduleIR &ir, const Op &op, llvm::raw_ostream &out) {
+// A transfer op also shows its partner: `Evict0.3>2` sends to rank 2, `Hold0.3<0`
+// receives from rank 0 (whose chunk 0 made the activation).
+static void printOp(const ScheduleIR &ir, const RankOps &rank, size_t index,
+                    llvm::raw_ostream &out) {
+  const Op &op = rank.ops[index];
   out << ast::opKindName(op.kind) << op.chunk << '.' << ir.indexInFlow(op);
+  if (ast::isTransferOp(op.kind))
+    out << (ast::isTransferSend(op.kind) ? '>' : '<') << rank.peerOf(uint32_t(index));
 }
 
 void printIR(const ScheduleIR &ir, llvm::raw_ostream &out) {
@@ -14,12 +20,12 @@ void printIR(const ScheduleIR &ir, llvm::raw_ostream &out) {
       out << ' ';
       if (ops[i].pair == PairRole::First && i + 1 < ops.size()) {
         out << "FB(";
-        printOp(ir, ops[i], out);
+        printOp(ir, ir.ranks[r], i, out);
         out << '|';
-        printOp(ir, ops[++i], out);
+        printOp(ir, ir.ranks[r], ++i, out);
         out << ')';
       } else {
-        printOp(ir, ops[i], out);
+        printOp(ir, ir.ranks[r], i, out);
       }
     }
     out << '\n';

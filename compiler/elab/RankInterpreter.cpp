@@ -234,11 +234,14 @@ bool RankInterpreter::opStatement(const OpStmt &s) {
     return false;
   }
   Op ops[2];
+  resolvedPeer_ = -1;
   for (size_t i = 0; i < s.ops.size(); ++i)
     if (!resolve(s.ops[i], ops[i]))
       return false;
   uint32_t frame = currentFrame(loops_.size());
   std::vector<Op> &out = ir_.ranks[rank_].ops;
+  if (resolvedPeer_ >= 0) // a transfer op: never half of a pair (the parser refuses that)
+    ir_.ranks[rank_].peers.push_back({static_cast<uint32_t>(out.size()), resolvedPeer_});
   if (s.ops.size() == 1) {
     ops[0].iteration = frame;
     out.push_back(ops[0]);
@@ -282,6 +285,8 @@ bool RankInterpreter::resolve(const OpCall &call, Op &op) {
     return false;
   if (call.kind == OpKind::W)
     return resolveW(call, op, call.chunk != nullptr, chunk);
+  if (isMemoryOp(call.kind))
+    return resolveMemoryOp(call, op, chunk);
 
   SlotState *slot = slotFor(call, chunk);
   if (!slot)
@@ -294,14 +299,8 @@ bool RankInterpreter::resolve(const OpCall &call, Op &op) {
   size_t position;
   if (call.mb) {
     int64_t mb;
-    if (!eval_.eval(*call.mb, mb))
+    if (!evalMicrobatch(call, mb))
       return false;
-    if (mb < 0 || mb >= ir_.numMicrobatches) {
-      error(DiagKind::MicrobatchOutOfRange, call.mb->range,
-            "micro-batch " + std::to_string(mb) + " does not exist; micro-batches are 0 to " +
-                std::to_string(ir_.numMicrobatches - 1));
-      return false;
-    }
     int64_t found = slot->positionOf(mb);
     if (found < 0) {
       std::string flowName;
@@ -338,6 +337,73 @@ bool RankInterpreter::resolve(const OpCall &call, Op &op) {
     slot->deferred.push_back({op.microbatch, op.flow, op.stage, deferredSequence_++});
   if (call.kind != OpKind::R) // a recomputation is neither owed nor owing (pending())
     ++(call.kind == OpKind::F ? slot->forwardsRun : slot->backwardsRun);
+  return true;
+}
+
+bool RankInterpreter::evalMicrobatch(const OpCall &call, int64_t &mb) {
+  if (!eval_.eval(*call.mb, mb))
+    return false;
+  if (mb < 0 || mb >= ir_.numMicrobatches) {
+    error(DiagKind::MicrobatchOutOfRange, call.mb->range,
+          "micro-batch " + std::to_string(mb) + " does not exist; micro-batches are 0 to " +
+              std::to_string(ir_.numMicrobatches - 1));
+    return false;
+  }
+  return true;
+}
+
+// Memory ops name their micro-batch (the parser requires `mb =`) and take no
+// cursor: they move an activation, they do not advance the rank's work.
+// Offload, Reload, Evict and Load run on the rank that owns the activation, on
+// its chunk `c`; Hold and Return run on the partner, and `c` is then the chunk of
+// the owner (`from =` / `to =`) that made the activation.
+bool RankInterpreter::resolveMemoryOp(const OpCall &call, Op &op, int64_t chunk) {
+  int64_t mb = 0;
+  if (!call.mb || !evalMicrobatch(call, mb))
+    return false;
+  int64_t owner = rank_;
+  if (isTransferOp(call.kind)) {
+    int64_t peer = 0;
+    if (!call.peer || !eval_.eval(*call.peer, peer))
+      return false;
+    if (peer < 0 || peer >= ir_.numRanks) {
+      error(DiagKind::TransferRankOutOfRange, call.peer->range,
+            "partner rank " + std::to_string(peer) + " does not exist; ranks are 0 to " +
+                std::to_string(ir_.numRanks - 1));
+      return false;
+    }
+    if (peer == rank_) {
+      if (Diagnostic *d = error(DiagKind::TransferToSelf, call.peer->range,
+                                std::string(opKindName(call.kind)) + " on rank " +
+                                    std::to_string(rank_) + " names its own rank as partner"))
+        d->note("a transfer moves an activation to another rank's memory; Offload/Reload "
+                "move it to this rank's host memory");
+      return false;
+    }
+    resolvedPeer_ = static_cast<int32_t>(peer);
+    if (isPartnerOp(call.kind))
+      owner = peer;
+  }
+  const Flow *flow = nullptr;
+  for (const Flow &f : ir_.flows)
+    if (mb >= f.begin && mb < f.end)
+      flow = &f;
+  int64_t stage = -1;
+  for (size_t s = 0; flow && s < flow->stageSlots.size(); ++s)
+    if (flow->stageSlots[s].rank == owner && flow->stageSlots[s].chunk == chunk)
+      stage = static_cast<int64_t>(s);
+  if (stage < 0) {
+    llvm::SMRange at = call.chunk ? call.chunk->range : call.range;
+    error(DiagKind::MicrobatchNotOnChunk, at,
+          "micro-batch " + std::to_string(mb) + " (flow '" + (flow ? flow->name : "") +
+              "') does not pass through " + slotText(owner, chunk) +
+              (owner != rank_ ? " (the owner this op names)" : ""));
+    return false;
+  }
+  op.chunk = static_cast<int32_t>(chunk);
+  op.stage = static_cast<int32_t>(stage);
+  op.flow = static_cast<uint32_t>(flow - ir_.flows.data());
+  op.microbatch = static_cast<int32_t>(mb);
   return true;
 }
 

@@ -57,6 +57,8 @@ private:
   bool opStatement(const ast::OpStmt &s);
   bool resolve(const ast::OpCall &call, Op &op);
   bool resolveW(const ast::OpCall &call, Op &op, bool hasChunk, int64_t chunk);
+  bool resolveMemoryOp(const ast::OpCall &call, Op &op, int64_t chunk);
+  bool evalMicrobatch(const ast::OpCall &call, int64_t &mb);
   SlotState *slotFor(const ast::OpCall &call, int64_t chunk);
   uint32_t currentFrame(size_t depth);
   uint32_t originId(const ast::OpCall &call);
@@ -74,6 +76,7 @@ private:
   std::vector<LoopLevel> loops_;
   std::vector<const ast::BlockStmt *> expansions_; // the def calls being run, outermost first
   uint64_t deferredSequence_ = 0;
+  int32_t resolvedPeer_ = -1; // the partner rank of the transfer op resolve() just resolved
 };
 
 } // namespace pipec

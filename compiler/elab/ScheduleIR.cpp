@@ -1,5 +1,7 @@
 #include "elab/ScheduleIR.h"
 
+#include <algorithm>
+
 namespace pipec {
 
 size_t ScheduleIR::totalOps() const {
@@ -7,6 +9,12 @@ size_t ScheduleIR::totalOps() const {
   for (const RankOps &rank : ranks)
     total += rank.ops.size();
   return total;
+}
+
+int32_t RankOps::peerOf(uint32_t index) const {
+  auto it = std::lower_bound(peers.begin(), peers.end(), index,
+                             [](const OpPeer &p, uint32_t i) { return p.op < i; });
+  return it != peers.end() && it->op == index ? it->rank : -1;
 }
 
 void ScheduleIR::releaseIterations() {

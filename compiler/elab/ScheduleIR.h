@@ -19,9 +19,9 @@ enum class PairRole : uint8_t { None, First, Second };
 
 // One per op of the schedule, the largest array of a run: keep it small.
 struct Op {
-  OpKind kind : 3;
+  OpKind kind : 4;
   PairRole pair : 2;
-  uint32_t flow : 26;          // flows come from placement declarations: few
+  uint32_t flow : 25;          // flows come from placement declarations: few
   // On a pair's First op: the pair was written backward first (`B & F`). It
   // changes nothing but how writers print the pair, which keep it as written.
   uint32_t backwardWrittenFirst : 1;
@@ -32,6 +32,16 @@ struct Op {
   uint32_t origin;             // ScheduleIR::origins index: where the op was written
 };
 static_assert(sizeof(Op) == 24, "one per op: keep it compact");
+
+// The partner rank of a transfer op (Evict, Hold, Return, Load): kept beside the
+// op list rather than in Op, so that schedules without transfers pay nothing.
+// For every op, `stage` and `microbatch` name the activation it moves; on the
+// partner's Hold and Return, `chunk` is the owner's chunk (the partner holds no
+// slot of that stage).
+struct OpPeer {
+  uint32_t op;  // index in the rank's op list
+  int32_t rank; // the partner: Evict/Return send to it, Hold/Load receive from it
+};
 
 // A parameter slot: chunk `chunk` of rank `rank` holds one stage's weights.
 struct Slot {
@@ -56,6 +66,9 @@ struct IterationFrame {
 struct RankOps {
   const ast::RankProgram *program = nullptr;
   std::vector<Op> ops;
+  std::vector<OpPeer> peers; // transfer ops' partners, by ascending op index
+  // The partner rank of ops[index] (a transfer op); -1 for any other op.
+  int32_t peerOf(uint32_t index) const;
 };
 
 struct CostSetting {

@@ -142,6 +142,7 @@ struct SymbolIndex {
           ops.push_back(&op);
           expr(op.chunk.get());
           expr(op.mb.get());
+          expr(op.peer.get());
         }
         break;
       case StmtKind::Block: // a def's expansion: its ops hover where the def writes them

@@ -228,6 +228,8 @@ private:
           expr(*op.chunk);
         if (op.mb)
           expr(*op.mb);
+        if (op.peer)
+          expr(*op.peer);
       }
       break;
     }

@@ -11,9 +11,12 @@
 namespace pipec {
 
 // Short labels: "F3" (chunk 0, micro-batch 3 of its flow); chunk 1 and above in
-// lower case ("f3"); an overlap pair as "F3+b1".
+// lower case ("f3"); an overlap pair as "F3+b1". Copy-stream ops, on a row of
+// their own: O(ffload), R(eload), E(vict), H(old), T (reTurn), L(oad).
 static std::string shortLabel(const ScheduleIR &ir, const Op &op) {
-  char letter = ast::opKindName(op.kind)[0];
+  static const char kMemoryLetters[] = "OREHTL"; // Offload ... Load
+  char letter = isMemoryOp(op.kind) ? kMemoryLetters[int(op.kind) - int(OpKind::Offload)]
+                                    : ast::opKindName(op.kind)[0];
   if (op.chunk > 0)
     letter = static_cast<char>(letter - 'A' + 'a');
   return std::string(1, letter) + std::to_string(ir.indexInFlow(op));
@@ -37,10 +40,16 @@ bool printTimeline(const ScheduleIR &ir, const SimResult &sim, llvm::raw_ostream
 
   out << "time 0 to " << formatNumber(sim.makespan) << ", one column = "
       << formatNumber(1 / scale) << " time units\n";
-  for (size_t r = 0; r < sim.ranks.size(); ++r) {
+  for (size_t line = 0; line < 2 * sim.ranks.size(); ++line) {
+    size_t r = line / 2;
+    bool copyRow = line % 2 == 1; // a rank's copy stream, drawn when it has ops
     std::string row(columns, '.');
     const std::vector<Op> &ops = ir.ranks[r].ops;
+    bool any = false;
     for (uint32_t k = sim.firstStep(r); k < sim.endStep(r); ++k) {
+      if (sim.plan->onCopyStream(k) != copyRow)
+        continue;
+      any = true;
       StepTiming step = sim.step(k);
       size_t from = std::min(columns, static_cast<size_t>(std::lround(step.start * scale)));
       size_t to = std::max(from + 1, static_cast<size_t>(std::lround(step.end * scale)));
@@ -56,7 +65,9 @@ bool printTimeline(const ScheduleIR &ir, const SimResult &sim, llvm::raw_ostream
       if (to - from > 1 && fill.size() < to - from)
         row[to - 1] = '|';
     }
-    out << llvm::format("rank %3zu |", r) << row << "|\n";
+    if (copyRow && !any)
+      continue;
+    out << llvm::format(copyRow ? "copy %3zu |" : "rank %3zu |", r) << row << "|\n";
   }
   out << "F/B/I/W: chunk 0, f/b/i/w: chunk 1 and up, digits: micro-batch within its flow, "
          "X+y: overlap pair, '.': idle\n";

@@ -36,15 +36,21 @@ bool writeChromeTrace(const ScheduleIR &ir, const CheckReport &report, const Sim
         metadata(pid, -1, "process_name", "rank " + std::to_string(r));
         metadata(pid, 0, "thread_name", "compute");
         metadata(pid, 1, "thread_name", "communication");
+        bool copies = false; // memory ops: the copy stream, a thread of its own
+        for (uint32_t k = sim.firstStep(r); k < sim.endStep(r) && !copies; ++k)
+          copies = sim.plan->onCopyStream(k);
+        if (copies)
+          metadata(pid, 2, "thread_name", "copy");
         for (uint32_t k = sim.firstStep(r); k < sim.endStep(r); ++k) {
           StepTiming step = sim.step(k);
+          bool copy = sim.plan->onCopyStream(k);
           j.object([&] {
-            j.attribute("cat", "compute");
+            j.attribute("cat", copy ? "copy" : "compute");
             j.attribute("dur", (step.end - step.start) * kMicros);
             j.attribute("name", stepLabel(ir, r, step.op));
             j.attribute("ph", "X");
             j.attribute("pid", pid);
-            j.attribute("tid", 0);
+            j.attribute("tid", copy ? 2 : 0);
             j.attribute("ts", step.start * kMicros);
           });
         }
@@ -57,7 +63,11 @@ bool writeChromeTrace(const ScheduleIR &ir, const CheckReport &report, const Sim
         double arrived = sim.messageArrived[id];
         double sent = sim.sent(static_cast<uint32_t>(id), channelFree);
         std::string name =
-            std::string(m.kind == MessageKind::Activation ? "activation" : "gradient") + " s" +
+            std::string(m.kind == MessageKind::Activation ? "activation"
+                        : m.kind == MessageKind::Gradient ? "gradient"
+                        : m.kind == MessageKind::Evicted  ? "evicted activation"
+                                                          : "returned activation") +
+            " s" +
             std::to_string(producer.stage) + " mb" + std::to_string(producer.microbatch) + " -> rank " +
             std::to_string(plan.to(m));
         // A visible slice on the sender's communication thread, even for zero transfer time.
@@ -80,7 +90,8 @@ bool writeChromeTrace(const ScheduleIR &ir, const CheckReport &report, const Sim
           j.attribute("tid", 1);
           j.attribute("ts", sent * kMicros);
         });
-        double consumerStart = sim.stepStart(sim.firstStep(plan.to(m)) + m.consumerStep);
+        uint32_t consumerStep = sim.firstStep(plan.to(m)) + m.consumerStep;
+        double consumerStart = sim.stepStart(consumerStep);
         j.object([&] {
           j.attribute("bp", "e");
           j.attribute("cat", "p2p");
@@ -88,7 +99,7 @@ bool writeChromeTrace(const ScheduleIR &ir, const CheckReport &report, const Sim
           j.attribute("name", "p2p");
           j.attribute("ph", "f");
           j.attribute("pid", plan.to(m));
-          j.attribute("tid", 0);
+          j.attribute("tid", sim.plan->onCopyStream(consumerStep) ? 2 : 0);
           j.attribute("ts", consumerStart * kMicros);
         });
       }

@@ -7,7 +7,9 @@
 //
 // Everything else is the plain loop's model, step for step: a step starts when
 // its rank is free and its inputs have arrived, a message leaves when its step
-// ends and after the previous message of its channel arrived. A message that
+// ends and after the previous message of its channel arrived. Copy steps (memory
+// ops) start as the plain loop starts them and never make the rank busy: the
+// compute stream goes on while they run. A message that
 // never shared a link arrives at departure + transfer, the plain loop's very
 // expression, so a topology that no two messages share gives the plain results.
 //
@@ -85,13 +87,12 @@ private:
   void prepare() {
     classDurations(plan_, costs_, s_.classDuration);
     s_.stageTransfer.resize(plan_.numStages);
-    stageSerial_.resize(plan_.numStages);
     stageLatency_.resize(plan_.numStages);
     for (int64_t s = 0; s < plan_.numStages; ++s) {
       s_.stageTransfer[s] = costs_.transfer(s);
       stageLatency_[s] = costs_.latency(s);
-      stageSerial_[s] = std::max(0.0, s_.stageTransfer[s] - stageLatency_[s]);
     }
+    moveTransfers(plan_, costs_, s_.moveTransfer);
     s_.latestInput.assign(plan_.numSteps(), kNoMessage);
     s_.next.assign(plan_.rankStep.begin(), plan_.rankStep.end() - 1);
     s_.sendCursor.assign(plan_.rankMessage.begin(), plan_.rankMessage.end() - 1);
@@ -112,25 +113,35 @@ private:
     events_.push({time, seq_++, id, rank, arrival});
   }
 
-  // Starts rank r's next step if the rank is free and the step's inputs have arrived.
+  // Starts rank r's next step if the rank is free and the step's inputs have
+  // arrived; after a copy step, the steps that follow it too.
   void tryStart(uint32_t r) {
-    uint32_t k = s_.next[r];
-    if (busy_[r] || k >= plan_.rankStep[r + 1] || result_.stepEnd[k] != 0)
+    while (true) {
+      uint32_t k = s_.next[r];
+      if (busy_[r] || k >= plan_.rankStep[r + 1] || result_.stepEnd[k] != 0)
+        return;
+      double start = plan_.hasCopyStreams()
+                         ? plan_.readyAt(k, plan_.rankStep[r], result_.stepEnd)
+                         : k > plan_.rankStep[r] ? result_.stepEnd[k - 1] : 0.0;
+      uint32_t input = s_.latestInput[k];
+      if (input != kNoMessage)
+        start = std::max(start, result_.messageArrived[input]);
+      double finish =
+          start + (stepDuration_ ? stepDuration_[k] : s_.classDuration[plan_.stepClass(k)]);
+      result_.stepEnd[k] = finish;
+      ++s_.next[r];
+      push(finish, k, r, false);
+      if (plan_.onCopyStream(k))
+        continue; // the compute stream is not held up
+      result_.ranks[r].busy += finish - start;
+      busy_[r] = true;
       return;
-    double start = k > plan_.rankStep[r] ? result_.stepEnd[k - 1] : 0.0;
-    uint32_t input = s_.latestInput[k];
-    if (input != kNoMessage)
-      start = std::max(start, result_.messageArrived[input]);
-    double finish = start + (stepDuration_ ? stepDuration_[k] : s_.classDuration[plan_.stepClass(k)]);
-    result_.stepEnd[k] = finish;
-    result_.ranks[r].busy += finish - start;
-    ++s_.next[r];
-    busy_[r] = true;
-    push(finish, k, r, false);
+    }
   }
 
   void stepEnded(uint32_t r, uint32_t step, double now) {
-    busy_[r] = false;
+    if (!plan_.onCopyStream(step))
+      busy_[r] = false;
     const std::vector<Message> &messages = plan_.comm->messages;
     uint32_t &id = s_.sendCursor[r];
     for (; id < plan_.rankMessage[r + 1] && plan_.producerStep(messages[id]) == step; ++id) {
@@ -149,12 +160,14 @@ private:
     const Message &m = plan_.comm->messages[id];
     channelBusy_[m.channel] = true;
     int32_t stage = plan_.messageStage(m);
-    if (stageSerial_[stage] <= 0) { // latency only: nothing occupies a link
-      result_.messageArrived[id] = now + s_.stageTransfer[stage];
+    double transfer = plan_.messageTransfer(m, s_.stageTransfer, s_.moveTransfer);
+    double serial = std::max(0.0, transfer - stageLatency_[stage]);
+    if (serial <= 0) { // latency only: nothing occupies a link
+      result_.messageArrived[id] = now + transfer;
       push(result_.messageArrived[id], id, 0, true);
       return;
     }
-    startFlow({id, 0, now, stageSerial_[stage], 1.0, now, false,
+    startFlow({id, 0, now, serial, 1.0, now, false,
                links_.path(plan_.comm->from(m), plan_.comm->to(m))},
               now);
   }
@@ -181,7 +194,9 @@ private:
     const Message &m = plan_.comm->messages[flow.message];
     int32_t stage = plan_.messageStage(m);
     // Unshared, it arrives exactly where the plain loop has it.
-    double arrival = flow.slowed ? now + stageLatency_[stage] : flow.start + s_.stageTransfer[stage];
+    double arrival = flow.slowed ? now + stageLatency_[stage]
+                                 : flow.start + plan_.messageTransfer(m, s_.stageTransfer,
+                                                                      s_.moveTransfer);
     result_.messageArrived[flow.message] = arrival;
     push(arrival, flow.message, 0, true);
   }
@@ -227,7 +242,7 @@ private:
   const LinkModel &links_;
   SimResult &result_;
   SimResult::Scratch &s_;
-  std::vector<double> stageSerial_, stageLatency_;
+  std::vector<double> stageLatency_;
   std::vector<bool> busy_, channelBusy_;
   std::vector<std::deque<uint32_t>> channelWaiting_;
   std::vector<uint32_t> linkLoad_;

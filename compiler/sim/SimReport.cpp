@@ -1,5 +1,6 @@
 // The numbers of a simulation: text table and JSON (DESIGN §4 fields).
 #include "sim/SimOutputs.h"
+#include "sim/TimedMemory.h"
 
 #include "check/OpText.h"
 
@@ -78,6 +79,19 @@ void printSimText(const ScheduleIR &ir, const CheckReport &report, const SimResu
     }
     out << "\n";
   }
+  if (hasMemoryOps(ir)) { // the copies and transfers run beside compute: their timed peak too
+    std::vector<int64_t> timed = timedPeakActivations(ir, sim);
+    auto most = std::max_element(timed.begin(), timed.end());
+    out << "peak activations with copies timed: " << *most << " (rank " << (most - timed.begin())
+        << ")";
+    constexpr size_t kListed = 16;
+    if (timed.size() <= kListed) {
+      out << "; per rank";
+      for (int64_t peak : timed)
+        out << " " << peak;
+    }
+    out << "\n";
+  }
 
   out << "critical path: " << sim.criticalPath.size() << " steps";
   const size_t kShown = 6;
@@ -123,6 +137,9 @@ void printSimJson(const ScheduleIR &ir, const CheckReport &report, const SimResu
       for (const auto &[name, value] : params)
         j.attribute(name, value);
     });
+    std::vector<int64_t> timed; // memory ops only: the peak under the simulated times
+    if (hasMemoryOps(ir))
+      timed = timedPeakActivations(ir, sim);
     j.attributeArray("ranks", [&] {
       for (size_t r = 0; r < count; ++r) {
         const RankTiming &t = sim.ranks[r];
@@ -133,6 +150,8 @@ void printSimJson(const ScheduleIR &ir, const CheckReport &report, const SimResu
           j.attribute("parameter_chunks", report.memory[r].parameterChunks);
           j.attribute("peak_activations", report.memory[r].peakActivations);
           j.attribute("rank", int64_t(r));
+          if (!timed.empty())
+            j.attribute("timed_peak_activations", timed[r]);
           j.attribute("utilization", t.utilization);
         });
       }

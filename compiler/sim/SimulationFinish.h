@@ -12,6 +12,9 @@ constexpr uint32_t kNoMessage = ~0u; // "no input": SimResult::stepStart knows i
 
 // The duration of each step class under `costs`.
 void classDurations(const SimulationPlan &plan, const CostModel &costs, std::vector<double> &out);
+// The Evict / Load link times per stage (SimResult::Scratch::moveTransfer); empty
+// without memory ops.
+void moveTransfers(const SimulationPlan &plan, const CostModel &costs, std::vector<double> &out);
 
 // Fills makespan, bubbles, utilisation and the critical path from stepEnd,
 // messageArrived and the scratch's latestInput and next (steps that never ran).

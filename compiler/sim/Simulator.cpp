@@ -2,12 +2,57 @@
 
 #include "sim/LinkModel.h"
 #include "sim/SimulationFinish.h"
+#include "sim/TimedMemory.h"
 
 #include <algorithm>
 #include <cassert>
 #include <unordered_map>
 
 namespace pipec {
+
+namespace {
+
+// The copy-stream tables of SimulationPlan (see there), for a schedule with memory ops.
+void planCopyStreams(const ScheduleIR &ir, const CommPlan &comm, SimulationPlan &plan) {
+  size_t steps = plan.numSteps();
+  constexpr uint32_t none = SimulationPlan::kNoStep;
+  plan.prevCompute.assign(steps, none);
+  plan.prevCopy.assign(steps, none);
+  plan.waitsFor.assign(steps, none);
+  plan.copyStep.assign(steps, 0);
+  for (size_t r = 0; r < ir.ranks.size(); ++r) {
+    const std::vector<Op> &ops = ir.ranks[r].ops;
+    uint32_t lastCompute = none, lastCopy = none;
+    // (stage, micro-batch) -> the Reload or Load step that brings it back here.
+    std::unordered_map<uint64_t, uint32_t> returning;
+    auto keyOf = [](const Op &op) {
+      return uint64_t(uint32_t(op.stage)) << 32 | uint32_t(op.microbatch);
+    };
+    const std::vector<uint32_t> &stepOp = comm.ranks[r].stepOp;
+    for (uint32_t s = 0; s < stepOp.size(); ++s) {
+      uint32_t k = plan.rankStep[r] + s;
+      const Op &op = ops[stepOp[s]];
+      plan.prevCompute[k] = lastCompute;
+      plan.prevCopy[k] = lastCopy;
+      if (isMemoryOp(op.kind)) {
+        plan.copyStep[k] = 1;
+        lastCopy = k;
+        if (op.kind == OpKind::Reload || op.kind == OpKind::Load)
+          returning[keyOf(op)] = k;
+        continue;
+      }
+      lastCompute = k;
+      const Op &backward = op.pair == PairRole::First ? ops[stepOp[s] + 1] : op;
+      if (!returning.empty() && (backward.kind == OpKind::B || backward.kind == OpKind::I)) {
+        auto it = returning.find(keyOf(backward));
+        if (it != returning.end())
+          plan.waitsFor[k] = it->second;
+      }
+    }
+  }
+}
+
+} // namespace
 
 double SimResult::totalBusy() const {
   double sum = 0;
@@ -24,7 +69,9 @@ double SimResult::totalBubble() const {
 }
 
 double SimResult::stepStart(uint32_t k) const {
-  double start = k > plan->rankStep[plan->rankOfStep(k)] ? stepEnd[k - 1] : 0.0;
+  double start = plan->hasCopyStreams()
+                     ? plan->readyAt(k, plan->rankStep[plan->rankOfStep(k)], stepEnd)
+                     : k > plan->rankStep[plan->rankOfStep(k)] ? stepEnd[k - 1] : 0.0;
   uint32_t input = scratch.latestInput[k];
   return input != ~0u ? std::max(start, messageArrived[input]) : start;
 }
@@ -57,16 +104,31 @@ SimulationPlan buildSimulationPlan(const ScheduleIR &ir, const CommPlan &comm) {
   }
   plan.rankStep.push_back(static_cast<uint32_t>(steps));
 
-  // Step classes: single ops are kind * stages + stage; pairs are numbered after.
+  // Step classes: single ops are kind * stages + stage (F..R; the memory ops'
+  // only when the schedule has any, so others keep their class count); pairs are
+  // numbered after.
+  bool memoryOps = hasMemoryOps(ir);
   for (OpKind kind : {OpKind::F, OpKind::B, OpKind::I, OpKind::W, OpKind::R})
     for (int64_t s = 0; s < ir.numStages; ++s)
       plan.classes.push_back({kind, false, static_cast<int32_t>(s), 0});
+  plan.memoryClassBase = static_cast<uint32_t>(plan.classes.size());
+  if (memoryOps)
+    for (int kind = int(OpKind::Offload); kind < ast::kNumOpKinds; ++kind)
+      for (int64_t s = 0; s < ir.numStages; ++s)
+        plan.classes.push_back({OpKind(kind), false, static_cast<int32_t>(s), 0});
   std::unordered_map<uint64_t, uint32_t> pairClass; // (forward, backward kind, stage) -> class
   plan.stepClassNarrow.reserve(steps);
   for (size_t r = 0; r < ranks; ++r) {
     const std::vector<Op> &ops = ir.ranks[r].ops;
     for (uint32_t first : comm.ranks[r].stepOp) {
       const Op &op = ops[first];
+      if (isMemoryOp(op.kind)) {
+        plan.appendStepClass(plan.memoryClassBase +
+                             static_cast<uint32_t>((int(op.kind) - int(OpKind::Offload)) *
+                                                       ir.numStages +
+                                                   op.stage));
+        continue;
+      }
       if (op.pair != PairRole::First) {
         plan.appendStepClass(static_cast<uint32_t>(static_cast<int>(op.kind) * ir.numStages +
                                                    op.stage));
@@ -94,6 +156,9 @@ SimulationPlan buildSimulationPlan(const ScheduleIR &ir, const CommPlan &comm) {
   }
   for (size_t r = 0; r < ranks; ++r)
     plan.rankMessage[r + 1] += plan.rankMessage[r];
+
+  if (memoryOps)
+    planCopyStreams(ir, comm, plan);
 
   if (!ir.microbatchSizes.empty()) {
     plan.stepScale.reserve(steps);
@@ -141,6 +206,7 @@ private:
     s_.stageTransfer.resize(plan_.numStages);
     for (int64_t s = 0; s < plan_.numStages; ++s)
       s_.stageTransfer[s] = costs.transfer(s);
+    moveTransfers(plan_, costs, s_.moveTransfer);
     s_.channelFree.assign(plan_.numChannels, 0.0);
     s_.latestInput.assign(plan_.numSteps(), kNoMessage);
     s_.next.assign(plan_.rankStep.begin(), plan_.rankStep.end() - 1);
@@ -167,8 +233,10 @@ private:
     uint32_t &k = s_.next[r];
     uint32_t end = plan_.rankStep[r + 1];
     double busy = result_.ranks[r].busy;
+    bool copyStreams = plan_.hasCopyStreams();
     for (; k < end && result_.stepEnd[k] == 0; ++k) {
-      double start = rankFree(r, k);
+      double start = copyStreams ? plan_.readyAt(k, plan_.rankStep[r], result_.stepEnd)
+                                 : rankFree(r, k);
       uint32_t input = s_.latestInput[k];
       if (input != kNoMessage)
         start = std::max(start, result_.messageArrived[input]);
@@ -177,7 +245,8 @@ private:
         duration *= plan_.stepScale[k];
       double finish = start + duration;
       result_.stepEnd[k] = finish;
-      busy += finish - start;
+      if (!copyStreams || !plan_.copyStep[k]) // copies overlap compute: not busy time
+        busy += finish - start;
       sendOutputs(r, k, finish);
     }
     result_.ranks[r].busy = busy;
@@ -190,7 +259,7 @@ private:
       const Message &m = messages[id];
       double &channelFree = s_.channelFree[m.channel];
       double sent = std::max(end, channelFree);
-      double transfer = s_.stageTransfer[plan_.messageStage(m)];
+      double transfer = plan_.messageTransfer(m, s_.stageTransfer, s_.moveTransfer);
       if (!plan_.messageScale.empty())
         transfer *= plan_.messageScale[id];
       double arrived = sent + transfer;
@@ -229,6 +298,18 @@ void stepDurations(const SimulationPlan &plan, const CostModel &costs, std::vect
     out[k] = byClass[plan.stepClass(k)];
 }
 
+void moveTransfers(const SimulationPlan &plan, const CostModel &costs, std::vector<double> &out) {
+  if (!plan.hasCopyStreams()) {
+    out.clear();
+    return;
+  }
+  out.resize(2 * size_t(plan.numStages));
+  for (int64_t s = 0; s < plan.numStages; ++s) {
+    out[2 * size_t(s)] = costs.moveTransfer(s, true);
+    out[2 * size_t(s) + 1] = costs.moveTransfer(s, false);
+  }
+}
+
 void finishSimulation(const SimulationPlan &plan, SimResult &result) {
   const SimResult::Scratch &s = result.scratch;
   auto rankFree = [&](size_t rank, uint32_t k) {
@@ -240,11 +321,20 @@ void finishSimulation(const SimulationPlan &plan, SimResult &result) {
               0.0);
   double makespan = 0;
   int32_t lastRank = -1;
+  uint32_t lastStep = 0;
   for (size_t r = 0; r < plan.numRanks(); ++r) {
     uint32_t first = plan.rankStep[r], end = plan.rankStep[r + 1];
-    if (end > first && result.stepEnd[end - 1] >= makespan) {
-      makespan = result.stepEnd[end - 1];
+    if (end == first)
+      continue;
+    uint32_t last = end - 1;
+    if (plan.hasCopyStreams()) // the last step to end may be on either stream
+      for (uint32_t k = first; k < end; ++k)
+        if (result.stepEnd[k] >= result.stepEnd[last])
+          last = k;
+    if (result.stepEnd[last] >= makespan) {
+      makespan = result.stepEnd[last];
       lastRank = static_cast<int32_t>(r);
+      lastStep = last;
     }
   }
   result.makespan = makespan;
@@ -258,15 +348,22 @@ void finishSimulation(const SimulationPlan &plan, SimResult &result) {
   if (lastRank < 0)
     return;
   int32_t rank = lastRank;
-  int64_t step = static_cast<int64_t>(plan.rankStep[rank + 1]) - 1;
+  int64_t step = lastStep;
   while (step >= static_cast<int64_t>(plan.rankStep[rank])) {
     uint32_t k = static_cast<uint32_t>(step);
     result.criticalPath.push_back({rank, k});
     uint32_t input = s.latestInput[k];
-    if (input != kNoMessage && result.messageArrived[input] > rankFree(rank, k)) {
+    uint32_t before = SimulationPlan::kNoStep;
+    double ready = plan.hasCopyStreams() ? plan.readyAt(k, plan.rankStep[rank], result.stepEnd, &before)
+                                         : rankFree(rank, k);
+    if (input != kNoMessage && result.messageArrived[input] > ready) {
       const Message &m = plan.comm->messages[input];
       step = plan.producerStep(m);
       rank = plan.comm->from(m);
+    } else if (plan.hasCopyStreams()) {
+      if (before == SimulationPlan::kNoStep)
+        break;
+      step = before;
     } else {
       --step;
     }

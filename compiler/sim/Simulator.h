@@ -13,6 +13,15 @@
 // stragglers, sim/Variability.h) and a link model under which messages that
 // share a network link share its bandwidth (sim/LinkModel.h). Without them the
 // loop is the one above, unchanged to the last bit.
+//
+// Memory ops (Offload ... Load) run on the rank's copy stream, beside its compute
+// stream: a copy step is issued in program order, once the compute step before
+// it has ended, and starts when the copy stream is free too (and, for Hold and
+// Load, once its message arrived); it is not busy time. A compute step starts
+// when the previous compute step has ended, its message has arrived, and, for a
+// B or I whose activation was reloaded or loaded, when that copy has ended.
+// Evict -> Hold and Return -> Load messages take the `Evict` / `Load` costs on
+// the link, on channels of their own.
 #pragma once
 
 #include "check/Checks.h"
@@ -49,6 +58,45 @@ struct SimulationPlan {
   // micro-batch's size; a pair's, the mean of its two). Empty: every factor is 1.
   std::vector<double> stepScale;
   std::vector<double> messageScale;
+  // With memory ops (empty otherwise: a rank's steps then run one after another):
+  // per global step, the rank's previous compute step, its previous copy step,
+  // and the copy step a B or I waits for (kNoStep: none), and whether the step
+  // itself is on the copy stream. Memory-op classes follow the F..R classes.
+  static constexpr uint32_t kNoStep = ~0u;
+  std::vector<uint32_t> prevCompute, prevCopy, waitsFor;
+  std::vector<uint8_t> copyStep;
+  uint32_t memoryClassBase = 0;
+
+  bool hasCopyStreams() const { return !copyStep.empty(); }
+  bool onCopyStream(uint32_t global) const { return !copyStep.empty() && copyStep[global]; }
+  // When global step k (of the rank whose first step is `rankFirst`) can start as
+  // far as its own rank is concerned (its stream, and the copy it waits for),
+  // given the ends of the rank's earlier steps; messages aside. `from` is the
+  // step that decides it (kNoStep: time 0).
+  double readyAt(uint32_t k, uint32_t rankFirst, const std::vector<double> &stepEnd,
+                 uint32_t *from = nullptr) const {
+    if (copyStep.empty()) {
+      bool first = k == rankFirst;
+      if (from)
+        *from = first ? kNoStep : k - 1;
+      return first ? 0.0 : stepEnd[k - 1];
+    }
+    double t = 0;
+    uint32_t by = kNoStep;
+    auto after = [&](uint32_t step) {
+      if (step != kNoStep && (by == kNoStep || stepEnd[step] > t)) {
+        t = std::max(t, stepEnd[step]);
+        by = step;
+      }
+    };
+    after(prevCompute[k]);
+    if (copyStep[k])
+      after(prevCopy[k]);
+    after(waitsFor[k]);
+    if (from)
+      *from = by;
+    return t;
+  }
 
   uint32_t stepClass(uint32_t global) const {
     return stepClassWide.empty() ? stepClassNarrow[global] : stepClassWide[global];
@@ -70,9 +118,21 @@ struct SimulationPlan {
   uint32_t consumerStep(const Message &m) const { return rankStep[comm->to(m)] + m.consumerStep; }
   // The stage that produced `m`, from its step's class (messages do not store it):
   // a pair's activation comes from its forward, its gradient from its backward.
+  // An evicted or returned activation is its stage's.
   int32_t messageStage(const Message &m) const {
     const StepClass &c = classes[stepClass(producerStep(m))];
     return c.pair && m.kind == MessageKind::Activation ? c.forwardStage : c.stage;
+  }
+  // `m`'s time on the link under per-run tables: activations and gradients take
+  // their stage's transfer, evicted and returned activations the Evict / Load costs.
+  double messageTransfer(const Message &m, const std::vector<double> &stageTransfer,
+                         const std::vector<double> &moveTransfer) const {
+    int32_t stage = messageStage(m);
+    if (m.kind == MessageKind::Evicted)
+      return moveTransfer[2 * size_t(stage)];
+    if (m.kind == MessageKind::Returned)
+      return moveTransfer[2 * size_t(stage) + 1];
+    return stageTransfer[stage];
   }
 };
 
@@ -131,6 +191,7 @@ struct SimResult {
   // Scratch of the event loop, kept so a re-run allocates nothing.
   struct Scratch {
     std::vector<double> classDuration, stageTransfer, channelFree;
+    std::vector<double> moveTransfer; // [2 * stage + (0: Evict, 1: Load)], with memory ops
     std::vector<uint32_t> latestInput, next, sendCursor, ready;
   } scratch;
 };

@@ -3,7 +3,9 @@
 // one cell per op coloured by kind and chunk and labelled with its micro-batch;
 // an overlap pair is its two ops stacked inside one frame; a second flow
 // (bidirectional schedules) is striped and its labels marked; idle time shows
-// as the grey row background. A time axis and a legend sit below.
+// as the grey row background. A time axis and a legend sit below. A rank with
+// memory ops (Offload ... Load) gets a second row under its own, its copy
+// stream, where those ops are drawn at the times they run beside compute.
 //
 // The picture scales to the makespan, not to a fixed number of pixels per unit:
 // the plot is between kMinPlot and kMaxPlot pixels wide whatever the times
@@ -34,6 +36,12 @@ const char *colorOf(OpKind kind, int32_t chunk) {
   case OpKind::I: return later ? "#ffd08a" : "#8cd17d"; // light green, sand
   case OpKind::W: return later ? "#e7a4c6" : "#7b4f8e"; // purple, pink
   case OpKind::R: return later ? "#bab0ac" : "#79706e"; // grey, light grey
+  case OpKind::Offload: return "#17becf";                // cyan
+  case OpKind::Reload: return "#0e6f7a";                 // dark cyan
+  case OpKind::Evict: return "#bcbd22";                  // olive
+  case OpKind::Hold: return "#d4d58a";                   // light olive
+  case OpKind::Return: return "#8c8d16";                 // dark olive
+  case OpKind::Load: return "#5c5d0e";                   // darker olive
   }
   return "#999999";
 }
@@ -50,6 +58,12 @@ const char *kindName(OpKind kind) {
   case OpKind::I: return "I input gradient";
   case OpKind::W: return "W weight gradient";
   case OpKind::R: return "R recomputation";
+  case OpKind::Offload: return "Offload to host (copy stream)";
+  case OpKind::Reload: return "Reload from host (copy stream)";
+  case OpKind::Evict: return "Evict to partner (copy stream)";
+  case OpKind::Hold: return "Hold for owner (copy stream)";
+  case OpKind::Return: return "Return to owner (copy stream)";
+  case OpKind::Load: return "Load from partner (copy stream)";
   }
   return "?";
 }
@@ -91,12 +105,22 @@ public:
     double fraction = sim.makespan > 0 ? shortest / sim.makespan : 1;
     plot_ = std::clamp(fraction > 0 ? kReadableCell / fraction : kMinPlot, kMinPlot, kMaxPlot);
     secondFlow_ = ir.flows.size() > 1;
+    // One row per rank; one more under a rank that has copy-stream ops.
+    const SimulationPlan &plan = *sim.plan;
+    for (size_t r = 0; r < sim.ranks.size(); ++r) {
+      rows_.push_back({r, false});
+      bool copies = false;
+      for (uint32_t k = sim.firstStep(r); k < sim.endStep(r) && !copies; ++k)
+        copies = plan.onCopyStream(k);
+      if (copies)
+        rows_.push_back({r, true});
+    }
   }
 
   void write() {
     std::string heading = title();
     rowsTop_ = kTitleHeight;
-    double rowsBottom = rowsTop_ + sim_.ranks.size() * (kRowHeight + kRowGap);
+    double rowsBottom = rowsTop_ + rows_.size() * (kRowHeight + kRowGap);
     width_ = std::max({kLeft + plot_ + kRight, textWidth(heading) + 2 * 10});
     std::vector<LegendItem> items = legendItems();
     double legendTop = rowsBottom + 40;
@@ -109,8 +133,8 @@ public:
     definitions();
     text(10, 18, heading, "start", "#111111", "title", 13);
     text(10, 34, subtitle(), "start", "#555555", "subtitle");
-    for (size_t r = 0; r < sim_.ranks.size(); ++r)
-      row(r);
+    for (size_t i = 0; i < rows_.size(); ++i)
+      row(i);
     axis(rowsBottom);
     legend(items);
     out_ << "</svg>\n";
@@ -126,7 +150,7 @@ private:
 
   // x of time t: a fraction of the makespan, so 1e300 and 1e-300 draw alike.
   double x(double t) const { return kLeft + (sim_.makespan > 0 ? t / sim_.makespan : 0) * plot_; }
-  double y(size_t rank) const { return rowsTop_ + rank * (kRowHeight + kRowGap); }
+  double y(size_t row) const { return rowsTop_ + row * (kRowHeight + kRowGap); }
   static double textWidth(const std::string &s) { return kCharWidth * double(s.size()); }
 
   std::string time(double t) const {
@@ -209,14 +233,18 @@ private:
          nullptr, size < 11 ? size : 0);
   }
 
-  void row(size_t r) {
-    double top = y(r);
-    rect(x(0), top, plot_, kRowHeight, "#eeeeee", "idle");
-    if (options_.shading) // sim --sensitivity: the label's box shaded by the rank's sensitivity
+  void row(size_t index) {
+    auto [r, copyRow] = rows_[index];
+    double top = y(index);
+    rect(x(0), top, plot_, kRowHeight, "#eeeeee", copyRow ? "copy-idle" : "idle");
+    if (options_.shading && !copyRow) // sim --sensitivity: the label's box shaded by the rank's sensitivity
       drawRankShade(out_, *options_.shading, r, 2, top, kLeft - 6, kRowHeight);
-    text(kLeft - 8, top + kRowHeight / 2, "rank " + std::to_string(r), "end", "#333333");
+    text(kLeft - 8, top + kRowHeight / 2, copyRow ? "copy " + std::to_string(r) : "rank " + std::to_string(r),
+         "end", "#333333");
     const std::vector<Op> &ops = ir_.ranks[r].ops;
     for (uint32_t k = sim_.firstStep(r); k < sim_.endStep(r); ++k) {
+      if (sim_.plan->onCopyStream(k) != copyRow)
+        continue;
       StepTiming step = sim_.step(k);
       const Op &first = ops[step.op];
       if (first.pair != PairRole::First) {
@@ -253,16 +281,16 @@ private:
 
   // The kinds and chunks the schedule has, the second flow and pairs if it has them.
   std::vector<LegendItem> legendItems() const {
-    bool seen[5][2] = {}, pairs = false;
+    bool seen[ast::kNumOpKinds][2] = {}, pairs = false;
     for (const RankOps &rank : ir_.ranks)
       for (const Op &o : rank.ops) {
-        seen[int(o.kind)][o.chunk > 0] = true;
+        seen[int(o.kind)][o.chunk > 0 && !isMemoryOp(o.kind)] = true; // copies: one colour
         pairs |= o.pair != PairRole::None;
       }
     std::vector<LegendItem> items;
     for (int later = 0; later < 2; ++later)
-      for (OpKind kind : {OpKind::F, OpKind::B, OpKind::I, OpKind::W, OpKind::R})
-        if (seen[int(kind)][later])
+      for (int k = 0; k < ast::kNumOpKinds; ++k)
+        if (OpKind kind = OpKind(k); seen[k][later])
           items.push_back({std::string(kindName(kind)) + (later ? ", chunk 1+" : ""),
                            colorOf(kind, later)});
     if (secondFlow_)
@@ -309,6 +337,7 @@ private:
   llvm::raw_ostream &out_;
   TimeUnit unit_;
   double plot_ = kMinPlot, width_ = 0, rowsTop_ = kTitleHeight;
+  std::vector<std::pair<size_t, bool>> rows_; // (rank, its copy stream?) top to bottom
   bool secondFlow_ = false;
 };
 

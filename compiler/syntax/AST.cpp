@@ -9,6 +9,12 @@ const char *opKindName(OpKind kind) {
   case OpKind::I: return "I";
   case OpKind::W: return "W";
   case OpKind::R: return "R";
+  case OpKind::Offload: return "Offload";
+  case OpKind::Reload: return "Reload";
+  case OpKind::Evict: return "Evict";
+  case OpKind::Hold: return "Hold";
+  case OpKind::Return: return "Return";
+  case OpKind::Load: return "Load";
   }
   return "?";
 }

@@ -92,7 +92,24 @@ struct FloatLit : Expr {
 
 // R replays a forward before its backward (recomputation): its F kept only the
 // stage input, and R rebuilds the activation its B or I needs.
-enum class OpKind : uint8_t { F, B, I, W, R };
+// Memory ops move a forward's activation out of device memory and back before
+// its backward. Offload / Reload copy it to host memory and back on the rank's
+// copy stream. BPipe's transfer between ranks takes four ops, two a side, so
+// both ends of each message are written and the deadlock check sees them: the
+// owner's Evict sends it to a partner rank, whose Hold receives and keeps it;
+// the partner's Return sends it back, and the owner's Load receives it.
+// The numbering is part of the IR (and the JSON export's kind names): append only.
+enum class OpKind : uint8_t { F, B, I, W, R, Offload, Reload, Evict, Hold, Return, Load };
+constexpr int kNumOpKinds = 11;
+
+// Ops that run on a rank's copy stream rather than its compute stream.
+inline bool isMemoryOp(OpKind kind) { return kind >= OpKind::Offload; }
+// Memory ops that name a partner rank (`to = r` / `from = r`).
+inline bool isTransferOp(OpKind kind) { return kind >= OpKind::Evict; }
+// Transfer ops written on the partner: their chunk is the owner's chunk.
+inline bool isPartnerOp(OpKind kind) { return kind == OpKind::Hold || kind == OpKind::Return; }
+// Transfer ops that send (the others receive).
+inline bool isTransferSend(OpKind kind) { return kind == OpKind::Evict || kind == OpKind::Return; }
 
 // `pending(W)`, `pending(F, c)`: how many ops of a kind the rank still owes at
 // this point of its program (F: forwards not yet run; B: forwards whose backward
@@ -112,6 +129,7 @@ struct OpCall {
   SMRange range;
   ExprPtr chunk; // null: chunk 0 (or, for W, the oldest deferred I on the rank)
   ExprPtr mb;    // null: the chunk's next micro-batch (or oldest deferred I for W)
+  ExprPtr peer;  // transfer ops only: the partner rank (`to = E` / `from = E`)
 };
 
 enum class StmtKind : uint8_t { Let, For, If, Op, Block };

@@ -566,7 +566,9 @@ StmtPtr AstBuilder::buildOpStatement(P::OpStatementContext *ctx) {
   return stmt;
 }
 
-static const llvm::StringRef kOpNames[] = {"F", "B", "I", "W", "R"};
+static const llvm::StringRef kOpNames[] = {"F",     "B",    "I",      "W",    "R",
+                                           "Offload", "Reload", "Evict", "Hold", "Return",
+                                           "Load"};
 
 // Words people write for an op, mapped to the op they mean.
 static std::string opForAlias(llvm::StringRef name) {
@@ -577,6 +579,12 @@ static std::string opForAlias(llvm::StringRef name) {
       .Cases("i", "dgrad", "igrad", "input", "I")
       .Cases("w", "wgrad", "weight", "W")
       .Cases("r", "recompute", "replay", "R")
+      .Cases("offload", "swapout", "swap_out", "Offload")
+      .Cases("reload", "swapin", "swap_in", "prefetch", "Reload")
+      .Cases("evict", "send", "push", "Evict")
+      .Cases("hold", "keep", "recv", "receive", "Hold")
+      .Cases("return", "giveback", "Return")
+      .Cases("load", "fetch", "pull", "Load")
       .Default(closestMatch(name, kOpNames));
 }
 
@@ -589,6 +597,12 @@ OpCall AstBuilder::buildOpCall(P::OpCallContext *ctx) {
   else if (name == "I") op.kind = OpKind::I;
   else if (name == "W") op.kind = OpKind::W;
   else if (name == "R") op.kind = OpKind::R;
+  else if (name == "Offload") op.kind = OpKind::Offload;
+  else if (name == "Reload") op.kind = OpKind::Reload;
+  else if (name == "Evict") op.kind = OpKind::Evict;
+  else if (name == "Hold") op.kind = OpKind::Hold;
+  else if (name == "Return") op.kind = OpKind::Return;
+  else if (name == "Load") op.kind = OpKind::Load;
   else {
     std::string suggestion = opForAlias(name);
     if (name == "FB" || name == "BF")
@@ -602,14 +616,62 @@ OpCall AstBuilder::buildOpCall(P::OpCallContext *ctx) {
       // renderers quote it); it names R when R is what the writer meant.
       d.note(std::string("the ops are F (forward), B (backward), I (input-gradient half) and W "
                          "(weight-gradient half)") +
-             (suggestion == "R" ? "; R replays a forward before its backward" : ""));
+             (suggestion == "R" ? "; R replays a forward before its backward" : "") +
+             (suggestion.size() > 1 ? "; Offload/Reload move an activation to host memory and back, "
+                                      "Evict/Hold/Return/Load to a partner rank and back"
+                                    : ""));
       if (!suggestion.empty())
         d.fixit(range(ctx->name), suggestion);
     }
   }
+  peerWord_.clear();
   if (P::OpArgsContext *args = ctx->opArgs())
     buildOpArgs(op, args);
+  checkMemoryOpArguments(op, ctx);
   return op;
+}
+
+// Memory ops name their micro-batch; transfer ops also their partner rank, as
+// `to = r` on the side that sends (Evict, Return) and `from = r` on the side that
+// receives (Hold, Load), so that a reader sees the direction of each message.
+void AstBuilder::checkMemoryOpArguments(OpCall &op, P::OpCallContext *ctx) {
+  std::string name = ctx->name->getText();
+  if (!ast::isMemoryOp(op.kind)) {
+    if (op.peer)
+      diags_.report(DiagKind::MemoryOpArguments, op.peer->range,
+                    "'" + name + "' takes no partner rank: only Evict, Hold, Return and Load do");
+    return;
+  }
+  if (!op.mb) {
+    diags_.report(DiagKind::MemoryOpArguments, op.range,
+                  "'" + name + "' needs its micro-batch named: write '" + name + "(c, mb = k" +
+                      (ast::isTransferOp(op.kind)
+                           ? std::string(", ") + (ast::isTransferSend(op.kind) ? "to" : "from") +
+                                 " = r"
+                           : std::string()) +
+                      ")'")
+        .note("a memory op moves one micro-batch's activation, so it names it; there is no "
+              "implicit cursor as for F and B");
+    return;
+  }
+  if (!ast::isTransferOp(op.kind)) {
+    if (op.peer)
+      diags_.report(DiagKind::MemoryOpArguments, op.peer->range,
+                    "'" + name + "' moves an activation to host memory and takes no partner rank")
+          .note("Evict/Hold/Return/Load move an activation to another rank");
+    return;
+  }
+  const char *word = ast::isTransferSend(op.kind) ? "to" : "from";
+  if (!op.peer) {
+    diags_.report(DiagKind::MemoryOpArguments, op.range,
+                  "'" + name + "' needs its partner rank: add '" + word + " = r'");
+    return;
+  }
+  if (peerWord_ != word)
+    diags_.report(DiagKind::MemoryOpArguments, peerWordRange_,
+                  "'" + name + "' names its partner with '" + word + " =', not '" + peerWord_ +
+                      " ='")
+        .fixit(peerWordRange_, word);
 }
 
 void AstBuilder::buildOpArgs(OpCall &op, P::OpArgsContext *ctx) {
@@ -620,6 +682,22 @@ void AstBuilder::buildOpArgs(OpCall &op, P::OpArgsContext *ctx) {
     op.mb = buildExpr(a->mb);
   } else if (auto *a = dynamic_cast<P::MbOnlyContext *>(ctx)) {
     op.mb = buildExpr(a->mb);
+  } else if (auto *a = dynamic_cast<P::ChunkMbPeerContext *>(ctx)) {
+    op.chunk = buildExpr(a->chunk);
+    op.mb = buildExpr(a->mb);
+    op.peer = buildExpr(a->peer);
+    peerWord_ = a->peerWord->getText();
+    peerWordRange_ = range(a->peerWord);
+  } else if (auto *a = dynamic_cast<P::MbPeerContext *>(ctx)) {
+    op.mb = buildExpr(a->mb);
+    op.peer = buildExpr(a->peer);
+    peerWord_ = a->peerWord->getText();
+    peerWordRange_ = range(a->peerWord);
+  } else if (auto *a = dynamic_cast<P::ChunkPeerContext *>(ctx)) {
+    op.chunk = buildExpr(a->chunk); // no mb: checkMemoryOpArguments reports it
+    op.peer = buildExpr(a->peer);
+    peerWord_ = a->peerWord->getText();
+    peerWordRange_ = range(a->peerWord);
   } else if (auto *a = dynamic_cast<P::MissingCommaContext *>(ctx)) {
     SMRange mbKeyword = range(a->MB()->getSymbol());
     diags_.report(DiagKind::MissingCommaInOp, SMRange(mbKeyword.Start, mbKeyword.Start),

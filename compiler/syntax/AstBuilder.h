@@ -63,6 +63,10 @@ private:
   ast::StmtPtr buildTable(P::TableStatementContext *ctx);
   ast::OpCall buildOpCall(P::OpCallContext *ctx);
   void buildOpArgs(ast::OpCall &op, P::OpArgsContext *ctx);
+  void checkMemoryOpArguments(ast::OpCall &op, P::OpCallContext *ctx);
+  // The word before the partner rank of the op being built (`to` / `from`).
+  std::string peerWord_;
+  ast::SMRange peerWordRange_;
 
   ast::ExprPtr buildExpr(P::ExprContext *ctx);
   ast::ExprPtr buildCostExpr(P::CostExprContext *ctx);

@@ -182,6 +182,10 @@ private:
           out_.indent((opDepth + 1) * 2) << "mb:\n";
           expr(opDepth + 2, *op.mb);
         }
+        if (op.peer) {
+          out_.indent((opDepth + 1) * 2) << "peer:\n";
+          expr(opDepth + 2, *op.peer);
+        }
       }
       break;
     }

@@ -150,6 +150,8 @@ private:
           copy.chunk = expr(*call.chunk);
         if (call.mb)
           copy.mb = expr(*call.mb);
+        if (call.peer)
+          copy.peer = expr(*call.peer);
         out->ops.push_back(std::move(copy));
       }
       return out;
@@ -235,6 +237,8 @@ struct BodyNames {
           expr(*call.chunk);
         if (call.mb)
           expr(*call.mb);
+        if (call.peer)
+          expr(*call.peer);
       }
       break;
     case StmtKind::Block: block(static_cast<const BlockStmt &>(s).body); break;

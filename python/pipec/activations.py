@@ -10,13 +10,17 @@ weak reference to it; autograd drops the object when it frees the graph (after
 the backward, or after W once an I kept it).  So a graph kept alive by mistake
 (an output stored by a module, a retain_graph left on) shows up as a count
 above the prediction.
+
+With per-micro-batch ``sizes`` a micro-batch of size k counts k (the
+compiler's units). A recomputed forward (an F that an R replays) is counted
+while it runs: the executor calls ``touch()`` before it drops that graph.
 """
 
 from __future__ import annotations
 
 import weakref
 from contextlib import nullcontext
-from typing import Dict, List, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
 
@@ -31,8 +35,9 @@ class _Saved:
 
 
 class ActivationTracker:
-    def __init__(self, enabled: bool = True):
+    def __init__(self, enabled: bool = True, size_of: Optional[Callable[[int], int]] = None):
         self.enabled = enabled
+        self.size_of = size_of or (lambda mb: 1)  # micro-batch -> its size in units
         self.records: Dict[Key, object] = {}
         self._saved: Dict[Key, List[weakref.ref]] = {}
         self.samples: List[int] = []  # live count after each op (pairs: see executor)
@@ -70,16 +75,20 @@ class ActivationTracker:
         dead = []
         count = 0
         for key, refs in self._saved.items():
-            if any(r() is not None for r in refs):
-                count += 1
-            elif key not in self.records:
-                dead.append(key)
+            if key in self.records or any(r() is not None for r in refs):
+                count += self.size_of(key[1])
             else:
-                count += 1
+                dead.append(key)
         for key in dead:
             del self._saved[key]
-        count += sum(1 for key in self.records if key not in self._saved)
+        count += sum(self.size_of(key[1]) for key in self.records if key not in self._saved)
         return count
+
+    def touch(self) -> int:
+        """The peak, raised to what is live now (not a sample after an op)."""
+        value = self.live()
+        self.peak = max(self.peak, value)
+        return value
 
     def sample(self) -> int:
         value = self.live()

@@ -15,8 +15,18 @@ rank (V shapes, interleaving) outputs are handed over in memory.
      its W later accumulates the parameter gradients from the gradients I
      captured where the weight branches leave the input path, and frees it
      (splitbackward.py).
+  R  replays a recomputed forward (activation checkpointing).  The F of a
+     micro-batch that an R replays runs with autograd, sends its outputs as
+     fresh leaves and drops its graph right away, keeping only the stage's
+     inputs and the RNG state; the R runs the forward again from them under
+     that RNG state and keeps the graph for the backward, so the gradients
+     are those of a plain F (bit for bit on CPU).
 Activations are freed exactly where the compiler's memory check frees them,
 and measured (activations.py) after every op.
+
+With per-micro-batch sizes (``sizes`` in the schedule) micro-batch i's loss
+is weighted by size_i / sum(sizes) instead of 1 / M, so the gradient is that
+of the mean over samples of the whole batch.
 """
 
 from __future__ import annotations
@@ -42,6 +52,9 @@ class Record:
     outputs: List[torch.Tensor] = field(default_factory=list)  # those carrying a gradient
     loss: Optional[torch.Tensor] = None  # last stage: loss / M
     split: object = None  # what I leaves for W (splitbackward.SplitState)
+    args: Optional[List] = None      # recomputed: the forward's positional inputs
+    kwargs: Optional[Dict] = None    # recomputed: its keyword inputs
+    rng: Optional[Tuple] = None      # recomputed: RNG states before the forward
 
 
 @dataclass
@@ -66,7 +79,15 @@ class Executor:
         self.overlap_fn = overlap_fn
         self.device = device
         self.last_stage = program.num_stages - 1
-        self.scale = 1.0 / program.num_microbatches
+        M = program.num_microbatches
+        if program.microbatch_sizes:  # the mean over the samples of the whole batch
+            total = sum(program.microbatch_sizes)
+            self.scales = [s / total for s in program.microbatch_sizes]
+            self.loss_weights = [s * M / total for s in program.microbatch_sizes]
+        else:
+            self.scales = [1.0 / M] * M
+            self.loss_weights = None
+        self.replays: Dict[Tuple[int, int], Record] = {}  # recomputed forwards awaiting R
         self._side_stream = None
 
     # --- helpers ------------------------------------------------------------------
@@ -83,6 +104,7 @@ class Executor:
         self.tracker.reset()
         self.losses: List[torch.Tensor] = []
         self.mailbox: Dict[Tuple[str, int, int], Tuple[List[torch.Tensor], list]] = {}
+        self.replays.clear()
         self.data = data
         for step in self.me.steps:
             received = {}
@@ -112,6 +134,8 @@ class Executor:
                 self._backward(op, received, outgoing, split=False)
             elif op.kind == "I":
                 self._backward(op, received, outgoing, split=True)
+            elif op.kind == "R":
+                self._replay(op)
             else:
                 self._weight(op)
         except (PipelineError, PipelineTimeout):
@@ -145,6 +169,8 @@ class Executor:
         key = (op.chunk, op.mb)
         record = Record(leaves)
         self.tracker.records[key] = record
+        if op.recomputed:
+            record.args, record.kwargs, record.rng = args, kwargs, self._rng_state()
         with self.tracker.saving(key):
             try:
                 out = module(*args, **kwargs)
@@ -156,13 +182,57 @@ class Executor:
                 if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
                     raise PipelineError(f"{self._where(op)}: loss_fn returned "
                                         f"{type(loss).__name__}, not a scalar tensor")
-                self.losses.append(loss.detach().reshape(()))
-                record.loss = loss.reshape(()) * self.scale
+                self.losses.append(self._weighted(loss.detach().reshape(()), op.mb))
+                record.loss = loss.reshape(()) * self.scales[op.mb]
+                if op.recomputed:
+                    self._drop(op, key, record)
                 return
         outs = as_tensors(out, f"stage {op.stage}")
         metas = metas_of(outs)
-        record.outputs = [o for o, m in zip(outs, metas) if m.grad]
+        if op.recomputed:  # fresh leaves go on; the graph goes with `out`
+            self._drop(op, key, record)
+            outs = [o.detach().requires_grad_(m.grad) for o, m in zip(outs, metas)]
+        else:
+            record.outputs = [o for o, m in zip(outs, metas) if m.grad]
         self._deliver_forward(op, outs, metas, outgoing)
+
+    def _weighted(self, loss: torch.Tensor, mb: int) -> torch.Tensor:
+        """The loss as the step reports it: the mean over M of these is the mean over
+        samples (micro-batch mb's loss weighted by size_mb * M / sum(sizes))."""
+        return loss if self.loss_weights is None else loss * self.loss_weights[mb]
+
+    # --- recomputation (R) ----------------------------------------------------------
+    def _rng_state(self) -> Tuple:
+        cuda = torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None
+        return torch.get_rng_state(), cuda
+
+    def _drop(self, op: Op, key, record: Record) -> None:
+        """A recomputed forward: counted while its graph is alive, then only its inputs stay."""
+        self.tracker.touch()
+        record.loss = None
+        del self.tracker.records[key]
+        self.replays[key] = record
+
+    def _replay(self, op: Op) -> None:
+        key = (op.chunk, op.mb)
+        record = self.replays.pop(key, None)
+        if record is None:
+            raise PipelineError(f"{self._where(op)}: replays a forward that did not run here")
+        self.tracker.records[key] = record
+        cpu, cuda = record.rng
+        devices = [self.device] if cuda is not None else []
+        with torch.random.fork_rng(devices=devices), self.tracker.saving(key):
+            torch.set_rng_state(cpu)
+            if cuda is not None:
+                torch.cuda.set_rng_state(cuda, self.device)
+            out = self.modules[op.chunk](*record.args, **record.kwargs)
+            if op.stage == self.last_stage:
+                loss = self.loss_fn(out, self.data.targets[op.mb])
+                record.loss = loss.reshape(()) * self.scales[op.mb]
+                return
+        outs = as_tensors(out, f"stage {op.stage}")
+        record.outputs = [o for o, m in zip(outs, metas_of(outs)) if m.grad]
+        record.args = record.kwargs = record.rng = None
 
     def _deliver_forward(self, op: Op, outs, metas, outgoing) -> None:
         if self._local(op.stage + 1, op.mb):
@@ -225,7 +295,8 @@ class Executor:
 
     # --- overlap pairs ------------------------------------------------------------
     def _run_pair(self, forward: Op, backward: Op, received, outgoing) -> None:
-        if backward.kind != "B":  # F & I, F & W: the halves run one after the other
+        # F & I, F & W, and a recomputed F: the halves run one after the other
+        if backward.kind != "B" or forward.recomputed:
             for op in (forward, backward):
                 self._run_op(op, received, outgoing)
                 self.tracker.sample()

@@ -119,7 +119,7 @@ def _run_user(executor, fn, forward, received, outgoing, brecord, roots, root_gr
         outputs, target = outputs_and_target[:-1], outputs_and_target[-1]
         loss = executor.loss_fn(outputs[0] if len(outputs) == 1 else tuple(outputs), target)
         raw.append(loss.detach().reshape(()))
-        return loss.reshape(()) * executor.scale
+        return loss.reshape(()) * executor.scales[forward.mb]
 
     loss1 = brecord.loss
     outputs1 = None if loss1 is not None else list(roots)
@@ -133,7 +133,7 @@ def _run_user(executor, fn, forward, received, outgoing, brecord, roots, root_gr
         if loss0 is None or not raw:
             raise PipelineError(f"{executor._where(forward)}: the overlap function returned no "
                                 "loss for the last stage's forward (it must call criterion0)")
-        executor.losses.append(raw[-1])
+        executor.losses.append(executor._weighted(raw[-1], forward.mb))
         record.loss = loss0
         return
     outs = as_tensors(outputs0, f"stage {forward.stage} (through the overlap function)")

@@ -128,7 +128,7 @@ class Pipeline:
                 g = dist.new_group([pipeline[r] for r in loss_ranks], timeout=timeout_td)
                 if tuple(pipeline) == tuple(mine):
                     self._loss_group = g
-        self._tracker = ActivationTracker(track_activations)
+        self._tracker = ActivationTracker(track_activations, self.program.size_of)
         self._executor = Executor(self.program, self.rank, self._modules, loss_fn,
                                   self._transport, self._tracker, overlap_fn, self.device)
         self.stats: Dict[str, Any] = {}
@@ -171,7 +171,10 @@ class Pipeline:
         """Runs one training step over the whole batch (split into M micro-batches along
         dimension 0) and leaves the gradient of the mean micro-batch loss in every held
         module's .grad (accumulating onto what is there). Returns the mean loss (a 0-d
-        tensor) on ranks that compute losses, None elsewhere."""
+        tensor) on ranks that compute losses, None elsewhere. A schedule that declares
+        micro-batch `sizes` splits the rows in those proportions and weights each
+        micro-batch's loss by its share of the rows: with a loss_fn that means over its
+        rows, the loss and gradients are those of the mean over the whole batch."""
         M = self.program.num_microbatches
         me = self.program.ranks[self.rank]
         needs_input = any(op.stage == 0 and op.kind == "F" for op in me.ops)
@@ -179,11 +182,12 @@ class Pipeline:
             raise PipelineError(f"rank {self.rank} holds stage 0 and needs the step's inputs")
         if self.computes_loss and target is None:
             raise PipelineError(f"rank {self.rank} computes losses and needs target=")
+        sizes = self.program.microbatch_sizes or None
         try:
             data = StepData(
-                args=split(tuple(args), M, self.device, "input") if needs_input else [()] * M,
-                kwargs=split(dict(kwargs), M, self.device, "input") if needs_input else [{}] * M,
-                targets=split(target, M, self.device, "target") if self.computes_loss else [None] * M)
+                args=split(tuple(args), M, self.device, "input", sizes) if needs_input else [()] * M,
+                kwargs=split(dict(kwargs), M, self.device, "input", sizes) if needs_input else [{}] * M,
+                targets=split(target, M, self.device, "target", sizes) if self.computes_loss else [None] * M)
         except ValueError as error:
             raise PipelineError(f"rank {self.rank}: {error}") from None
         self._copies.before_step()

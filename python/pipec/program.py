@@ -21,7 +21,11 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 FORMAT = "pipec-program"
-VERSION = 1  # codegen/ProgramJson.h kProgramJsonVersion
+VERSION = 2  # codegen/ProgramJson.h kProgramJsonVersion; version 1 documents read alike
+
+
+# The op kinds this package runs; the export may hold others (memory ops).
+RUNNABLE_KINDS = ("F", "B", "I", "W", "R")  # R replays a forward before its backward
 
 
 class ProgramFormatError(ValueError):
@@ -48,7 +52,7 @@ class Message:
 @dataclass(frozen=True)
 class Op:
     index: int
-    kind: str  # "F", "B", "I" or "W"
+    kind: str  # "F", "B", "I", "W" or "R" (replays the forward before its backward)
     stage: int
     chunk: int
     copy: int
@@ -59,6 +63,7 @@ class Op:
     live: int  # activations alive on the rank after this op, as the checker counts
     needs: Tuple[int, ...]  # message ids this op consumes
     sends: Tuple[int, ...]  # message ids this op produces
+    recomputed: bool = False  # an F that an R replays: it keeps only its inputs
 
     def describe(self) -> str:
         text = f"{self.kind}(stage {self.stage}, micro-batch {self.mb}"
@@ -108,6 +113,11 @@ class Program:
     loss_ranks: List[int]
     messages: List[Message]
     ranks: List[RankProgram]
+    microbatch_sizes: List[int] = field(default_factory=list)  # `sizes`; empty: all equal
+
+    def size_of(self, mb: int) -> int:
+        """Micro-batch mb's size in the schedule's units (1 without `sizes`)."""
+        return self.microbatch_sizes[mb] if self.microbatch_sizes else 1
 
     def flow_of(self, mb: int) -> Flow:
         for flow in self.flows:
@@ -131,9 +141,9 @@ def parse_program(doc: dict) -> Program:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise ProgramFormatError("not a pipec program (expected \"format\": \"pipec-program\")")
     version = doc.get("version")
-    if version != VERSION:
+    if version not in (1, VERSION):
         raise ProgramFormatError(
-            f"program format version {version}, but this pipec package reads version {VERSION}: "
+            f"program format version {version}, but this pipec package reads version 1 or {VERSION}: "
             "use the pipec compiler that matches this package")
     messages = [
         Message(m["id"], m["kind"] == "gradient", m["from"], m["to"], m["channel"], m["stage"],
@@ -145,9 +155,19 @@ def parse_program(doc: dict) -> Program:
             raise ProgramFormatError(f"message {i} has id {m.id}")
     ranks = []
     for r, p in enumerate(_need(doc, "programs", "program")):
+        for i, o in enumerate(p["ops"]):
+            # The export also carries memory ops (Offload, Reload, Evict, Hold, Return,
+            # Load: "stream": "copy"); this runtime does not run them yet, and running a
+            # program without them would keep activations the schedule moved away.
+            if o["kind"] not in RUNNABLE_KINDS:
+                raise ProgramFormatError(
+                    f"rank {r}, op {i}: op kind '{o['kind']}' is not run by this runtime "
+                    f"(it runs {', '.join(RUNNABLE_KINDS)}); 'pipec check' and 'pipec sim' "
+                    "model memory ops")
         ops = [
             Op(i, o["kind"], o["stage"], o["chunk"], o["copy"], o["mb"], o["step"], o["pair"],
-               o["frees"], o["live"], tuple(o["needs"]), tuple(o["sends"]))
+               o["frees"], o["live"], tuple(o["needs"]), tuple(o["sends"]),
+               bool(o.get("recomputed", False)))
             for i, o in enumerate(p["ops"])
         ]
         rank = RankProgram(p["rank"], p["peak_activations"], p["peak_held_messages"],
@@ -169,7 +189,11 @@ def parse_program(doc: dict) -> Program:
         flows=[Flow(f["name"], f["microbatches"][0], f["microbatches"][1],
                     [tuple(s) for s in f["slots"]]) for f in doc["flows"]],
         stage_copies=[[(c["rank"], c["chunk"]) for c in copies] for copies in doc["stage_copies"]],
-        loss_ranks=list(doc["loss_ranks"]), messages=messages, ranks=ranks)
+        loss_ranks=list(doc["loss_ranks"]), messages=messages, ranks=ranks,
+        microbatch_sizes=[int(s) for s in doc.get("microbatch_sizes", [])])
+    if program.microbatch_sizes and (len(program.microbatch_sizes) != program.num_microbatches
+                                     or min(program.microbatch_sizes) < 1):
+        raise ProgramFormatError("microbatch_sizes must give every micro-batch a size of at least 1")
     if len(ranks) != program.num_ranks or len(program.stage_copies) != program.num_stages:
         raise ProgramFormatError("rank or stage count does not match the tables")
     return program

@@ -79,7 +79,7 @@ class Transport:
         self.groups = groups  # NCCL: channel -> two-rank group; gloo: None (tags)
         self._global = [dist.get_global_rank(group, r) if group is not None else r
                         for r in range(program.num_ranks)]
-        self._metas: Dict[Tuple[int, int], List[TensorMeta]] = {}  # (channel, stage) -> metas
+        self._metas: Dict[Tuple[int, int, int], List[TensorMeta]] = {}  # (channel, stage, size) -> metas
         self.held_peak = 0
         self.reset()
 
@@ -145,7 +145,7 @@ class Transport:
     # --- receives -----------------------------------------------------------------
     def _post_one(self, mid: int, waiting_op: str) -> None:
         m = self.program.messages[mid]
-        key = (m.channel, m.stage)
+        key = (m.channel, m.stage, self.program.size_of(m.mb))  # sizes: a shape per size
         metas = self._metas.get(key) if self.static_shapes else None
         if metas is None:
             header = torch.empty(HEADER_LEN, dtype=torch.int64, device=self.device)
@@ -185,7 +185,7 @@ class Transport:
         metas = [TensorMeta(t.dtype, False, tuple(t.shape)) for t in tensors] if m.gradient \
             else metas_of(tensors)
         tensors = [t.detach().contiguous() for t in tensors]
-        key = (m.channel, m.stage)
+        key = (m.channel, m.stage, self.program.size_of(m.mb))  # sizes: a shape per size
         known = self._metas.get(key) if self.static_shapes else None
         pending = _Pending(m, tensors)
         if known is None:

@@ -20,6 +20,15 @@ void validateBatch(const BatchSpec &batch) {
   positive(batch.microBatches, "micro-batch count");
   positive(batch.tokens, "tokens per micro-batch");
   positive(batch.hidden, "hidden size");
+  if (batch.sizes) {
+    if (batch.sizesPeriod <= 0 || batch.sizesTotal <= 0)
+      throw std::invalid_argument("batch: micro-batch sizes without a count or total");
+    for (int mb = 0; mb < batch.sizesPeriod; ++mb)
+      if (batch.sizes[mb] < 1 || int64_t(batch.tokens) * batch.sizes[mb] > kMaxTokenIds)
+        throw std::invalid_argument("batch: micro-batch " + std::to_string(mb) + " of size " +
+                                    std::to_string(batch.sizes[mb]) + " would hold more than 2^24 tokens (" +
+                                    std::to_string(batch.tokens) + " per unit of size)");
+  }
   if (batch.loss != LossKind::CrossEntropy)
     return;
   if (batch.vocab < 0 || batch.vocab > kMaxTokenIds)
@@ -67,8 +76,10 @@ template <typename T> static Tensor<T> syntheticIds(const BatchSpec &batch, int 
   return out;
 }
 
-template <typename T> static Tensor<T> batchData(const BatchSpec &batch, int mb, int shift, const char *name) {
-  validateBatch(batch);
+template <typename T> static Tensor<T> batchData(const BatchSpec &spec, int mb, int shift, const char *name) {
+  validateBatch(spec);
+  BatchSpec batch = spec; // micro-batch mb's rows: tokens times its size
+  batch.tokens = spec.tokensOf(mb);
   if (batch.loss == LossKind::CrossEntropy) {
     if (batch.tokenData)
       return batch.tokenData->ids<T>(batch.seed, batch.step, mb, tokenSequences(batch), shift);

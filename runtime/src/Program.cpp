@@ -81,6 +81,16 @@ std::string runIdentity(const Program &program, const RunOptions &options, int t
   return text;
 }
 
+// "4, 4, 3" (the first 8 and the count beyond them).
+static std::string sizeList(const Program &program) {
+  std::string text;
+  for (int32_t mb = 0; mb < program.numMicrobatches && mb < 8; ++mb)
+    text += (mb ? ", " : "") + std::to_string(program.microbatchSizes[mb]);
+  if (program.numMicrobatches > 8)
+    text += ", ... (" + std::to_string(program.numMicrobatches) + ")";
+  return text;
+}
+
 RunInputs prepareInputs(const Program &program, const RunOptions &options) {
   RunInputs in;
   in.model = modelOf(program, options);
@@ -93,12 +103,20 @@ RunInputs prepareInputs(const Program &program, const RunOptions &options) {
   in.batch.loss = options.loss;
   in.batch.vocab = options.vocab;
   in.batch.sequenceLength = options.seq;
+  if (program.microbatchSizes) { // `sizes`: micro-batch mb holds size_mb times the tokens
+    in.batch.sizes = program.microbatchSizes;
+    in.batch.sizesPeriod = program.numMicrobatches;
+    for (int32_t mb = 0; mb < program.numMicrobatches; ++mb)
+      in.batch.sizesTotal += program.microbatchSizes[mb];
+  }
   validateBatch(in.batch);
   std::printf("pipert: schedule %s (%s): %d ranks, %d stages, %d micro-batches; model %s, %s, "
               "hidden %d, %d tokens per micro-batch",
               program.name, program.parameters, program.numRanks, program.numStages,
               program.numMicrobatches, modelName(options), options.fp64 ? "fp64" : "fp32",
               options.hidden, in.batch.tokens);
+  if (in.batch.sizes)
+    std::printf(" per unit of size (micro-batch sizes %s)", sizeList(program).c_str());
   if (options.ep > 1)
     std::printf("; %d expert-parallel replicas", options.ep);
   std::printf("\n");

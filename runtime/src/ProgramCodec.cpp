@@ -17,6 +17,7 @@ namespace {
 
 constexpr char kMagic[4] = {'P', 'I', 'P', 'T'};
 constexpr uint64_t kFlagStreams = 1;
+constexpr uint64_t kFlagSizes = 2; // per-micro-batch sizes follow everything else
 constexpr int64_t kMaxDelta = int64_t(1) << 40; // far beyond any field's range
 
 uint64_t zigzag(int64_t v) { return (uint64_t(v) << 1) ^ uint64_t(v >> 63); }
@@ -62,8 +63,8 @@ public:
     varint(uint64_t(v));
     return true;
   }
-  bool streamsFlag(bool hasStreams) {
-    varint(hasStreams ? kFlagStreams : 0);
+  bool flags(bool hasStreams, const std::vector<int32_t> &sizes) {
+    varint((hasStreams ? kFlagStreams : 0) | (sizes.empty() ? 0 : kFlagSizes));
     return true;
   }
   // Lists whose length was written before (as a count): what is there is written.
@@ -279,13 +280,15 @@ public:
   bool integer(T &out, const char *what) { return signedValue(out, what); }
   template <typename T>
   bool unsignedInteger(T &out, const char *what) { return unsignedValue(out, what); }
-  bool streamsFlag(bool &hasStreams) {
+  // The sizes come last; here a size-1 list marks them as present.
+  bool flags(bool &hasStreams, std::vector<int32_t> &sizes) {
     uint64_t flags;
     if (!varint(flags, "the flags"))
       return false;
-    if (flags & ~kFlagStreams)
+    if (flags & ~(kFlagStreams | kFlagSizes))
       return fail(pos_ - 1, "unknown flags " + std::to_string(flags));
     hasStreams = flags & kFlagStreams;
+    sizes.assign(flags & kFlagSizes ? 1 : 0, 0);
     return true;
   }
   // `n` entries, each at least `bytesPerEntry` long (0: not checked).
@@ -397,7 +400,9 @@ public:
   }
   template <typename T>
   bool unsignedInteger(T v, const char *) { return integer(v, nullptr); }
-  bool streamsFlag(bool hasStreams) { return integer(hasStreams, nullptr); }
+  bool flags(bool hasStreams, const std::vector<int32_t> &sizes) {
+    return integer(hasStreams, nullptr) && integer(sizes.empty(), nullptr);
+  }
   template <typename List>
   bool sized(const List &list, int64_t, size_t, const std::string &, const std::string &) {
     return integer(list.size(), nullptr);

@@ -96,6 +96,12 @@ std::string dumpProgram(const ProgramData &d) {
   for (int64_t peak : d.predictedPeakActivations)
     out += " " + std::to_string(peak);
   out += "\n";
+  if (!d.microbatchSizes.empty()) {
+    out += "kMicrobatchSizes[" + std::to_string(d.microbatchSizes.size()) + "]:";
+    for (int32_t size : d.microbatchSizes)
+      out += " " + std::to_string(size);
+    out += "\n";
+  }
   for (size_t r = 0; r < d.streams.size(); ++r) {
     const ProgramData::Streams &s = d.streams[r];
     out += "kRank" + std::to_string(r) + "Streams: " + std::to_string(s.numStreams) + " streams, " +

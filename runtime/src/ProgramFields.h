@@ -25,7 +25,7 @@ namespace pipert::codec {
 using Name = const char *(*)(unsigned);
 
 inline const char *opKindName(unsigned kind) {
-  static const char *const kNames[kNumOpCodes] = {"F", "B", "I", "W"};
+  static const char *const kNames[kNumOpCodes] = {"F", "B", "I", "W", "R"};
   return kind < unsigned(kNumOpCodes) ? kNames[kind] : "?";
 }
 inline const char *messageKindName(unsigned gradient) { return gradient ? "Grad" : "Act"; }
@@ -37,19 +37,19 @@ inline const char *partName(unsigned part) { return runPartName(RunPart(part)); 
 struct OpTable {
   using Entry = ProgramOp;
   using Predictor = OpPredictor;
-  static constexpr int kLeadBits = 6; // the rest must be 0
+  static constexpr int kLeadBits = 7; // the rest must be 0
   static constexpr const char *kEntry = "an op";
   static constexpr const char *kCount = "the op count";
 
   template <class V, class E>
   static bool fields(V &v, E &op, const Predictor &p) {
-    if (!v.lead(op.kind, 0, 2, kNumOpCodes, "kind", opKindName) ||
-        !v.lead(op.pairedWithNext, 2, 1, 2, "pairing", nullptr) ||
-        !v.guessed(op.chunk, p.chunk, 3, "an op's chunk"))
+    if (!v.lead(op.kind, 0, 3, kNumOpCodes, "kind", opKindName) ||
+        !v.lead(op.pairedWithNext, 3, 1, 2, "pairing", nullptr) ||
+        !v.guessed(op.chunk, p.chunk, 4, "an op's chunk"))
       return false;
     auto [stage, microbatch] = p.guess(int(op.kind), op.chunk);
-    return v.guessed(op.stage, stage, 4, "an op's stage") &&
-           v.guessed(op.microbatch, microbatch, 5, "an op's micro-batch");
+    return v.guessed(op.stage, stage, 5, "an op's stage") &&
+           v.guessed(op.microbatch, microbatch, 6, "an op's micro-batch");
   }
 };
 
@@ -95,7 +95,8 @@ struct CommandTable {
 };
 
 // The frame: everything in the blob, in order. A frame visitor Io provides
-// magic, version, text, integer, unsignedInteger, streamsFlag, sized (a list
+// magic, version, text, integer, unsignedInteger, flags (the stream programs
+// and sizes present or not; the reader marks present sizes by one entry), sized (a list
 // whose length is a count read before: allocate it), list (a counted list),
 // ids, pairs (two lists of one length, interleaved), entries<Table> and end.
 template <class Io, class Data>
@@ -103,7 +104,8 @@ bool frame(Io &io, Data &d) {
   if (!io.magic() || !io.version() || !io.text(d.name, "the schedule name") ||
       !io.text(d.parameters, "the parameters") || !io.integer(d.numRanks, "the rank count") ||
       !io.integer(d.numStages, "the stage count") ||
-      !io.integer(d.numMicrobatches, "the micro-batch count") || !io.streamsFlag(d.hasStreams) ||
+      !io.integer(d.numMicrobatches, "the micro-batch count") ||
+      !io.flags(d.hasStreams, d.microbatchSizes) ||
       // Each rank takes at least three bytes (its three counts).
       !io.sized(d.ranks, d.numRanks, 3, "the rank count", "does not fit the data"))
     return false;
@@ -131,6 +133,14 @@ bool frame(Io &io, Data &d) {
       if (!io.unsignedInteger(s.numStreams, "a stream count") ||
           !io.unsignedInteger(s.numEvents, "an event count") ||
           !io.template entries<CommandTable>(s.commands))
+        return false;
+  }
+  if (!d.microbatchSizes.empty()) { // the flags said so: one size per micro-batch
+    if (!io.sized(d.microbatchSizes, d.numMicrobatches, 1, "the micro-batch count",
+                  "is more than the micro-batch sizes left can hold"))
+      return false;
+    for (auto &size : d.microbatchSizes)
+      if (!io.integer(size, "a micro-batch size"))
         return false;
   }
   return io.end();

@@ -30,6 +30,7 @@ ProgramView::ProgramView(const ProgramData &d) {
   program_.syncGroups = pointer(syncGroups_);
   program_.numSyncGroups = uint32_t(d.syncGroups.size());
   program_.predictedPeakActivations = pointer(d.predictedPeakActivations);
+  program_.microbatchSizes = pointer(d.microbatchSizes);
   streams_.ranks = d.hasStreams ? pointer(rankStreams_) : nullptr;
 }
 

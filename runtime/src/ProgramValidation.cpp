@@ -88,6 +88,11 @@ private:
       fail("kProgram", str(p_.numSyncGroups) + " sync groups but no table (kSyncGroups)");
     if (!p_.predictedPeakActivations)
       fail("kProgram", "the predicted peaks (kPredictedPeakActivations) are missing");
+    if (p_.microbatchSizes) // the language's bound (SizeOutOfRange): 1 .. 2^30
+      for (int32_t mb = 0; mb < p_.numMicrobatches; ++mb)
+        if (p_.microbatchSizes[mb] < 1 || p_.microbatchSizes[mb] > (int32_t(1) << 30))
+          fail(at("kMicrobatchSizes", mb), "size " + str(p_.microbatchSizes[mb]) +
+                                               " is outside 1 .. 2^30");
     for (int32_t r = 0; r < p_.numRanks; ++r) {
       const RankTable &t = p_.ranks[r];
       if ((t.numOps && !t.ops) || (t.numSends && !t.sends) || (t.numReceives && !t.receives))
@@ -108,7 +113,7 @@ private:
       const ProgramOp &op = t.ops[i];
       Entry entry = at(r, "Ops", i);
       if (static_cast<int>(op.kind) >= kNumOpCodes)
-        fail(entry, "op kind " + str(static_cast<int>(op.kind)) + " is not F, B, I or W");
+        fail(entry, "op kind " + str(static_cast<int>(op.kind)) + " is not F, B, I, W or R");
       checkRange(entry, "stage", op.stage, p_.numStages, "stages");
       checkRange(entry, "micro-batch", op.microbatch, p_.numMicrobatches, "micro-batches");
       if (op.chunk < 0)
@@ -214,7 +219,10 @@ private:
   }
 
   // Each op's inputs come by message or from an earlier step of its own rank
-  // (a pair's halves run at once, so neither may need the other).
+  // (a pair's halves run at once, so neither may need the other). A replay (R)
+  // of a chunk's micro-batch comes after its forward, once (never in a pair:
+  // checkRankOps),
+  // and before its backward; a backward of a replayed micro-batch waits for R.
   void checkInputs(int32_t r) {
     const RankTable &t = p_.ranks[r];
     // Done so far: (F / B or I / W, stage, micro-batch) on any chunk, and
@@ -225,7 +233,13 @@ private:
     auto key = [](int group, int64_t where, int32_t mb) {
       return (uint64_t(group) << 62) | (uint64_t(uint32_t(where)) << 31) | uint64_t(uint32_t(mb));
     };
-    auto group = [](OpCode kind) { return kind == OpCode::F ? 0 : kind == OpCode::W ? 2 : 1; };
+    auto group = [](OpCode kind) {
+      return kind == OpCode::F ? 0 : kind == OpCode::W ? 2 : kind == OpCode::R ? 3 : 1;
+    };
+    std::unordered_set<uint64_t> replayed; // (R, chunk, micro-batch) of every R on the rank
+    for (uint32_t i = 0; i < t.numOps; ++i)
+      if (t.ops[i].kind == OpCode::R)
+        replayed.insert(key(3, t.ops[i].chunk, t.ops[i].microbatch));
     for (uint32_t i = 0; i < t.numOps; ++i) {
       uint32_t last = t.ops[i].pairedWithNext ? i + 1 : i;
       for (uint32_t j = i; j <= last; ++j) {
@@ -237,6 +251,22 @@ private:
             !done.count(key(forward ? 0 : 1, forward ? op.stage - 1 : op.stage + 1, op.microbatch)))
           fail(entry, "its input comes neither by a message nor from an earlier op of this rank");
         bool weight = op.kind == OpCode::W;
+        if (op.kind == OpCode::R) {
+          if (!doneOnChunk.count(key(0, op.chunk, op.microbatch)))
+            fail(entry, "the replay of stage " + str(op.stage) + ", micro-batch " +
+                            str(op.microbatch) + " comes before its forward on this rank and chunk");
+          if (doneOnChunk.count(key(3, op.chunk, op.microbatch)))
+            fail(entry, "stage " + str(op.stage) + ", micro-batch " + str(op.microbatch) +
+                            " is replayed twice on this rank and chunk");
+          if (doneOnChunk.count(key(1, op.chunk, op.microbatch)))
+            fail(entry, "the replay of stage " + str(op.stage) + ", micro-batch " +
+                            str(op.microbatch) + " comes after its backward");
+          continue;
+        }
+        if (isBackward(op.kind) && replayed.count(key(3, op.chunk, op.microbatch)) &&
+            !doneOnChunk.count(key(3, op.chunk, op.microbatch)))
+          fail(entry, "the backward of stage " + str(op.stage) + ", micro-batch " +
+                          str(op.microbatch) + " comes before its replay (R) on this rank and chunk");
         if (!forward && !doneOnChunk.count(key(weight ? 1 : 0, op.chunk, op.microbatch)))
           fail(entry, std::string(weight ? "the weight gradient" : "the backward") + " of stage " +
                           str(op.stage) + ", micro-batch " + str(op.microbatch) +

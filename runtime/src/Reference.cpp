@@ -3,6 +3,7 @@
 
 #include "pipert/Loss.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace pipert {
@@ -56,6 +57,12 @@ template <typename T> ReferenceResult<T> Reference<T>::run(const BatchSpec &batc
   for (Stage<T> *stage : stages_)
     stage->zeroGradients();
   ReferenceResult<T> result;
+  if (batch.sizes) {
+    runWholeBatch(batch, first, count, result);
+    for (Stage<T> *stage : stages_)
+      result.gradients.push_back(snapshotGradients(*stage));
+    return result;
+  }
   for (int mb = first; mb < first + count; ++mb) {
     const Tensor<T> output = forwardAll(mb, microBatchInput<T>(batch, mb));
     const Tensor<T> target = microBatchTarget<T>(batch, mb);
@@ -72,11 +79,59 @@ template <typename T> ReferenceResult<T> Reference<T>::run(const BatchSpec &batc
   return result;
 }
 
+// Micro-batches of declared sizes: the loss over the whole batch at once, the
+// mean over all its tokens (times the micro-batch count, the scale equal
+// micro-batches' summed means have), not the micro-batches' own losses. Each
+// micro-batch's forward runs on its own rows (attention stays within it); the
+// outputs are joined, one loss and gradient taken, and the gradient split
+// back by rows for the backwards.
+template <typename T>
+void Reference<T>::runWholeBatch(const BatchSpec &batch, int first, int count, ReferenceResult<T> &result) {
+  std::vector<Tensor<T>> outputs;
+  size_t rows = 0, targetRows = 0, cols = 0, targetCols = 0;
+  std::vector<Tensor<T>> targets;
+  for (int mb = first; mb < first + count; ++mb) {
+    outputs.push_back(forwardAll(mb, microBatchInput<T>(batch, mb)));
+    targets.push_back(microBatchTarget<T>(batch, mb));
+    rows += outputs.back().rows();
+    targetRows += targets.back().rows();
+    cols = outputs.back().cols();
+    targetCols = targets.back().cols();
+  }
+  auto join = [](const std::vector<Tensor<T>> &parts, size_t rows, size_t cols) {
+    Tensor<T> whole(rows, cols);
+    size_t at = 0;
+    for (const Tensor<T> &part : parts) {
+      std::copy(part.data(), part.data() + part.size(), whole.data() + at);
+      at += part.size();
+    }
+    return whole;
+  };
+  Tensor<T> grad;
+  double mean = lossAndGrad(batch.loss, join(outputs, rows, cols), join(targets, targetRows, targetCols), grad);
+  result.loss = mean * double(count);
+  size_t at = 0;
+  for (int mb = first; mb < first + count; ++mb) {
+    const Tensor<T> &out = outputs[size_t(mb - first)];
+    Tensor<T> part(out.rows(), out.cols()), gradIn;
+    for (size_t e = 0; e < part.size(); ++e)
+      part[e] = T(double(grad[at + e]) * double(count));
+    at += part.size();
+    result.microBatchLosses.push_back(lossOnly(batch.loss, out, targets[size_t(mb - first)]) *
+                                      batch.lossWeight(mb));
+    for (size_t s = stages_.size(); s-- > 0;) {
+      stages_[s]->backward(mb, part, gradIn);
+      std::swap(part, gradIn);
+    }
+  }
+}
+
 template <typename T> double Reference<T>::loss(const BatchSpec &batch) {
   checkBatch(batch);
   double total = 0;
   for (int mb = 0; mb < batch.microBatches; ++mb) {
-    total += lossOnly(batch.loss, forwardAll(mb, microBatchInput<T>(batch, mb)), microBatchTarget<T>(batch, mb));
+    total += lossOnly(batch.loss, forwardAll(mb, microBatchInput<T>(batch, mb)), microBatchTarget<T>(batch, mb)) *
+             batch.lossWeight(mb);
     for (Stage<T> *stage : stages_)
       stage->discard(mb);
   }

@@ -252,3 +252,29 @@ TEST_CASE("validation: runProgram refuses a bad table with exit status 2", "[run
   char *argv[] = {name.data()};
   CHECK(runProgram(t.program, t.streams, 1, argv) == 2);
 }
+
+TEST_CASE("validation: replays (R) and micro-batch sizes", "[runtime][validation]") {
+  Tables t;
+  SECTION("a replay after its backward, where the backward comes first") {
+    t.ops[1].push_back({OpCode::R, 0, 0, 1, 1});
+    CHECK_THAT(t.tableError(), Contains("kRank1Ops[3]: the backward of stage 1, micro-batch 1 "
+                                        "comes before its replay (R) on this rank and chunk"));
+  }
+  SECTION("a replay on a chunk that ran no forward of it") {
+    t.ops[0].push_back({OpCode::R, 0, 1, 0, 1}); // chunk 1 of rank 0
+    CHECK_THAT(t.tableError(), Contains("kRank0Ops[4]: the replay of stage 0, micro-batch 1 comes "
+                                        "before its forward on this rank and chunk"));
+  }
+  SECTION("an unknown op kind") {
+    t.ops[0][1].kind = static_cast<OpCode>(5);
+    CHECK_THAT(t.tableError(), Contains("kRank0Ops[1]: op kind 5 is not F, B, I, W or R"));
+  }
+  SECTION("sizes") {
+    std::vector<int32_t> sizes = {4, 3};
+    t.link();
+    t.program.microbatchSizes = sizes.data();
+    CHECK(programTableError(t.program) == "");
+    sizes[1] = 0;
+    CHECK_THAT(programTableError(t.program), Contains("kMicrobatchSizes[1]: size 0 is outside 1 .. 2^30"));
+  }
+}

@@ -119,6 +119,9 @@ public:
   void backwardWeight(int mb, const Launch &) override {
     hostcuda::enqueue([=] { stage_->backwardWeight(mb); });
   }
+  void discard(int mb, const Launch &) override {
+    hostcuda::enqueue([=] { stage_->discard(mb); });
+  }
   size_t storedMicroBatches() const override { return stage_->storedMicroBatches(); }
   void zeroGradients(const Launch &) override {
     hostcuda::enqueue([=] { stage_->zeroGradients(); });

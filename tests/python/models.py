@@ -57,9 +57,18 @@ def batch(step: int, rows: int, dtype=torch.float64):
     return x, mask, target
 
 
-def reference_step(stages, x, mask, target, M: int, scale: float = 1.0):
+def reference_step(stages, x, mask, target, M: int, scale: float = 1.0, whole: bool = False):
     """Single-process PyTorch: the same modules over the same micro-batches;
-    backward of the mean of the M micro-batch losses."""
+    backward of the mean of the M micro-batch losses. With `whole` (schedules
+    with micro-batches of declared sizes) the whole batch at once: the mean
+    over its samples (the stages treat rows independently)."""
+    if whole:
+        out = stages[0](x, mask=mask, scale=scale)
+        for stage in stages[1:]:
+            out = stage(*out)
+        loss = loss_fn(out, target)
+        loss.backward()
+        return loss.detach()
     losses = []
     for xs, ms, ts in zip(x.tensor_split(M), mask.tensor_split(M), target.tensor_split(M)):
         out = stages[0](xs, mask=ms, scale=scale)

@@ -106,6 +106,24 @@ def variants(P: int):
     return out
 
 
+INPUTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "Inputs")
+
+
+def memory_set(P: int):
+    """Recomputation (R) and per-micro-batch sizes: gradients equal to the
+    single-process reference (sizes: the mean over the whole batch's samples)
+    and measured live activations equal to the prediction after every op."""
+    recompute = "1f1b_recompute"
+    sizes = os.path.join(INPUTS, "1f1b_sizes.pipe")
+    split = os.path.join(INPUTS, "zb_recompute_sizes.pipe")
+    return [cfg(recompute, P=P, M=P), cfg(recompute, P=P, M=2 * P + 1),
+            cfg(recompute, "float32", P=P, M=2 * P),
+            dict(cfg(recompute, P=P, M=2 * P), static_shapes=False),
+            cfg(sizes, P=P, M=4), cfg(sizes, P=P, M=2 * P + 1),
+            dict(cfg(sizes, P=P, M=2 * P), static_shapes=False),
+            cfg(split, P=P, M=2 * P), cfg(split, P=P, M=2 * P + 1)]
+
+
 def groups_set():
     """Four processes as two pipelines of two (pipeline x data parallel's layout,
     without the data-parallel reduction), and the per-channel process groups
@@ -120,6 +138,8 @@ def groups_set():
 SETS = {
     "groups-p4": (4, groups_set),
     "library-p2": (2, lambda: library(2) + fp32(2) + variants(2)),
+    "memory-p2": (2, lambda: memory_set(2)),
+    "memory-p4": (4, lambda: memory_set(4)),
     "library-p4": (4, lambda: library(4) + fp32(4) + variants(4)),
     "overlap-p2": (2, lambda: overlap(2)),
     "overlap-p4": (4, lambda: overlap(4)),

@@ -98,11 +98,13 @@ def run_config(config: dict) -> dict:
                                                   "channel_groups", "pipelines")
                      if k in config)
     where = f"{config['schedule']} {config['sizes']} {config['dtype']}{extras}"
+    sized = bool(program.microbatch_sizes)  # rows split in the declared proportions
+    units = sum(program.microbatch_sizes) if sized else M
     for step in range(steps):
-        rows = 2 * M if static else M * (1 + step % 3)
+        rows = 2 * units if static else units * (1 + step % 3)
         x, mask, target = models.batch(step, rows, dtype)
         loss = pipe.step(x, mask=mask, scale=0.5, target=target)
-        ref_loss = models.reference_step(reference, x, mask, target, M, scale=0.5)
+        ref_loss = models.reference_step(reference, x, mask, target, M, scale=0.5, whole=sized)
         if pipe.computes_loss:
             if loss is None:
                 fail(f"{where}: step {step}: no loss on a loss rank")

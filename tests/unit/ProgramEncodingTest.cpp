@@ -136,6 +136,34 @@ TEST_CASE("tables outside what pipec writes still round-trip", "[encoding]") {
   CHECK(roundTrip(d) == d);
 }
 
+TEST_CASE("replays (R) and micro-batch sizes round-trip", "[encoding]") {
+  // Program format 5: the op kind takes three bits (R is 4), and sizes follow
+  // the stream programs when the flags say so.
+  pipert::ProgramData d;
+  d.name = "sized";
+  d.numRanks = 1;
+  d.numStages = 1;
+  d.numMicrobatches = 3;
+  d.ranks.resize(1);
+  d.ranks[0].ops = {{pipert::OpCode::F, 0, 0, 0, 0}, {pipert::OpCode::R, 0, 0, 0, 0},
+                    {pipert::OpCode::B, 0, 0, 0, 0}, {pipert::OpCode::R, 1, 3, 0, 2}};
+  d.predictedPeakActivations = {4};
+  d.microbatchSizes = {4, 1, 1 << 30};
+  pipert::ProgramData back = roundTrip(d);
+  CHECK(back == d);
+  CHECK(back.ranks[0].ops[3].kind == pipert::OpCode::R);
+  CHECK(back.ranks[0].ops[3].pairedWithNext == 1);
+  CHECK(back.microbatchSizes == d.microbatchSizes);
+  pipert::ProgramData unsized = d;
+  unsized.microbatchSizes.clear();
+  CHECK(roundTrip(unsized).microbatchSizes.empty());
+  CHECK_FALSE(unsized == d); // the sizes are part of what is compared
+  // Cut inside the sizes: an error naming a byte, never a short list.
+  std::vector<uint8_t> bytes = pipert::encodeProgram(d);
+  bytes.pop_back();
+  CHECK(decodeError(bytes).rfind("byte ", 0) == 0);
+}
+
 TEST_CASE("damaged program data is refused with the byte it failed at", "[encoding]") {
   pipert::ProgramData original = libraryTables("dualpipe", 4, 10, true);
   std::vector<uint8_t> bytes = pipert::encodeProgram(original);

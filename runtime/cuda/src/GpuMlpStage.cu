@@ -189,6 +189,11 @@ void TrackedGpuStage::backwardPart(int mb, SubOp part, const void *gradOutput, v
   }
 }
 
+void TrackedGpuStage::discard(int mb, const Launch &at) {
+  releaseMicroBatch(mb, at.stream);
+  tracker_.finish(mb);
+}
+
 void TrackedGpuStage::backwardWeight(int mb, const Launch &at) {
   tracker_.backwardWeight(mb);
   runBackwardWeight(mb, at);

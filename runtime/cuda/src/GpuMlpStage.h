@@ -92,6 +92,7 @@ public:
   void backwardPart(int mb, SubOp part, const void *gradOutput, void *gradInput, WeightGrad when,
                     const Launch &at) final;
   void backwardWeight(int mb, const Launch &at) final;
+  void discard(int mb, const Launch &at) final;
   size_t storedMicroBatches() const final { return tracker_.pending(); }
 
 protected:

@@ -42,6 +42,20 @@ RankExecutor::RankExecutor(int rank, const StepInputs &shared, Transport &transp
   const RankTable &table = program.ranks[rank];
   incoming_.assign(table.numOps, kNone);
   outgoing_.assign(table.numOps, kNone);
+  // Recomputation: an F whose (chunk, micro-batch) an R replays keeps only its
+  // input, which waits for the R (stream order: both run on the compute
+  // stream, or the R's first part waits for the F's last by events).
+  replayOf_.assign(table.numOps, kNone);
+  std::map<std::pair<int, int>, uint32_t> replays;
+  for (uint32_t i = 0; i < table.numOps; ++i)
+    if (table.ops[i].kind == OpCode::R)
+      replays[{table.ops[i].chunk, table.ops[i].microbatch}] = i;
+  for (uint32_t i = 0; i < table.numOps && !replays.empty(); ++i)
+    if (table.ops[i].kind == OpCode::F) {
+      auto it = replays.find({table.ops[i].chunk, table.ops[i].microbatch});
+      if (it != replays.end())
+        replayOf_[i] = it->second;
+    }
   for (uint32_t id = 0; id < program.numMessages; ++id) {
     const ProgramMessage &m = program.messages[id];
     if (m.from == rank)
@@ -238,6 +252,12 @@ void RankExecutor::startOp(uint32_t i, const ProgramOp &op, cudaStream_t stream)
     }
     b.output = allocate(stream);
     break;
+  case OpCode::R: // the input was left by the forward it replays
+    if (!b.input && !(empty && op.stage == 0))
+      throw CudaError("rank " + std::to_string(rank_) + ": op " + std::to_string(i) +
+                      " replays micro-batch " + std::to_string(op.microbatch) + " before its forward");
+    b.output = allocate(stream);
+    break;
   case OpCode::W:
     break;
   }
@@ -247,10 +267,14 @@ void RankExecutor::startOp(uint32_t i, const ProgramOp &op, cudaStream_t stream)
 void RankExecutor::finishOp(uint32_t i, const ProgramOp &op, cudaStream_t stream) {
   OpBuffers &b = buffers_[i];
   int last = shared_.program->numStages - 1;
-  bool persistentInput = op.kind == OpCode::F && op.stage == 0;
-  if (b.input && !persistentInput)
+  bool persistentInput = (op.kind == OpCode::F || op.kind == OpCode::R) && op.stage == 0;
+  if (replayOf_[i] != kNone) // a recomputed forward's input waits for its R
+    buffers_[replayOf_[i]].input = b.input;
+  else if (b.input && !persistentInput)
     PIPERT_CUDA(cudaFreeAsync(b.input, stream));
-  if (op.kind == OpCode::F) {
+  if (op.kind == OpCode::R) {
+    PIPERT_CUDA(cudaFreeAsync(b.output, stream)); // the F's output went on already
+  } else if (op.kind == OpCode::F) {
     if (op.stage == last)
       lastOutputs_[op.microbatch] = b.output;
     else
@@ -302,7 +326,7 @@ void RankExecutor::run(const StreamCommand &c) {
       int position = b.partsDone + k;
       if (op.kind == OpCode::W)
         stage.backwardWeight(op.microbatch, at);
-      else if (op.kind == OpCode::F)
+      else if (op.kind == OpCode::F || op.kind == OpCode::R)
         stage.forwardPart(op.microbatch, parts == 4 ? kForwardParts[position] : subOpOf(c.part),
                           b.input, b.output, at);
       else
@@ -314,6 +338,8 @@ void RankExecutor::run(const StreamCommand &c) {
     }
   }
   b.partsDone += parts;
+  if (b.partsDone >= 4 && replayOf_[i] != kNone && shared_.options->model != ModelKind::Empty)
+    stages_.at(op.chunk)->discard(op.microbatch, at); // its R stores it again
   if (b.partsDone >= 4)
     finishOp(i, op, stream);
 }

@@ -93,6 +93,7 @@ private:
   std::vector<cudaEvent_t> events_;
   std::vector<cudaEvent_t> joins_;       // per stream, for joinInto
   std::vector<uint32_t> incoming_, outgoing_; // per op: message id or ~0
+  std::vector<uint32_t> replayOf_;       // per F: the R replaying it (its input goes there), or ~0
   std::vector<OpBuffers> buffers_;       // per op, this step
   std::map<LocalKey, void *> local_;     // same-rank hand-offs
   std::map<int, void *> lastOutputs_;    // last stage: output per micro-batch

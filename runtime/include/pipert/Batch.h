@@ -34,6 +34,23 @@ struct BatchSpec {
   int vocab = 0;          // cross-entropy: token ids are below it (0: any the data holds)
   int sequenceLength = 0; // synthetic token ids: tokens per sequence, 0 for one per
                           // micro-batch (token data has its own)
+  // Per-micro-batch sizes (the schedule's `sizes`), indexed by mb modulo the
+  // program's micro-batch count (`sizesPeriod`; expert-parallel replicas
+  // repeat them): micro-batch mb has tokens * size rows, and its loss is
+  // weighted by size * sizesPeriod / sizesTotal, so the step's loss is the
+  // mean over every token of the batch times the micro-batch count, as with
+  // equal sizes (where each micro-batch's mean counts once). Not owned; null:
+  // every size is 1.
+  const int32_t *sizes = nullptr;
+  int sizesPeriod = 0;
+  int64_t sizesTotal = 0;
+
+  int sizeOf(int mb) const { return sizes ? sizes[mb % sizesPeriod] : 1; }
+  int tokensOf(int mb) const { return tokens * sizeOf(mb); }
+  // The factor micro-batch mb's loss and its gradient are scaled by (1 without sizes).
+  double lossWeight(int mb) const {
+    return sizes ? double(sizeOf(mb)) * double(sizesPeriod) / double(sizesTotal) : 1.0;
+  }
 };
 
 // Token ids travel as T: below 2^24 they are exact in fp32 too.
@@ -46,6 +63,7 @@ int batchInputWidth(const BatchSpec &batch);
 // cross-entropy, the token ids are known to lie below 2^24 (and below vocab).
 void validateBatch(const BatchSpec &batch);
 
+// Micro-batch mb's data: batch.tokensOf(mb) rows.
 template <typename T> Tensor<T> microBatchInput(const BatchSpec &batch, int mb);
 template <typename T> Tensor<T> microBatchTarget(const BatchSpec &batch, int mb);
 

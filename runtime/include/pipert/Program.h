@@ -19,8 +19,11 @@
 
 namespace pipert {
 
-enum class OpCode : uint8_t { F = 0, B = 1, I = 2, W = 3 };
-inline constexpr int kNumOpCodes = 4;
+// R replays the forward of a (stage, micro-batch) whose F kept only its input
+// (activation checkpointing): a rank with an R for (chunk, mb) drops that F's
+// stored state right after the F and stores it again at the R.
+enum class OpCode : uint8_t { F = 0, B = 1, I = 2, W = 3, R = 4 };
+inline constexpr int kNumOpCodes = 5;
 
 // ProgramMessage::gradient
 inline constexpr uint8_t kActivationMessage = 0; // to the next stage
@@ -74,6 +77,10 @@ struct Program {
   const SyncGroupTable *syncGroups;
   uint32_t numSyncGroups;
   const int64_t *predictedPeakActivations; // per rank, from the checker
+  // Per micro-batch, its size in units (`sizes`): micro-batch mb has
+  // size * --seq tokens, its activations count size units and its loss is
+  // weighted by its share of the batch's tokens. Null: every size is 1.
+  const int32_t *microbatchSizes = nullptr;
 };
 
 struct StreamProgram; // pipert/StreamProgram.h: the per-rank commands the executor runs

@@ -59,6 +59,7 @@ struct ProgramData {
   std::vector<int64_t> predictedPeakActivations; // numRanks entries
   bool hasStreams = false;
   std::vector<Streams> streams; // numRanks entries when hasStreams
+  std::vector<int32_t> microbatchSizes; // numMicrobatches entries (`sizes`), or empty: all 1
 };
 
 bool operator==(const ProgramData &a, const ProgramData &b);

@@ -10,7 +10,8 @@
 
 namespace pipert {
 
-inline constexpr int kProgramFormatVersion = 4; // 3: tables encoded (ProgramEncoding.h);
-                                                // 4: CPU programs carry stream programs too
+inline constexpr int kProgramFormatVersion = 5; // 3: tables encoded (ProgramEncoding.h);
+                                                // 4: CPU programs carry stream programs too;
+                                                // 5: the recompute op R (3 bits of kind)
 
 } // namespace pipert

@@ -24,7 +24,8 @@ namespace pipert {
 
 template <typename T>
 struct ReferenceResult {
-  double loss = 0;                       // sum of microBatchLosses
+  double loss = 0;                       // sum of microBatchLosses (with sizes: the
+                                         // whole batch's mean times the micro-batch count)
   std::vector<double> microBatchLosses;  // in run order
   GradientSet<T> gradients;              // per stage, per parameter
 };
@@ -47,6 +48,7 @@ public:
 private:
   void checkBatch(const BatchSpec &batch) const;
   Tensor<T> forwardAll(int mb, const Tensor<T> &input);
+  void runWholeBatch(const BatchSpec &batch, int first, int count, ReferenceResult<T> &result);
 
   std::vector<Stage<T> *> stages_;
 };

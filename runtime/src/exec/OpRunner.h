@@ -11,6 +11,18 @@
 // hold (in stream threads both halves of a pair may share a chunk). The live
 // activations of each rank are counted from the stages' own counts before and
 // after every part, and the peak compared with the compiler's prediction.
+//
+// Recomputation: an F whose (chunk, micro-batch) the rank replays with an R
+// keeps only its input. After its last part the stage's stored state is
+// discarded (counted while the forward ran, as the compiler counts it) and the
+// input goes to the R's op state; the R runs the same forward on it again
+// (the stage stores its state once more, for the backward) and throws its
+// output away: the F's output went on already, and a forward is deterministic,
+// so the backward sees bit-identical state.
+//
+// Sizes (`sizes`): micro-batch mb has batch.tokensOf(mb) rows, counts
+// batch.sizeOf(mb) units of activations, and its loss and loss gradient are
+// weighted by batch.lossWeight(mb) (Batch.h).
 #pragma once
 
 #include "exec/ActivationPool.h"
@@ -54,7 +66,19 @@ public:
       rank.ops.reset(new OpState[table.numOps]);
       rank.slotOf.resize(table.numOps);
       rank.losses.assign(table.numOps, 0.0);
+      rank.replayOf.assign(table.numOps, kNone);
       rank.lastOutputs.resize(size_t(program.numMicrobatches));
+      std::map<std::pair<int, int>, uint32_t> replays; // (chunk, mb) -> its R
+      for (uint32_t i = 0; i < table.numOps; ++i)
+        if (table.ops[i].kind == OpCode::R)
+          replays[{table.ops[i].chunk, table.ops[i].microbatch}] = i;
+      if (!replays.empty())
+        for (uint32_t i = 0; i < table.numOps; ++i)
+          if (table.ops[i].kind == OpCode::F) {
+            auto it = replays.find({table.ops[i].chunk, table.ops[i].microbatch});
+            if (it != replays.end())
+              rank.replayOf[i] = it->second;
+          }
       for (uint32_t i = 0; i < table.numOps; ++i) {
         const ProgramOp &op = table.ops[i];
         auto &slot = rank.slots[op.chunk];
@@ -110,15 +134,23 @@ public:
       throw std::logic_error("a command runs a part of " + describeOp(program_, r, i) +
                              " out of its order");
     Stage<T> &stage = *slot.stage;
+    // This op changes only op.microbatch's stored state: weighted by its size.
+    int64_t units = batch_.sizeOf(dataOffset_ + op.microbatch);
     int64_t before = int64_t(stage.storedMicroBatches());
     if (state.partsDone == 0)
       startOp(r, i);
     if (!options_.empty)
       work(op, stage, state, part);
-    int64_t live = rank.live.fetch_add(int64_t(stage.storedMicroBatches()) - before) +
-                   int64_t(stage.storedMicroBatches()) - before;
+    int64_t delta = (int64_t(stage.storedMicroBatches()) - before) * units;
+    int64_t live = rank.live.fetch_add(delta) + delta;
     raise(rank.peak, live);
     state.partsDone += parts;
+    if (state.partsDone >= 4 && rank.replayOf[i] != ~0u && !options_.empty) {
+      // A recomputed forward: what it stored goes now; its R stores it again.
+      int64_t stored = int64_t(stage.storedMicroBatches());
+      stage.discard(op.microbatch);
+      rank.live.fetch_add((int64_t(stage.storedMicroBatches()) - stored) * units);
+    }
     if (state.partsDone >= 4)
       finishOp(r, i);
   }
@@ -179,6 +211,7 @@ private:
   struct RankState {
     std::map<int, std::unique_ptr<Slot>> slots; // by chunk
     std::vector<Slot *> slotOf;                  // per op
+    std::vector<uint32_t> replayOf;              // per F: the R that replays it, or ~0
     std::unique_ptr<OpState[]> ops;
     std::vector<uint32_t> incoming, outgoing;    // per op: message id or ~0
     std::mutex localMutex;
@@ -247,14 +280,15 @@ private:
     state.start = micros();
     // A forward stores its activations when it starts: count them before the
     // pair's backward can free its own (the compiler counts the same way).
-    int64_t forwards = op.kind == OpCode::F;
+    int64_t forwards =
+        op.kind == OpCode::F || op.kind == OpCode::R ? batch_.sizeOf(dataOffset_ + op.microbatch) : 0;
     uint32_t partner = partnerOf(r, i);
     if (partner != ~0u && program_.ranks[r].ops[partner].kind == OpCode::F &&
         !rank.ops[partner].started.load())
-      ++forwards;
+      forwards += batch_.sizeOf(dataOffset_ + program_.ranks[r].ops[partner].microbatch);
     raise(rank.peak, rank.live.load() + forwards);
     int last = program_.numStages - 1;
-    size_t rows = size_t(batch_.tokens), cols = size_t(batch_.hidden);
+    size_t rows = size_t(batch_.tokensOf(dataOffset_ + op.microbatch)), cols = size_t(batch_.hidden);
     bool empty = options_.empty;
     switch (op.kind) {
     case OpCode::F:
@@ -272,6 +306,11 @@ private:
         state.input = lossGradient(r, i, op);
       state.output = empty ? Tensor<T>(1, 1) : pools_[r].acquire(rows, cols);
       break;
+    case OpCode::R: // its input was left here by the forward it replays
+      if (!empty && state.input.empty())
+        throw std::logic_error(describeOp(program_, r, i) + " runs before its forward");
+      state.output = empty ? Tensor<T>(1, 1) : pools_[r].acquire(rows, cols);
+      break;
     case OpCode::W:
       break;
     }
@@ -287,6 +326,12 @@ private:
     Tensor<T> target = microBatchTarget<T>(batch_, dataOffset_ + op.microbatch);
     Tensor<T> gradOutput = pools_[r].acquire(output.rows(), output.cols());
     rank.losses[i] = lossAndGrad(batch_.loss, output, target, gradOutput);
+    if (batch_.sizes) { // this micro-batch's share of the batch's tokens (Batch.h)
+      double weight = batch_.lossWeight(dataOffset_ + op.microbatch);
+      rank.losses[i] *= weight;
+      for (size_t e = 0; e < gradOutput.size(); ++e)
+        gradOutput[e] = T(double(gradOutput[e]) * weight);
+    }
     pools_[r].release(std::move(output));
     return gradOutput;
   }
@@ -314,6 +359,9 @@ private:
     case OpCode::W:
       stage.backwardWeight(mb);
       break;
+    case OpCode::R: // never half of a pair (validated)
+      stage.forward(mb, state.input, state.output);
+      break;
     }
   }
 
@@ -323,9 +371,14 @@ private:
     const ProgramOp &op = program_.ranks[r].ops[i];
     OpState &state = rank.ops[i];
     int last = program_.numStages - 1;
-    if (!options_.empty) // --model empty: 1x1 stand-ins, not the pool's
+    if (rank.replayOf[i] != ~0u) // a recomputed forward's input waits for its R
+      rank.ops[rank.replayOf[i]].input = std::move(state.input);
+    else if (!options_.empty) // --model empty: 1x1 stand-ins, not the pool's
       pools_[r].release(std::move(state.input)); // the stage keeps what its backward needs
-    if (op.kind == OpCode::F) {
+    if (op.kind == OpCode::R) {
+      if (!options_.empty) // the forward's output went on at the F
+        pools_[r].release(std::move(state.output));
+    } else if (op.kind == OpCode::F) {
       if (op.stage == last)
         rank.lastOutputs[size_t(op.microbatch)] = std::move(state.output);
       else

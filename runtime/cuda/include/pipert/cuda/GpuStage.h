@@ -62,6 +62,9 @@ public:
   virtual void backwardPart(int mb, SubOp part, const void *gradOutput, void *gradInput,
                             WeightGrad when, const Launch &at) = 0;
   virtual void backwardWeight(int mb, const Launch &at) = 0;
+  // Drops mb's stored state after a forward whose micro-batch is recomputed
+  // (an R replays the forward before the backward).
+  virtual void discard(int mb, const Launch &at) = 0;
 
   // Micro-batches with stored state (host bookkeeping, like Stage).
   virtual size_t storedMicroBatches() const = 0;
