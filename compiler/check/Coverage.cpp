@@ -89,16 +89,17 @@ bool checkCoverage(const ScheduleIR &ir, DiagnosticEngine &diags, OpIndex &index
     for (uint32_t i = 0; i < ops.size(); ++i) {
       const Op &op = ops[i];
       size_t key = index.key(op.stage, op.microbatch);
-      if (op.kind == OpKind::R && index.recompute.empty())
-        index.recompute.assign(cells, {});
-      if (isMemoryOp(op.kind) && index.moves(op.kind).empty())
-        index.moves(op.kind).assign(cells, {});
-      std::vector<OpRef> &table = op.kind == OpKind::F   ? index.forward
-                                  : op.kind == OpKind::W ? index.weight
-                                  : op.kind == OpKind::R ? index.recompute
-                                  : isMemoryOp(op.kind)  ? index.moves(op.kind)
-                                                         : index.backward;
-      bool first = record(ir, diags, table, key, static_cast<int32_t>(r), i);
+      // One call of record (it stays inlined in this, the hottest loop of the check).
+      std::vector<OpRef> *table = op.kind == OpKind::F   ? &index.forward
+                                  : op.kind == OpKind::W ? &index.weight
+                                  : op.kind < OpKind::R  ? &index.backward
+                                                         : nullptr;
+      if (!table) { // recomputations and memory ops: tables made on first use
+        table = op.kind == OpKind::R ? &index.recompute : &index.moves(op.kind);
+        if (table->empty())
+          table->assign(cells, {});
+      }
+      bool first = record(ir, diags, *table, key, static_cast<int32_t>(r), i);
       ok &= first;
       if (op.kind == OpKind::I && inputRuns[key]++ > 0)
         repeatedInputs.push_back({static_cast<int32_t>(r), i});

@@ -79,7 +79,7 @@ void printSimText(const ScheduleIR &ir, const CheckReport &report, const SimResu
     }
     out << "\n";
   }
-  if (hasMemoryOps(ir)) { // the copies and transfers run beside compute: their timed peak too
+  if (sim.plan->hasCopyStreams()) { // the copies and transfers run beside compute: their timed peak too
     std::vector<int64_t> timed = timedPeakActivations(ir, sim);
     auto most = std::max_element(timed.begin(), timed.end());
     out << "peak activations with copies timed: " << *most << " (rank " << (most - timed.begin())
@@ -138,7 +138,7 @@ void printSimJson(const ScheduleIR &ir, const CheckReport &report, const SimResu
         j.attribute(name, value);
     });
     std::vector<int64_t> timed; // memory ops only: the peak under the simulated times
-    if (hasMemoryOps(ir))
+    if (sim.plan->hasCopyStreams())
       timed = timedPeakActivations(ir, sim);
     j.attributeArray("ranks", [&] {
       for (size_t r = 0; r < count; ++r) {

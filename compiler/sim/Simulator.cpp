@@ -230,12 +230,18 @@ private:
 
   // Runs rank r's steps whose inputs have all arrived, in order; sends what they produce.
   void advance(uint32_t r) {
+    if (plan_.hasCopyStreams())
+      advanceSteps<true>(r);
+    else
+      advanceSteps<false>(r); // the loop as it was before copy streams, to the instruction
+  }
+
+  template <bool CopyStreams> void advanceSteps(uint32_t r) {
     uint32_t &k = s_.next[r];
     uint32_t end = plan_.rankStep[r + 1];
     double busy = result_.ranks[r].busy;
-    bool copyStreams = plan_.hasCopyStreams();
     for (; k < end && result_.stepEnd[k] == 0; ++k) {
-      double start = copyStreams ? plan_.readyAt(k, plan_.rankStep[r], result_.stepEnd)
+      double start = CopyStreams ? plan_.readyAt(k, plan_.rankStep[r], result_.stepEnd)
                                  : rankFree(r, k);
       uint32_t input = s_.latestInput[k];
       if (input != kNoMessage)
@@ -245,21 +251,22 @@ private:
         duration *= plan_.stepScale[k];
       double finish = start + duration;
       result_.stepEnd[k] = finish;
-      if (!copyStreams || !plan_.copyStep[k]) // copies overlap compute: not busy time
+      if (!CopyStreams || !plan_.copyStep[k]) // copies overlap compute: not busy time
         busy += finish - start;
-      sendOutputs(r, k, finish);
+      sendOutputs<CopyStreams>(r, k, finish);
     }
     result_.ranks[r].busy = busy;
   }
 
-  void sendOutputs(uint32_t r, uint32_t step, double end) {
+  template <bool CopyStreams> void sendOutputs(uint32_t r, uint32_t step, double end) {
     const std::vector<Message> &messages = plan_.comm->messages;
     uint32_t &id = s_.sendCursor[r];
     for (; id < plan_.rankMessage[r + 1] && plan_.producerStep(messages[id]) == step; ++id) {
       const Message &m = messages[id];
       double &channelFree = s_.channelFree[m.channel];
       double sent = std::max(end, channelFree);
-      double transfer = plan_.messageTransfer(m, s_.stageTransfer, s_.moveTransfer);
+      double transfer = CopyStreams ? plan_.messageTransfer(m, s_.stageTransfer, s_.moveTransfer)
+                                    : s_.stageTransfer[plan_.messageStage(m)];
       if (!plan_.messageScale.empty())
         transfer *= plan_.messageScale[id];
       double arrived = sent + transfer;
