@@ -286,7 +286,7 @@ TEST_CASE("a working budget below one schedule compiles one at a time, with the 
 
 TEST_CASE("a compilation past its deadline stops, and its result is not cached", "[planner]") {
   ScheduleCache cache;
-  ElabLimits limits;
+  pipec::ElabLimits limits;
   limits.deadline = std::chrono::steady_clock::now() - std::chrono::seconds(1);
   std::string error;
   std::string file = PIPEC_EXAMPLES_DIR "/1f1b.pipe";
