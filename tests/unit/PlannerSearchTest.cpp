@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <chrono>
 
 using namespace pipec::plan;
 
@@ -264,4 +265,36 @@ TEST_CASE("nothing fits: re-planning with one change at a time finds what would"
       moreGpus |= r.change.rfind("--gpus ", 0) == 0;
     }
   CHECK(moreGpus);
+}
+
+TEST_CASE("a working budget below one schedule compiles one at a time, with the same result",
+          "[planner]") {
+  PlanInputs inputs = llamaOn(16, 80e9);
+  inputs.threads = 4;
+  PlanResult free = makePlan(inputs);
+  // Nothing kept, and one op of working budget: every compilation waits for
+  // the others to end and their schedules to be released (no deadlock), and
+  // the search sees the same schedules.
+  ScheduleCache tight(0, 1);
+  PlanResult bounded = makePlan(inputs, &tight);
+  REQUIRE(free.recommended);
+  REQUIRE(bounded.recommended);
+  CHECK(bounded.candidates.size() == free.candidates.size());
+  CHECK(bounded.candidates[0].stepTime == free.candidates[0].stepTime);
+  CHECK(bounded.candidates[0].name == free.candidates[0].name);
+}
+
+TEST_CASE("a compilation past its deadline stops, and its result is not cached", "[planner]") {
+  ScheduleCache cache;
+  pipec::ElabLimits limits;
+  limits.deadline = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  std::string error;
+  std::string file = PIPEC_EXAMPLES_DIR "/1f1b.pipe";
+  CHECK(!cache.get(file, 4, 20000, 0, limits, error)); // 160K ops: stops in elaboration
+  CHECK(error == kPastDeadline);
+  CHECK(!cache.contains(file, 4, 20000, 0));
+  limits.deadline = std::chrono::steady_clock::time_point::max();
+  auto compiled = cache.get(file, 4, 20000, 0, limits, error);
+  REQUIRE(compiled);
+  CHECK(compiled->ops == 2 * 4 * 20000);
 }
