@@ -217,6 +217,16 @@ def runtime_cases(suite, pipec, workdir):
         expect(suite, f"program {option} {value}",
                status == 2 and option in text and "bytes" in text and "bad_alloc" not in text,
                f"exit {status}: {text[-400:]}")
+    # The fresh campaign's finding: with --max-memory raised past the machine the
+    # estimate passes and a worker thread's std::bad_alloc ended as "rank 0
+    # failed: std::bad_alloc" (exit 4). Now a usage error naming the options.
+    status, _, err = run_output([exe, "--hidden", "1", "--seq", "1", "--micro-batch-size",
+                                 "65536", "--model", "moe", "--dtype", "fp64", "--check",
+                                 "--max-memory", "1e18", "--timeout", "20"])
+    text = err.decode(errors="replace")
+    expect(suite, "program out of memory in a step",
+           status in (0, 2) and (status == 0 or "--micro-batch-size" in text),
+           f"exit {status}: {text[-400:]}")
     # --max-memory names itself when it is the cap.
     status, _, err = run_output([exe, "--hidden", "256", "--max-memory", "1000000"])
     text = err.decode(errors="replace")

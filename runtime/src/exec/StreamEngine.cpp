@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <new>
 #include <thread>
 
 namespace pipert {
@@ -225,6 +226,8 @@ void StreamEngine::workerMain(Worker &worker) {
       runStep(worker, step);
     } catch (const RunFailure &failure) {
       fail(failure);
+    } catch (const std::bad_alloc &) {
+      fail(rankOutOfMemory(worker.streams.front()->rank));
     } catch (const std::exception &e) {
       fail(rankFailure(worker.streams.front()->rank, e.what()));
     }

@@ -66,4 +66,14 @@ inline RunFailure rankFailure(int rank, const std::string &what) {
   return RunFailure(kExitDeviceError, "rank " + std::to_string(rank) + " failed: " + what);
 }
 
+// A rank that runs out of memory inside a step (the estimate passed: a raised
+// --max-memory, a user's stages): a usage error naming the options that size the
+// buffers, not a bare std::bad_alloc from a worker thread.
+inline RunFailure rankOutOfMemory(int rank) {
+  return RunFailure(kExitUsage, "rank " + std::to_string(rank) +
+                                    " ran out of memory during a step; lower --hidden, --seq or "
+                                    "--micro-batch-size (or --max-memory, so the estimate refuses "
+                                    "them before the run)");
+}
+
 } // namespace pipert
