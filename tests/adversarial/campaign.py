@@ -45,6 +45,17 @@ JSON_LITERALS = ["1e999", "-1e999", "NaN", "Infinity", "-Infinity", "1e-999", "0
                  "0x10", "[[[[[[[[[[]]]]]]]]]]"]
 
 
+# A program whose --max-memory was raised past the machine passes the estimate and
+# may then run out of memory for real: the designed outcome is this named usage
+# error (exit 2), which counts as a clear refusal, not as memory exhaustion.
+NAMED_OUT_OF_MEMORY = ("out of memory with --hidden", "ran out of memory during a step; lower")
+
+
+def _named_refusal(argv, status, err):
+    return (status == 2 and "--max-memory" in argv
+            and any(mark in err for mark in NAMED_OUT_OF_MEMORY))
+
+
 class Campaign:
     """Counts the inputs per surface and keeps every finding."""
 
@@ -89,7 +100,8 @@ class Campaign:
                 if any(mark in err for mark in harness.OOM_MARKS):
                     why += " (memory exhausted)"
                 why += ": " + err[-400:]
-            elif any(mark in err for mark in harness.OOM_MARKS):
+            elif any(mark in err for mark in harness.OOM_MARKS) and not _named_refusal(
+                    argv, proc.returncode, err):
                 why = f"memory exhausted (exit {proc.returncode}): " + err[-300:]
             elif json_out and proc.stdout.strip():
                 try:
