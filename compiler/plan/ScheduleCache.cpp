@@ -66,7 +66,7 @@ std::shared_ptr<CompiledSchedule> prepareCompiled(std::unique_ptr<Compilation> c
     std::vector<CompiledSchedule::StageOps> &stages = c->loneOps[r];
     for (const Op &op : ir.ranks[r].ops) {
       if (op.pair != PairRole::None || op.stage < 0 || op.stage >= ir.numStages ||
-          size_t(op.kind) >= 4) // F, B, I, W only: R and the copy-stream ops are not counted
+          op.kind == OpKind::R || isMemoryOp(op.kind)) // F, B, I, W only: R and the copy-stream ops are not counted
         continue;
       auto at = std::lower_bound(stages.begin(), stages.end(), op.stage,
                                  [](const CompiledSchedule::StageOps &e, int32_t s) { return e.stage < s; });
