@@ -463,15 +463,6 @@ int runSim(const std::vector<std::string> &files, const SimArgs &sim, const Comm
       CostModel costs = CostModel::build(ir, run.args.costs);
       SimResult result;
       simulate(prepared->plan, costs, result);
-      // Shared links with copy streams: the time-ordered loop does not run memory
-      // ops correctly yet (it stalls on them), so it is refused rather than wrong.
-      if (topology && prepared->plan->hasCopyStreams()) {
-        llvm::errs() << "pipec: error: --topology: " << file
-                     << " moves activations (Offload ... Load), which the shared-link "
-                        "simulation does not model yet; simulate it without --topology\n";
-        status = std::max(status, int(kExitUsage));
-        continue;
-      }
       // Stragglers, contention and jitter, when asked for: `result` then has the first two.
       VariabilityReport variability;
       if (!underConditions(file, ir, report, costs, sim, topology, run, result, variability)) {

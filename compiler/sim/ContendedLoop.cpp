@@ -7,11 +7,21 @@
 //
 // Everything else is the plain loop's model, step for step: a step starts when
 // its rank is free and its inputs have arrived, a message leaves when its step
-// ends and after the previous message of its channel arrived. Copy steps (memory
-// ops) start as the plain loop starts them and never make the rank busy: the
-// compute stream goes on while they run. A message that
-// never shared a link arrives at departure + transfer, the plain loop's very
-// expression, so a topology that no two messages share gives the plain results.
+// ends and after the previous message of its channel arrived; per-micro-batch
+// sizes scale both as they scale them there.
+//
+// Memory ops run on the rank's copy stream (Simulator.h): the two streams of a
+// rank are issued each in its own program order, a compute step once the compute
+// stream is free, its inputs arrived and the copy it waits for started, a copy
+// step once the compute step before it and the copy before it started and its
+// input arrived. Every time is still the plain loop's max of the same ends; only
+// the order of discovery differs, so no step ever starts before the event that
+// let it start. Steps of the two streams end out of program order, so a step's
+// messages are found by its number, not by a cursor.
+//
+// A message that never shared a link arrives at departure + transfer, the plain
+// loop's very expression, so a topology that no two messages share (or messages
+// with no bytes, latency only) gives the plain results, bit for bit.
 //
 // Rank traffic (SimPerturbation::rankTraffic) is a flow without a message: it
 // leaves on the rank's NIC when the rank's last step ends, shares links like any
@@ -19,6 +29,7 @@
 #include "sim/LinkModel.h"
 #include "sim/SimulationFinish.h"
 
+#include <algorithm>
 #include <deque>
 #include <limits>
 #include <queue>
@@ -80,6 +91,9 @@ public:
       else
         stepEnded(e.rank, e.id, e.time);
     }
+    if (plan_.hasCopyStreams()) // the first step of each rank that did not run
+      for (size_t r = 0; r < plan_.numRanks(); ++r)
+        s_.next[r] = std::min(nextCompute_[r], nextCopy_[r]);
     finishSimulation(plan_, result_);
   }
 
@@ -107,6 +121,37 @@ private:
     channelBusy_.assign(plan_.numChannels, false);
     channelWaiting_.assign(plan_.numChannels, {});
     linkLoad_.assign(links_.numLinks(), 0);
+    stepsEnded_.assign(plan_.numRanks(), 0);
+    if (plan_.hasCopyStreams()) {
+      nextCompute_.resize(plan_.numRanks());
+      nextCopy_.resize(plan_.numRanks());
+      for (uint32_t r = 0; r < plan_.numRanks(); ++r) {
+        nextCompute_[r] = skipTo(r, plan_.rankStep[r], false);
+        nextCopy_[r] = skipTo(r, plan_.rankStep[r], true);
+      }
+    }
+  }
+
+  // Rank r's first step from `k` on that is on the copy stream (copy) or not.
+  uint32_t skipTo(uint32_t r, uint32_t k, bool copy) const {
+    uint32_t end = plan_.rankStep[r + 1];
+    while (k < end && bool(plan_.copyStep[k]) != copy)
+      ++k;
+    return k;
+  }
+
+  double duration(uint32_t k) const {
+    double d = stepDuration_ ? stepDuration_[k] : s_.classDuration[plan_.stepClass(k)];
+    return plan_.stepScale.empty() ? d : d * plan_.stepScale[k]; // `sizes`
+  }
+
+  double transfer(uint32_t id) const {
+    const Message &m = plan_.comm->messages[id];
+    double t = plan_.messageTransfer(m, s_.stageTransfer, s_.moveTransfer);
+    return plan_.messageScale.empty() ? t
+                                      : SimulationPlan::scaledTransfer(
+                                            t, stageLatency_[plan_.messageStage(m)],
+                                            plan_.messageScale[id]);
   }
 
   void push(double time, uint32_t id, uint32_t rank, bool arrival) {
@@ -114,36 +159,70 @@ private:
   }
 
   // Starts rank r's next step if the rank is free and the step's inputs have
-  // arrived; after a copy step, the steps that follow it too.
+  // arrived; with copy streams, whatever either stream can start.
   void tryStart(uint32_t r) {
-    while (true) {
-      uint32_t k = s_.next[r];
-      if (busy_[r] || k >= plan_.rankStep[r + 1] || result_.stepEnd[k] != 0)
-        return;
-      double start = plan_.hasCopyStreams()
-                         ? plan_.readyAt(k, plan_.rankStep[r], result_.stepEnd)
-                         : k > plan_.rankStep[r] ? result_.stepEnd[k - 1] : 0.0;
-      uint32_t input = s_.latestInput[k];
-      if (input != kNoMessage)
-        start = std::max(start, result_.messageArrived[input]);
-      double finish =
-          start + (stepDuration_ ? stepDuration_[k] : s_.classDuration[plan_.stepClass(k)]);
-      result_.stepEnd[k] = finish;
-      ++s_.next[r];
-      push(finish, k, r, false);
-      if (plan_.onCopyStream(k))
-        continue; // the compute stream is not held up
-      result_.ranks[r].busy += finish - start;
-      busy_[r] = true;
+    if (plan_.hasCopyStreams()) {
+      while (tryStartCopy(r) | tryStartCompute(r)) // both, every round
+        ;
       return;
     }
+    uint32_t k = s_.next[r];
+    if (busy_[r] || k >= plan_.rankStep[r + 1] || result_.stepEnd[k] != 0)
+      return;
+    double start = k > plan_.rankStep[r] ? result_.stepEnd[k - 1] : 0.0;
+    ++s_.next[r];
+    startStep(r, k, start);
+  }
+
+  bool tryStartCompute(uint32_t r) {
+    uint32_t k = nextCompute_[r];
+    if (busy_[r] || k >= plan_.rankStep[r + 1] || result_.stepEnd[k] != 0)
+      return false;
+    uint32_t copy = plan_.waitsFor[k]; // the Reload or Load it needs must have started
+    if (copy != SimulationPlan::kNoStep && copy >= nextCopy_[r])
+      return false;
+    nextCompute_[r] = skipTo(r, k + 1, false);
+    startStep(r, k, plan_.readyAt(k, plan_.rankStep[r], result_.stepEnd));
+    return true;
+  }
+
+  bool tryStartCopy(uint32_t r) {
+    uint32_t k = nextCopy_[r];
+    if (k >= plan_.rankStep[r + 1] || result_.stepEnd[k] != 0)
+      return false;
+    uint32_t compute = plan_.prevCompute[k]; // issued after the compute step before it
+    if (compute != SimulationPlan::kNoStep && compute >= nextCompute_[r])
+      return false;
+    nextCopy_[r] = skipTo(r, k + 1, true);
+    startStep(r, k, plan_.readyAt(k, plan_.rankStep[r], result_.stepEnd));
+    return true;
+  }
+
+  // Step k of rank r starts once its rank allows (`ready`) and its input arrived.
+  void startStep(uint32_t r, uint32_t k, double ready) {
+    uint32_t input = s_.latestInput[k];
+    double start = input != kNoMessage ? std::max(ready, result_.messageArrived[input]) : ready;
+    double finish = start + duration(k);
+    result_.stepEnd[k] = finish;
+    push(finish, k, r, false);
+    if (plan_.onCopyStream(k))
+      return; // copies overlap compute: not busy time, the compute stream goes on
+    result_.ranks[r].busy += finish - start;
+    busy_[r] = true;
   }
 
   void stepEnded(uint32_t r, uint32_t step, double now) {
     if (!plan_.onCopyStream(step))
       busy_[r] = false;
     const std::vector<Message> &messages = plan_.comm->messages;
-    uint32_t &id = s_.sendCursor[r];
+    uint32_t id = s_.sendCursor[r];
+    if (plan_.hasCopyStreams()) // steps end out of order: find the step's own messages
+      id = uint32_t(std::lower_bound(messages.begin() + plan_.rankMessage[r],
+                                     messages.begin() + plan_.rankMessage[r + 1], step,
+                                     [&](const Message &m, uint32_t k) {
+                                       return plan_.producerStep(m) < k;
+                                     }) -
+                    messages.begin());
     for (; id < plan_.rankMessage[r + 1] && plan_.producerStep(messages[id]) == step; ++id) {
       uint32_t channel = messages[id].channel;
       if (channelBusy_[channel])
@@ -151,7 +230,9 @@ private:
       else
         depart(id, now);
     }
-    if (rankTraffic_ && step + 1 == plan_.rankStep[r + 1] && rankTraffic_[r] > 0)
+    s_.sendCursor[r] = std::max(s_.sendCursor[r], id);
+    bool last = ++stepsEnded_[r] == plan_.rankStep[r + 1] - plan_.rankStep[r];
+    if (rankTraffic_ && last && rankTraffic_[r] > 0)
       startFlow({kNoMessage, r, now, rankTraffic_[r], 1.0, now, false, links_.nicPath(r)}, now);
     tryStart(r);
   }
@@ -160,10 +241,10 @@ private:
     const Message &m = plan_.comm->messages[id];
     channelBusy_[m.channel] = true;
     int32_t stage = plan_.messageStage(m);
-    double transfer = plan_.messageTransfer(m, s_.stageTransfer, s_.moveTransfer);
-    double serial = std::max(0.0, transfer - stageLatency_[stage]);
+    double time = transfer(id);
+    double serial = std::max(0.0, time - stageLatency_[stage]);
     if (serial <= 0) { // latency only: nothing occupies a link
-      result_.messageArrived[id] = now + transfer;
+      result_.messageArrived[id] = now + time;
       push(result_.messageArrived[id], id, 0, true);
       return;
     }
@@ -194,9 +275,7 @@ private:
     const Message &m = plan_.comm->messages[flow.message];
     int32_t stage = plan_.messageStage(m);
     // Unshared, it arrives exactly where the plain loop has it.
-    double arrival = flow.slowed ? now + stageLatency_[stage]
-                                 : flow.start + plan_.messageTransfer(m, s_.stageTransfer,
-                                                                      s_.moveTransfer);
+    double arrival = flow.slowed ? now + stageLatency_[stage] : flow.start + transfer(flow.message);
     result_.messageArrived[flow.message] = arrival;
     push(arrival, flow.message, 0, true);
   }
@@ -246,6 +325,8 @@ private:
   std::vector<bool> busy_, channelBusy_;
   std::vector<std::deque<uint32_t>> channelWaiting_;
   std::vector<uint32_t> linkLoad_;
+  std::vector<uint32_t> stepsEnded_;             // per rank
+  std::vector<uint32_t> nextCompute_, nextCopy_; // with copy streams: each stream's next step
   std::vector<Flow> flows_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   uint64_t seq_ = 0;

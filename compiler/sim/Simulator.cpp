@@ -204,8 +204,11 @@ private:
   void prepare(const CostModel &costs) {
     classDurations(plan_, costs, s_.classDuration);
     s_.stageTransfer.resize(plan_.numStages);
-    for (int64_t s = 0; s < plan_.numStages; ++s)
+    s_.stageLatency.resize(plan_.numStages);
+    for (int64_t s = 0; s < plan_.numStages; ++s) {
       s_.stageTransfer[s] = costs.transfer(s);
+      s_.stageLatency[s] = costs.latency(s);
+    }
     moveTransfers(plan_, costs, s_.moveTransfer);
     s_.channelFree.assign(plan_.numChannels, 0.0);
     s_.latestInput.assign(plan_.numSteps(), kNoMessage);
@@ -268,7 +271,8 @@ private:
       double transfer = CopyStreams ? plan_.messageTransfer(m, s_.stageTransfer, s_.moveTransfer)
                                     : s_.stageTransfer[plan_.messageStage(m)];
       if (!plan_.messageScale.empty())
-        transfer *= plan_.messageScale[id];
+        transfer = SimulationPlan::scaledTransfer(
+            transfer, s_.stageLatency[plan_.messageStage(m)], plan_.messageScale[id]);
       double arrived = sent + transfer;
       channelFree = arrived;
       result_.messageArrived[id] = arrived;

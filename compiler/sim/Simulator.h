@@ -56,8 +56,15 @@ struct SimulationPlan {
   int64_t numStages = 0;
   // With `sizes`: each step's and each message's factor on its cost (the
   // micro-batch's size; a pair's, the mean of its two). Empty: every factor is 1.
+  // A message's factor scales its bytes, not its latency (scaledTransfer).
   std::vector<double> stepScale;
   std::vector<double> messageScale;
+  // A transfer of `transfer` seconds, `latency` of them fixed, for a micro-batch
+  // `scale` times the unit: the fixed part once, the rest scaled.
+  static double scaledTransfer(double transfer, double latency, double scale) {
+    double bytes = std::max(0.0, transfer - latency);
+    return transfer - bytes + bytes * scale;
+  }
   // With memory ops (empty otherwise: a rank's steps then run one after another):
   // per global step, the rank's previous compute step, its previous copy step,
   // and the copy step a B or I waits for (kNoStep: none), and whether the step
@@ -190,7 +197,7 @@ struct SimResult {
 
   // Scratch of the event loop, kept so a re-run allocates nothing.
   struct Scratch {
-    std::vector<double> classDuration, stageTransfer, channelFree;
+    std::vector<double> classDuration, stageTransfer, stageLatency, channelFree;
     std::vector<double> moveTransfer; // [2 * stage + (0: Evict, 1: Load)], with memory ops
     std::vector<uint32_t> latestInput, next, sendCursor, ready;
   } scratch;
