@@ -59,8 +59,9 @@ def _named_refusal(argv, status, err):
 class Campaign:
     """Counts the inputs per surface and keeps every finding."""
 
-    def __init__(self, workdir, timeout, jobs):
+    def __init__(self, workdir, timeout, jobs, show=()):
         self.workdir = workdir
+        self.show = set(show)  # exit statuses whose inputs are printed (--show-status)
         self.timeout = timeout
         self.counts = {}
         self.statuses = {}  # surface -> {exit status or "timeout": runs}
@@ -115,6 +116,10 @@ class Campaign:
             status = "timeout" if proc is None else proc.returncode
             seen = self.statuses.setdefault(surface, {})
             seen[status] = seen.get(status, 0) + 1
+            if status in self.show:
+                last = err.strip().splitlines()[-1:] if proc is not None else ["(timed out)"]
+                print(f"  [{surface} exit {status}] {' '.join(map(str, argv))}\n"
+                      f"    {last[0] if last else ''}")
             if why:
                 self.findings.append((surface, label or "", argv, why,
                                       stdin_bytes, time.monotonic() - started))
@@ -800,10 +805,14 @@ def main():
     parser.add_argument("--timeout", type=int, default=harness.TIMEOUT_S)
     parser.add_argument("--surfaces", default="plan,synth,fmt,lsp,sim,program")
     parser.add_argument("--program", help="a built CPU program (default: build one if possible)")
+    parser.add_argument("--show-status", default="",
+                        help="exit statuses (comma-separated) whose inputs and last error "
+                             "line are printed, to inspect documented outcomes such as 4")
     args = parser.parse_args()
     shutil.rmtree(args.workdir, ignore_errors=True)
     os.makedirs(args.workdir)
-    c = Campaign(args.workdir, args.timeout, args.jobs)
+    show = [int(x) if x.lstrip("-").isdigit() else x for x in args.show_status.split(",") if x]
+    c = Campaign(args.workdir, args.timeout, args.jobs, show)
     rng = random.Random(args.seed)
     surfaces = args.surfaces.split(",")
 
