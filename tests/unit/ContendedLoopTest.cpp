@@ -71,23 +71,34 @@ const std::vector<Case> &library() {
   return cases;
 }
 
+// Case `c` under `costs`, in the plain loop and with every message on one shared NIC.
+// The results' plans point into the schedule's CommPlan: it is kept with them.
+struct Runs {
+  SimResult plain, shared;
+  Prepared schedule;
+};
+
+Runs runBoth(const Case &c, const std::vector<CostOverride> &overrides) {
+  Runs runs{{}, {}, prepare(c)};
+  CostModel costs = CostModel::build(*runs.schedule.compiled->ir, overrides);
+  simulate(runs.schedule.plan, costs, runs.plain);
+  LinkModel links = oneSharedNic(c.P);
+  simulate(runs.schedule.plan, costs, runs.shared, {nullptr, &links, nullptr});
+  return runs;
+}
+
 } // namespace
 
 TEST_CASE("latency-only messages under shared links give the plain loop's numbers exactly",
           "[simvar][contended]") {
   for (const Case &c : library()) {
     INFO(c.name << " P=" << c.P << " M=" << c.M << (c.sized ? " sized" : ""));
-    Prepared p = prepare(c);
     // Evict and Load default to the forward's time without bytes: latency only too.
-    CostModel costs = CostModel::build(*p.compiled->ir, {{"activation_bytes", -1, 0},
-                                                         {"bandwidth", -1, 4},
-                                                         {"p2p", -1, 0.125},
-                                                         {"Evict", -1, 0.125},
-                                                         {"Load", -1, 0.125}});
-    SimResult plain, shared;
-    simulate(p.plan, costs, plain);
-    LinkModel links = oneSharedNic(c.P);
-    simulate(p.plan, costs, shared, {nullptr, &links, nullptr});
+    auto [plain, shared, schedule] = runBoth(c, {{"activation_bytes", -1, 0},
+                                       {"bandwidth", -1, 4},
+                                       {"p2p", -1, 0.125},
+                                       {"Evict", -1, 0.125},
+                                       {"Load", -1, 0.125}});
     CHECK(shared.makespan == plain.makespan);
     CHECK(shared.stepEnd == plain.stepEnd);
     CHECK(shared.messageArrived == plain.messageArrived);
@@ -98,14 +109,8 @@ TEST_CASE("latency-only messages under shared links give the plain loop's number
 TEST_CASE("bytes on a shared NIC only delay, and every step runs", "[simvar][contended]") {
   for (const Case &c : library()) {
     INFO(c.name << " P=" << c.P << " M=" << c.M << (c.sized ? " sized" : ""));
-    Prepared p = prepare(c);
-    CostModel costs = CostModel::build(*p.compiled->ir, {{"activation_bytes", -1, 1},
-                                                         {"bandwidth", -1, 2},
-                                                         {"p2p", -1, 0.125}});
-    SimResult plain, shared;
-    simulate(p.plan, costs, plain);
-    LinkModel links = oneSharedNic(c.P);
-    simulate(p.plan, costs, shared, {nullptr, &links, nullptr});
+    auto [plain, shared, schedule] =
+        runBoth(c, {{"activation_bytes", -1, 1}, {"bandwidth", -1, 2}, {"p2p", -1, 0.125}});
     REQUIRE(shared.stepEnd.size() == plain.stepEnd.size());
     size_t earlier = 0;
     for (size_t k = 0; k < plain.stepEnd.size(); ++k)
