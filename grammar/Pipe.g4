@@ -34,6 +34,7 @@ decl
   | DOMAIN name=ID IN domainValues ';'                                 # domainDecl
   | SIZES var=ID '->' value=expr ';'                                   # sizesDecl
   | SIZES '{' items+=expr (',' items+=expr)* ','? '}' ';'              # sizesListDecl
+  | SQUEEZE (limitWord=ID limit=expr)? ';'                             # squeezeDecl
   ;
 
 // The values a parameter takes when a schedule family is checked: a half-open
@@ -150,6 +151,7 @@ IMPORT       : 'import' ;
 DEF          : 'def' ;
 TABLE        : 'table' ;
 SIZES        : 'sizes' ;
+SQUEEZE      : 'squeeze' ;
 
 ID           : [a-zA-Z_] [a-zA-Z_0-9]* ;
 FLOAT        : [0-9]+ '.' [0-9]+ ([eE] [+-]? [0-9]+)? ;

@@ -2,6 +2,7 @@
 
 #include "elab/Evaluator.h"
 #include "elab/GreedyScheduler.h"
+#include "elab/Squeeze.h"
 #include "elab/Placement.h"
 #include "elab/RankInterpreter.h"
 
@@ -30,7 +31,7 @@ public:
     SlotTable slots;
     if (!elaboratePlacement(schedule_, eval_, diags_, ir_, slots))
       return std::nullopt;
-    if (!runRankPrograms(slots))
+    if (!runRankPrograms(slots) || !squeeze())
       return std::nullopt;
     return std::move(ir_);
   }
@@ -293,6 +294,30 @@ private:
     }
     ir_.iterations.shrink_to_fit();
     return ok && !budget.exhausted;
+  }
+
+  // `squeeze [limit E];` after every rank's program has run (elab/Squeeze.h).
+  bool squeeze() {
+    if (!schedule_.squeeze)
+      return true;
+    const SqueezeDecl &decl = *schedule_.squeeze;
+    int64_t limit = -1;
+    if (decl.limit) {
+      if (!eval_.eval(*decl.limit, limit))
+        return false;
+      if (limit < 1) {
+        auto &d = diags_.report(DiagKind::SqueezeLimit, decl.limit->range,
+                                "the squeeze limit must be at least 1 live activation, but is " +
+                                    std::to_string(limit));
+        std::string values = eval_.describeNames(*decl.limit);
+        if (!values.empty())
+          d.note("with " + values);
+        return false;
+      }
+    }
+    ElabBudget budget;
+    budget.limits = options_.limits;
+    return runSqueeze(ir_, limit, decl, diags_, budget) && !budget.exhausted;
   }
 
   const Schedule &schedule_;

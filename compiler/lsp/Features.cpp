@@ -192,6 +192,8 @@ struct SymbolIndex {
       for (const ExprPtr &item : schedule.sizes->items)
         expr(item.get());
     }
+    if (schedule.squeeze)
+      expr(schedule.squeeze->limit.get());
     for (const RankProgram &program : schedule.rankPrograms) {
       if (program.generic)
         declare(program.var);

@@ -46,6 +46,8 @@ public:
         popScope();
       }
     }
+    if (schedule.squeeze && schedule.squeeze->limit)
+      expr(*schedule.squeeze->limit);
     if (schedule.placement)
       placement(*schedule.placement);
     for (FlowDecl &flow : schedule.flows) {

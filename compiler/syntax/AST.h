@@ -267,6 +267,16 @@ struct SizesDecl {
   std::vector<ExprPtr> items; // a list, one per micro-batch
 };
 
+// `squeeze;` or `squeeze limit E;`: after the rank programs, the elaborator
+// compacts the whole schedule (elab/Squeeze.h): in global time order each op
+// moves to the earliest free slot its dependencies allow while every rank's
+// live activations stay within E (default: the schedule's highest peak as
+// written), and W's fill the free slots.
+struct SqueezeDecl {
+  SMRange range;
+  ExprPtr limit; // null: the written schedule's highest peak
+};
+
 // Top-level lets and requires run in source order once parameters are bound.
 struct GlobalItem {
   std::unique_ptr<LetStmt> let; // exactly one of the two is set
@@ -286,6 +296,7 @@ struct Schedule {
   std::vector<RankProgram> rankPrograms;
   std::vector<DomainDecl> domains; // in declaration order
   std::optional<SizesDecl> sizes;
+  std::optional<SqueezeDecl> squeeze;
   int numVars = 0; // set by the name resolver: ids are 0..numVars-1
 };
 

@@ -234,6 +234,22 @@ void AstBuilder::addDecl(Schedule &schedule, P::DeclContext *decl) {
           .note(schedule.sizes->range, "first declared here");
     else
       schedule.sizes = std::move(sizes);
+  } else if (auto *squeeze = dynamic_cast<P::SqueezeDeclContext *>(decl)) {
+    SqueezeDecl item;
+    item.range = range(squeeze);
+    if (squeeze->limitWord) {
+      if (squeeze->limitWord->getText() != "limit")
+        diags_.report(DiagKind::SyntaxError, range(squeeze->limitWord),
+                      "expected 'limit' or ';' after 'squeeze', found '" +
+                          squeeze->limitWord->getText() + "'")
+            .fixit(range(squeeze->limitWord), "limit");
+      item.limit = buildExpr(squeeze->limit);
+    }
+    if (schedule.squeeze)
+      diags_.report(DiagKind::DuplicateDeclaration, item.range, "'squeeze' is declared twice")
+          .note(schedule.squeeze->range, "first declared here");
+    else
+      schedule.squeeze = std::move(item);
   } else if (auto *greedy = dynamic_cast<P::GreedyRankDeclContext *>(decl)) {
     schedule.rankPrograms.push_back(buildGreedyProgram(greedy));
   } else {

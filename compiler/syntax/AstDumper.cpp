@@ -84,6 +84,11 @@ public:
       for (const ExprPtr &item : s.sizes->items)
         expr(2, *item);
     }
+    if (s.squeeze) {
+      line(1, s.squeeze->limit ? "Squeeze limit" : "Squeeze", s.squeeze->range);
+      if (s.squeeze->limit)
+        expr(2, *s.squeeze->limit);
+    }
     for (const DomainDecl &domain : s.domains) {
       line(1, "Domain " + domain.name + (domain.isRange() ? " range" : " list"), domain.range);
       if (domain.isRange()) {

@@ -30,7 +30,9 @@ Subcommands:
   pipe KIND P M          a .pipe file with one explicit program per rank
   compare PIPEC EXAMPLES for each (P, M) of a grid, `pipec sim` makespan and
                          `pipec check --explain` peak of the example against
-                         the generator's order, side by side
+                         the generator's order, side by side; with
+                         --require-parity, exits 1 when the example is longer
+                         than the generator, or its peak higher, at any size
 """
 import argparse
 import os
@@ -230,11 +232,13 @@ def measure(pipec, path, defines):
     return float(m.group(1)), max(peaks)
 
 
-def cmd_compare(pipec, examples, grid, suffix=""):
+def cmd_compare(pipec, examples, grid, suffix="", require_parity=False):
     """Prints one line per case and a summary per schedule; the lit test holds
     the lines as golden values, so any change in either order shows. With a
     suffix, compares examples/KIND<suffix>.pipe (`_greedy`: the greedy rank
-    programs) instead."""
+    programs) instead. With require_parity, returns 1 (after printing every
+    line) if some case is longer than the generator or its peak is higher."""
+    failures = []
     for kind in ("vhalf", "vmin"):
         better = tied = worse = higher = 0
         for P, M in grid:
@@ -249,10 +253,17 @@ def cmd_compare(pipec, examples, grid, suffix=""):
             tied += abs(diff) <= 1e-9
             worse += diff > 1e-9
             higher += ours[1] > gen[1]
+            if diff > 1e-9 or ours[1] > gen[1]:
+                failures.append(f"{kind}{suffix} P={P} M={M}")
             print(f"{kind}{suffix} P={P} M={M}: makespan {ours[0]:g} (generator {gen[0]:g}, {diff:+g}), "
                   f"peak {ours[1]} (generator {gen[1]})")
         print(f"{kind}{suffix}: {len(grid)} cases: {better} shorter, {tied} equal, {worse} longer; "
               f"peak above the generator's in {higher}")
+    if require_parity:
+        if failures:
+            print("PARITY FAILED (longer than the generator, or a higher peak): " + ", ".join(failures))
+            return 1
+        print("parity: equal to or shorter than the generator at equal or lower peak, every size")
     return 0
 
 
@@ -267,12 +278,15 @@ def main(argv):
     c.add_argument("pipec")
     c.add_argument("examples")
     c.add_argument("--suffix", default="", help="compare examples/KIND<SUFFIX>.pipe")
+    c.add_argument("--require-parity", action="store_true",
+                   help="exit 1 if any size is longer than the generator or peaks higher")
     args = ap.parse_args(argv)
     if args.cmd == "pipe":
         sys.stdout.write(pipe_text(args.kind, args.P, args.M))
         return 0
     grid = [(P, M) for P in (2, 3, 4, 6, 8) for M in sorted({P, 2 * P, 32})]
-    return cmd_compare(args.pipec, args.examples, grid, args.suffix)
+    grid += [(P, M) for P in (12, 16) for M in (P, 2 * P, 4 * P)]
+    return cmd_compare(args.pipec, args.examples, grid, args.suffix, args.require_parity)
 
 
 if __name__ == "__main__":
