@@ -203,7 +203,8 @@ TEST_CASE("Offload and Reload round-trip, a kind past them is refused", "[encodi
     CHECK(copies == 2 * (8 - (K - 1)));
   }
   // A corrupted kind: the lead byte of an op, found as the one byte where a
-  // Reload's encoding differs from an F's, with the kind 7 instead.
+  // Reload's encoding differs from a B's (each the first of its kind, so both
+  // are predicted alike), with the kind 7 instead.
   pipert::ProgramData d;
   d.name = "moves";
   d.numRanks = 1;
@@ -213,12 +214,12 @@ TEST_CASE("Offload and Reload round-trip, a kind past them is refused", "[encodi
   d.ranks[0].ops = {{pipert::OpCode::F, 0, 0, 0, 0}, {pipert::OpCode::Reload, 0, 0, 0, 0}};
   d.predictedPeakActivations = {1};
   std::vector<uint8_t> reload = pipert::encodeProgram(d);
-  d.ranks[0].ops[1].kind = pipert::OpCode::F;
-  std::vector<uint8_t> forward = pipert::encodeProgram(d);
-  REQUIRE(reload.size() == forward.size());
+  d.ranks[0].ops[1].kind = pipert::OpCode::B;
+  std::vector<uint8_t> backward = pipert::encodeProgram(d);
+  REQUIRE(reload.size() == backward.size());
   size_t at = reload.size();
   for (size_t i = 0; i < reload.size(); ++i)
-    if (reload[i] != forward[i]) {
+    if (reload[i] != backward[i]) {
       CHECK(at == reload.size()); // one byte differs
       at = i;
     }

@@ -287,7 +287,9 @@ private:
         std::vector<Tensor<T>> &host = rank.ops[rank.reloadOf[i]].host;
         host.clear();
         for (Tensor<T> &t : device) {
-          host.push_back(t.empty() ? Tensor<T>() : hostPools_[r].acquire(t.rows(), t.cols()));
+          // An empty tensor keeps its shape (an expert that got no rows is 0 x h).
+          host.push_back(t.empty() ? Tensor<T>(t.rows(), t.cols())
+                                   : hostPools_[r].acquire(t.rows(), t.cols()));
           std::copy(t.data(), t.data() + t.size(), host.back().data());
           t.release(); // the device's copy goes
         }
