@@ -149,7 +149,9 @@ pipert::ProgramData programData(const ScheduleIR &ir, const CheckReport &report)
   for (size_t r = 0; r < ir.ranks.size(); ++r) {
     pipert::ProgramData::Rank &rank = data.ranks[r];
     rank.ops.reserve(ir.ranks[r].ops.size());
-    static_assert(int(OpKind::R) == int(pipert::OpCode::R) && int(OpKind::W) == int(pipert::OpCode::W),
+    static_assert(int(OpKind::R) == int(pipert::OpCode::R) && int(OpKind::W) == int(pipert::OpCode::W) &&
+                      int(OpKind::Offload) == int(pipert::OpCode::Offload) &&
+                      int(OpKind::Reload) == int(pipert::OpCode::Reload),
                   "the IR's op kinds are the program's op codes");
     for (const Op &op : ir.ranks[r].ops)
       rank.ops.push_back({static_cast<pipert::OpCode>(op.kind),

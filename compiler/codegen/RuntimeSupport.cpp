@@ -36,8 +36,12 @@ bool runsSizes(RuntimeTarget target) {
   return target == RuntimeTarget::CpuProgram || target == RuntimeTarget::JsonProgram;
 }
 bool runsRecompute(RuntimeTarget target) { return target != RuntimeTarget::TorchCsv; }
-// The JSON program writes memory ops as they are (for runtimes that read them).
-bool exportsMemoryOps(RuntimeTarget target) { return target == RuntimeTarget::JsonProgram; }
+// The JSON program writes memory ops as they are (for runtimes that read them);
+// the CPU program runs Offload and Reload.
+bool runsMemoryOp(RuntimeTarget target, OpKind kind) {
+  return target == RuntimeTarget::JsonProgram ||
+         (target == RuntimeTarget::CpuProgram && (kind == OpKind::Offload || kind == OpKind::Reload));
+}
 
 } // namespace
 
@@ -65,15 +69,20 @@ bool checkRuntimeSupport(const ScheduleIR &ir, RuntimeTarget target, DiagnosticE
               "keep their activations)");
     ok = false;
   }
-  if (!exportsMemoryOps(target) && firstOp(ir, ast::isMemoryOp, rank, op)) {
+  auto unsupported = [target](OpKind kind) {
+    return ast::isMemoryOp(kind) && !runsMemoryOp(target, kind);
+  };
+  if (firstOp(ir, unsupported, rank, op)) {
+    bool cpu = target == RuntimeTarget::CpuProgram;
     diags.report(DiagKind::RuntimeUnsupported, ir.originOf(*op).range,
                  std::string("schedule '") + ir.name + "' moves activations (" +
-                     ast::opKindName(op->kind) + "), which " + what +
-                     " cannot express: the runtimes keep every activation on its device from "
-                     "F to B")
+                     ast::opKindName(op->kind) + "), which " + what + " cannot express: " +
+                     (cpu ? "it runs Offload and Reload, not the transfers to a peer rank"
+                          : "it keeps every activation on its device from F to B"))
         .note("this op runs on rank " + std::to_string(rank) +
               "; 'pipec check' and 'pipec sim' model Offload/Reload and Evict/Hold/Return/Load, "
-              "and 'pipec emit --target json' exports them; remove them to build a program");
+              "CPU programs ('--target cpu') run Offload/Reload, and 'pipec emit --target json' "
+              "exports them all; remove them to build this target");
     ok = false;
   }
   return ok;

@@ -8,8 +8,10 @@
 // micro-batch the same size. Emitting a target for a schedule it cannot run
 // would run something other than what was checked, so it is refused by name.
 // Memory ops (Offload ... Load) are checked and simulated and the JSON program
-// exports them for runtimes that read it; no runtime here runs them yet, so
-// every other target refuses them.
+// exports them for runtimes that read it. The CPU program runs Offload and
+// Reload (a host pool, on a copy stream); BPipe's transfers (Evict, Hold,
+// Return, Load) run in no program yet, and the CUDA program and PyTorch's CSV
+// move no activation: those targets refuse them by name.
 #pragma once
 
 #include "diag/Diagnostics.h"

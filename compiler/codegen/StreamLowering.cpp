@@ -37,7 +37,12 @@ public:
       bool pair = ops_[i].pair == PairRole::First && i + 1 < ops_.size();
       uint32_t last = pair ? i + 1 : i;
       program_.steps.push_back({uint32_t(program_.commands.size()), i, last});
+      if (ast::isMemoryOp(ops_[i].kind)) { // never half of a pair; moves no message
+        lowerCopy(i);
+        continue;
+      }
       postReceivesFor(i, last);
+      waitCopies(i, last);
       if (pair)
         lowerPair(i, i + 1);
       else
@@ -124,6 +129,31 @@ private:
       produced_[id] = event;
   }
 
+  // An Offload or Reload on the copy stream, after the compute stream's work
+  // so far (StreamLowering.h).
+  void lowerCopy(uint32_t op) {
+    if (program_.copyStream == 0)
+      program_.copyStream = program_.numStreams++;
+    uint16_t copy = program_.copyStream;
+    wait(copy, record(kComputeStream));
+    emit(StreamCmd::Run, copy, op);
+    (ops_[op].kind == OpKind::Offload ? offloadDone_ : reloadDone_) = record(copy);
+  }
+
+  // Before a step's forward, the Offloads not yet waited for; before its
+  // backward or W, the Reloads (the copy stream runs in order, so its latest
+  // event covers the copies before it).
+  void waitCopies(uint32_t first, uint32_t last) {
+    for (uint32_t op = first; op <= last; ++op) {
+      OpKind kind = ops_[op].kind;
+      uint32_t &pending = kind == OpKind::F || kind == OpKind::R ? offloadDone_ : reloadDone_;
+      if (pending != kNoEvent) {
+        wait(kComputeStream, pending);
+        pending = kNoEvent;
+      }
+    }
+  }
+
   void lowerSingle(uint32_t op) {
     waitInputs(op, kComputeStream);
     emit(StreamCmd::Run, kComputeStream, op);
@@ -173,6 +203,7 @@ private:
   std::map<uint64_t, uint16_t> channels_;     // channel key -> stream
   size_t nextSend_ = 0, nextReceive_ = 0;
   uint32_t doneUpTo_ = 0;                     // ops [0, doneUpTo_) are lowered
+  uint32_t offloadDone_ = kNoEvent, reloadDone_ = kNoEvent; // the latest copy not yet waited for
   RankStreamProgram program_;
 };
 

@@ -8,7 +8,16 @@
 //           compute (DeepSeek-V3 report, Figure 4);
 //   2 + c   one stream per point-to-point channel the rank sends or receives
 //           on (comm/CommPlan.h: each (sender, receiver, kind) is a channel
-//           with its own in-order stream on both ends).
+//           with its own in-order stream on both ends);
+//   last    on a rank with Offload/Reload ops, its copy stream, after the
+//           channels: each copy waits for the compute stream's work before it
+//           in program order. The compute stream's next forward (F, R) waits
+//           for the Offloads before it, and its next backward (B, I, W) for
+//           the Reloads before it: an activation leaves the device before the
+//           rank stores another, and comes back before one is freed or used,
+//           so the device never holds more than check/Memory.cpp's
+//           program-order count, and reaches it. (The simulator lets an F
+//           start under an Offload; the programs are the stricter order.)
 // Every cross-stream edge is an event: recorded once per step, on the stream
 // that produces, and waited on by the stream that consumes, after the record in
 // the command order (a CUDA wait on an event not yet recorded would not wait).
@@ -69,6 +78,7 @@ struct RankStreamProgram {
   uint32_t numEvents = 0;
   uint32_t numPairs = 0;
   std::vector<StreamChannel> channels; // stream kFirstChannelStream + i carries channels[i]
+  uint16_t copyStream = 0;             // Offload/Reload's stream; 0: the rank has none
   std::vector<StreamStep> steps;
 };
 

@@ -14,6 +14,15 @@ above the prediction.
 With per-micro-batch ``sizes`` a micro-batch of size k counts k (the
 compiler's units). A recomputed forward (an F that an R replays) is counted
 while it runs: the executor calls ``touch()`` before it drops that graph.
+
+Offload and Reload move a micro-batch's saved tensors out of device memory and
+back (``offload``, ``reload``): each live holder's tensor is replaced by a host
+copy, so the device's is freed once autograd's holder was its last reference,
+and by a device copy on the way back; autograd unpacks whatever the holder has
+then. Leaves that autograd saves stay (parameters, and the stage inputs the
+executor's record holds anyway: moving them would free nothing). While a
+holder has its host copy it does not count: an offloaded micro-batch is live
+only if a holder of it still has a device tensor.
 """
 
 from __future__ import annotations
@@ -28,10 +37,18 @@ Key = Tuple[int, int]  # (chunk, micro-batch)
 
 
 class _Saved:
-    __slots__ = ("tensor", "__weakref__")
+    __slots__ = ("tensor", "parameter", "on_host", "__weakref__")
 
-    def __init__(self, tensor):
+    def __init__(self, tensor, parameter: bool):
         self.tensor = tensor
+        self.parameter = parameter  # a leaf that requires grad, or its view: never moved
+        self.on_host = False        # the tensor is a host copy (Offload)
+
+
+def _stays(tensor: torch.Tensor) -> bool:
+    """A parameter, a stage input, or a view of one (weight.t()): not an activation."""
+    base = tensor._base if tensor._base is not None else tensor
+    return base.is_leaf and base.requires_grad
 
 
 class ActivationTracker:
@@ -40,12 +57,14 @@ class ActivationTracker:
         self.size_of = size_of or (lambda mb: 1)  # micro-batch -> its size in units
         self.records: Dict[Key, object] = {}
         self._saved: Dict[Key, List[weakref.ref]] = {}
+        self.offloaded = set()  # keys whose saved tensors are on the host
         self.samples: List[int] = []  # live count after each op (pairs: see executor)
         self.peak = 0
 
     def reset(self) -> None:
         self.records.clear()
         self._saved.clear()
+        self.offloaded.clear()
         self.samples = []
         self.peak = 0
 
@@ -62,7 +81,7 @@ class ActivationTracker:
             # so the graph would be freed only by a backward that traverses it, never
             # by dropping it. Autograd reattaches the node on unpack, as it does for
             # torch.autograd.graph.save_on_cpu's fresh copies.
-            holder = _Saved(tensor.detach())
+            holder = _Saved(tensor.detach(), _stays(tensor))
             refs.append(weakref.ref(holder))
             return holder
 
@@ -71,17 +90,48 @@ class ActivationTracker:
 
         return torch.autograd.graph.saved_tensors_hooks(pack, unpack)
 
+    def _holders(self, key: Key) -> List[_Saved]:
+        return [h for h in (r() for r in self._saved.get(key, [])) if h is not None]
+
+    def _moved(self, key: Key, to_host: bool, copy: Callable) -> int:
+        """Every live, movable holder of `key` gets copy(tensor); returns how many."""
+        moved = 0
+        for holder in self._holders(key):
+            if holder.parameter or holder.on_host == to_host:
+                continue
+            holder.tensor = copy(holder.tensor)
+            holder.on_host = to_host
+            moved += 1
+        return moved
+
+    def offload(self, key: Key, to_host: Callable) -> int:
+        """Offload: `key`'s saved tensors replaced by to_host(tensor) copies."""
+        self.offloaded.add(key)
+        return self._moved(key, True, to_host)
+
+    def reload(self, key: Key, to_device: Callable) -> int:
+        """Reload: `key`'s host copies replaced by to_device(tensor) copies."""
+        self.offloaded.discard(key)
+        return self._moved(key, False, to_device)
+
     def live(self) -> int:
         dead = []
         count = 0
         for key, refs in self._saved.items():
-            if key in self.records or any(r() is not None for r in refs):
-                count += self.size_of(key[1])
+            holders = [r() for r in refs]
+            if key in self.offloaded:  # live only while a device tensor is left
+                on_device = any(h is not None and not h.on_host and not h.parameter
+                                for h in holders)
             else:
+                on_device = key in self.records or any(h is not None for h in holders)
+            if on_device:
+                count += self.size_of(key[1])
+            elif key not in self.records and all(h is None for h in holders):
                 dead.append(key)
         for key in dead:
             del self._saved[key]
-        count += sum(self.size_of(key[1]) for key in self.records if key not in self._saved)
+        count += sum(self.size_of(key[1]) for key in self.records
+                     if key not in self._saved and key not in self.offloaded)
         return count
 
     def touch(self) -> int:

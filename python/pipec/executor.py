@@ -21,6 +21,13 @@ rank (V shapes, interleaving) outputs are handed over in memory.
      inputs and the RNG state; the R runs the forward again from them under
      that RNG state and keeps the graph for the backward, so the gradients
      are those of a plain F (bit for bit on CPU).
+  Offload / Reload move the tensors autograd saved for a (chunk, micro-batch)
+     in its forward to host memory and back (activations.py holds them per
+     key): on CUDA into pinned buffers with non_blocking copies on a copy
+     stream that first waits for the compute stream, the device tensor kept
+     for that stream until its copy ends, and the backward or W of a reloaded
+     micro-batch waits for its copy; on CPU into separate buffers (clones).
+     The values come back exactly, so the gradients are the same bit for bit.
 Activations are freed exactly where the compiler's memory check frees them,
 and measured (activations.py) after every op.
 
@@ -89,6 +96,8 @@ class Executor:
             self.loss_weights = None
         self.replays: Dict[Tuple[int, int], Record] = {}  # recomputed forwards awaiting R
         self._side_stream = None
+        self._copy_stream = None  # CUDA: Offload and Reload's stream
+        self._reloads: Dict[Tuple[int, int], Any] = {}  # CUDA: event after a Reload's copies
 
     # --- helpers ------------------------------------------------------------------
     def _local(self, stage: int, mb: int) -> bool:
@@ -105,6 +114,7 @@ class Executor:
         self.losses: List[torch.Tensor] = []
         self.mailbox: Dict[Tuple[str, int, int], Tuple[List[torch.Tensor], list]] = {}
         self.replays.clear()
+        self._reloads.clear()
         self.data = data
         for step in self.me.steps:
             received = {}
@@ -136,6 +146,10 @@ class Executor:
                 self._backward(op, received, outgoing, split=True)
             elif op.kind == "R":
                 self._replay(op)
+            elif op.kind == "Offload":
+                self._offload(op)
+            elif op.kind == "Reload":
+                self._reload(op)
             else:
                 self._weight(op)
         except (PipelineError, PipelineTimeout):
@@ -234,6 +248,58 @@ class Executor:
         record.outputs = [o for o, m in zip(outs, metas_of(outs)) if m.grad]
         record.args = record.kwargs = record.rng = None
 
+    # --- Offload and Reload --------------------------------------------------------
+    def _copies(self):
+        """The CUDA stream the copies run on, after the compute stream's work so far."""
+        if self._copy_stream is None:
+            self._copy_stream = torch.cuda.Stream(self.device)
+        self._copy_stream.wait_stream(torch.cuda.current_stream(self.device))
+        return self._copy_stream
+
+    def _to_host(self, tensor: torch.Tensor) -> torch.Tensor:
+        if tensor.device.type != "cuda":
+            return tensor.clone()  # a buffer of its own; the original goes with its last reference
+        stream = self._copies()
+        host = torch.empty_like(tensor, device="cpu", pin_memory=True)
+        with torch.cuda.stream(stream):
+            host.copy_(tensor, non_blocking=True)
+        tensor.record_stream(stream)  # not reused before the copy has read it
+        return host
+
+    def _to_device(self, tensor: torch.Tensor) -> torch.Tensor:
+        if self.device.type != "cuda":
+            return tensor.clone()
+        stream = self._copies()
+        with torch.cuda.stream(stream):
+            device = torch.empty_like(tensor, device=self.device)
+            device.copy_(tensor, non_blocking=True)
+        return device
+
+    def _offload(self, op: Op) -> None:
+        key = (op.chunk, op.mb)
+        if key not in self.tracker.records or key in self.tracker.offloaded:
+            raise PipelineError(f"{self._where(op)}: offloads an activation that is not stored "
+                                "here (its forward did not run, or it is offloaded already)")
+        self.tracker.offload(key, self._to_host)
+
+    def _reload(self, op: Op) -> None:
+        key = (op.chunk, op.mb)
+        if key not in self.tracker.offloaded:
+            raise PipelineError(f"{self._where(op)}: reloads an activation that is not offloaded")
+        self.tracker.reload(key, self._to_device)
+        if self._copy_stream is not None and self.device.type == "cuda":
+            self._reloads[key] = self._copy_stream.record_event()
+
+    def _reloaded(self, op: Op) -> None:
+        """Before a backward or W: its activation is back (CUDA: its copies have ended)."""
+        key = (op.chunk, op.mb)
+        if key in self.tracker.offloaded:
+            raise PipelineError(f"{self._where(op)}: runs while its activation is offloaded "
+                                "(no Reload before it)")
+        event = self._reloads.pop(key, None)
+        if event is not None:
+            torch.cuda.current_stream(self.device).wait_event(event)
+
     def _deliver_forward(self, op: Op, outs, metas, outgoing) -> None:
         if self._local(op.stage + 1, op.mb):
             self.mailbox[("act", op.stage + 1, op.mb)] = ([o.detach() for o in outs], metas)
@@ -261,6 +327,7 @@ class Executor:
         return record.outputs, grads
 
     def _backward(self, op: Op, received, outgoing, split: bool) -> None:
+        self._reloaded(op)
         key = (op.chunk, op.mb)
         record: Record = self.tracker.records[key]
         grads = self._output_grads(op, received, record)
@@ -288,6 +355,7 @@ class Executor:
 
     # --- W ------------------------------------------------------------------------
     def _weight(self, op: Op) -> None:
+        self._reloaded(op)
         key = (op.chunk, op.mb)
         record: Record = self.tracker.records.pop(key)
         params = [p for p in self.modules[op.chunk].parameters() if p.requires_grad]

@@ -64,6 +64,7 @@ def run_pair(executor: "Executor", forward: "Op", backward: "Op", received, outg
     fn = _user_function(executor, forward, backward)
     tracker = executor.tracker
     # The backward half's inputs.
+    executor._reloaded(backward)  # an offloaded activation is back first
     bkey = (backward.chunk, backward.mb)
     brecord: Record = tracker.records[bkey]
     grads = executor._output_grads(backward, received, brecord)

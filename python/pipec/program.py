@@ -25,7 +25,10 @@ VERSION = 2  # codegen/ProgramJson.h kProgramJsonVersion; version 1 documents re
 
 
 # The op kinds this package runs; the export may hold others (memory ops).
-RUNNABLE_KINDS = ("F", "B", "I", "W", "R")  # R replays a forward before its backward
+# R replays a forward before its backward; Offload and Reload move its saved
+# tensors to host memory and back. BPipe's transfers (Evict, Hold, Return, Load)
+# are refused by name.
+RUNNABLE_KINDS = ("F", "B", "I", "W", "R", "Offload", "Reload")
 
 
 class ProgramFormatError(ValueError):
@@ -156,8 +159,8 @@ def parse_program(doc: dict) -> Program:
     ranks = []
     for r, p in enumerate(_need(doc, "programs", "program")):
         for i, o in enumerate(p["ops"]):
-            # The export also carries memory ops (Offload, Reload, Evict, Hold, Return,
-            # Load: "stream": "copy"); this runtime does not run them yet, and running a
+            # The export also carries BPipe's transfers (Evict, Hold, Return, Load:
+            # "stream": "copy"); this runtime does not run them yet, and running a
             # program without them would keep activations the schedule moved away.
             if o["kind"] not in RUNNABLE_KINDS:
                 raise ProgramFormatError(

@@ -13,11 +13,39 @@ MicroBatchTracker::Progress &MicroBatchTracker::stored(int mb, const char *call)
   auto it = progress_.find(mb);
   if (it == progress_.end())
     fail(mb, std::string(call) + " but no forward of it is stored");
+  if (it->second.offloaded)
+    fail(mb, std::string(call) + " while its stored state is offloaded (missing Reload?)");
   return it->second;
+}
+
+void MicroBatchTracker::offload(int mb) {
+  Progress &p = stored(mb, "offload");
+  if (p.forwardDone != static_cast<int>(kForwardParts.size()) || p.backwardDone != 0)
+    fail(mb, "offload between the parts of its forward or after its backward started");
+  p.offloaded = true;
+  ++offloaded_;
+}
+
+void MicroBatchTracker::reload(int mb) {
+  auto it = progress_.find(mb);
+  if (it == progress_.end() || !it->second.offloaded)
+    fail(mb, "reload but it is not offloaded");
+  it->second.offloaded = false;
+  --offloaded_;
+}
+
+void MicroBatchTracker::finish(int mb) {
+  auto it = progress_.find(mb);
+  if (it == progress_.end())
+    return;
+  offloaded_ -= it->second.offloaded ? 1 : 0;
+  progress_.erase(it);
 }
 
 void MicroBatchTracker::forwardPart(int mb, SubOp part, size_t tokens) {
   auto it = progress_.find(mb);
+  if (it != progress_.end() && it->second.offloaded)
+    fail(mb, "forward while its earlier forward's state is offloaded");
   if (part == kForwardParts.front()) {
     if (it != progress_.end())
       fail(mb, "forward started again while its earlier forward is still stored (missing backward or W?)");

@@ -25,8 +25,7 @@ namespace pipert::codec {
 using Name = const char *(*)(unsigned);
 
 inline const char *opKindName(unsigned kind) {
-  static const char *const kNames[kNumOpCodes] = {"F", "B", "I", "W", "R"};
-  return kind < unsigned(kNumOpCodes) ? kNames[kind] : "?";
+  return kind < unsigned(kNumOpCodes) ? opCodeName(OpCode(kind)) : "?";
 }
 inline const char *messageKindName(unsigned gradient) { return gradient ? "Grad" : "Act"; }
 inline const char *commandName(unsigned cmd) { return streamCmdName(StreamCmd(cmd)); }

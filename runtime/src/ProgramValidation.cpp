@@ -113,7 +113,8 @@ private:
       const ProgramOp &op = t.ops[i];
       Entry entry = at(r, "Ops", i);
       if (static_cast<int>(op.kind) >= kNumOpCodes)
-        fail(entry, "op kind " + str(static_cast<int>(op.kind)) + " is not F, B, I, W or R");
+        fail(entry, "op kind " + str(static_cast<int>(op.kind)) +
+                        " is not F, B, I, W, R, Offload or Reload");
       checkRange(entry, "stage", op.stage, p_.numStages, "stages");
       checkRange(entry, "micro-batch", op.microbatch, p_.numMicrobatches, "micro-batches");
       if (op.chunk < 0)
@@ -223,6 +224,10 @@ private:
   // of a chunk's micro-batch comes after its forward, once (never in a pair:
   // checkRankOps),
   // and before its backward; a backward of a replayed micro-batch waits for R.
+  // Offload and Reload follow the compiler's MemoryOpPairs: once each per
+  // (chunk, micro-batch), Offload after the forward, Reload after the Offload,
+  // both before the backward, which waits for the Reload; a recomputed
+  // micro-batch is not also moved.
   void checkInputs(int32_t r) {
     const RankTable &t = p_.ranks[r];
     // Done so far: (F / B or I / W, stage, micro-batch) on any chunk, and
@@ -237,14 +242,31 @@ private:
       return kind == OpCode::F ? 0 : kind == OpCode::W ? 2 : kind == OpCode::R ? 3 : 1;
     };
     std::unordered_set<uint64_t> replayed; // (R, chunk, micro-batch) of every R on the rank
-    for (uint32_t i = 0; i < t.numOps; ++i)
-      if (t.ops[i].kind == OpCode::R)
-        replayed.insert(key(3, t.ops[i].chunk, t.ops[i].microbatch));
+    // (chunk, micro-batch) of every Offload and Reload on the rank, and of those done so far.
+    std::unordered_set<uint64_t> offloads, reloads, offloaded, reloaded;
+    for (uint32_t i = 0; i < t.numOps; ++i) {
+      const ProgramOp &op = t.ops[i];
+      if (op.kind == OpCode::R)
+        replayed.insert(key(3, op.chunk, op.microbatch));
+      else if (isMemoryOp(op.kind))
+        (op.kind == OpCode::Offload ? offloads : reloads).insert(key(0, op.chunk, op.microbatch));
+    }
     for (uint32_t i = 0; i < t.numOps; ++i) {
       uint32_t last = t.ops[i].pairedWithNext ? i + 1 : i;
       for (uint32_t j = i; j <= last; ++j) {
         const ProgramOp &op = t.ops[j];
         Entry entry = at(r, "Ops", j);
+        if (isMemoryOp(op.kind)) {
+          checkMemoryOp(entry, op, doneOnChunk.count(key(0, op.chunk, op.microbatch)) != 0,
+                        doneOnChunk.count(key(1, op.chunk, op.microbatch)) != 0,
+                        replayed.count(key(3, op.chunk, op.microbatch)) != 0, reloads,
+                        offloaded, reloaded);
+          continue;
+        }
+        if (isBackward(op.kind) && offloads.count(key(0, op.chunk, op.microbatch)) &&
+            !reloaded.count(key(0, op.chunk, op.microbatch)))
+          fail(entry, "the backward of stage " + str(op.stage) + ", micro-batch " +
+                          str(op.microbatch) + " comes before its Reload on this rank and chunk");
         bool forward = op.kind == OpCode::F;
         bool needsInput = forward ? op.stage > 0 : isBackward(op.kind) && op.stage + 1 < p_.numStages;
         if (needsInput && consumes_[r][j] == ~0u &&
@@ -275,12 +297,45 @@ private:
       }
       for (uint32_t j = i; j <= last; ++j) {
         const ProgramOp &op = t.ops[j];
+        if (isMemoryOp(op.kind))
+          continue; // recorded by checkMemoryOp
         done.insert(key(group(op.kind), op.stage, op.microbatch));
         doneOnChunk.insert(key(group(op.kind), op.chunk, op.microbatch));
       }
       i = last;
     }
   }
+  // One Offload or Reload of (op.chunk, op.microbatch), given what ran before
+  // it on its rank and chunk: the forward, the backward (B or I), whether an R
+  // replays it; every Reload of the rank, and the Offloads and Reloads so far
+  // (recorded here). Keys are (0, chunk, micro-batch), as in checkInputs.
+  static void checkMemoryOp(const Entry &entry, const ProgramOp &op, bool forwardDone,
+                            bool backwardDone, bool replayed,
+                            const std::unordered_set<uint64_t> &reloads,
+                            std::unordered_set<uint64_t> &offloaded,
+                            std::unordered_set<uint64_t> &reloaded) {
+    uint64_t k = (uint64_t(uint32_t(op.chunk)) << 31) | uint64_t(uint32_t(op.microbatch));
+    bool offload = op.kind == OpCode::Offload;
+    std::string what = std::string(offload ? "the Offload" : "the Reload") + " of stage " +
+                       str(op.stage) + ", micro-batch " + str(op.microbatch);
+    if (offload) {
+      if (!forwardDone)
+        fail(entry, what + " comes before its forward on this rank and chunk");
+      if (replayed)
+        fail(entry, what + ": a recomputed micro-batch (R) keeps no activation to move");
+      if (!reloads.count(k))
+        fail(entry, what + " has no Reload on this rank and chunk: its backward would find "
+                           "nothing stored");
+    } else if (!offloaded.count(k)) {
+      fail(entry, what + " comes before its Offload on this rank and chunk (nothing to reload)");
+    }
+    if (!(offload ? offloaded : reloaded).insert(k).second)
+      fail(entry, "stage " + str(op.stage) + ", micro-batch " + str(op.microbatch) + " is " +
+                      (offload ? "offloaded" : "reloaded") + " twice on this rank and chunk");
+    if (backwardDone)
+      fail(entry, what + " comes after its backward on this rank and chunk");
+  }
+
   void checkSyncGroups() {
     for (uint32_t g = 0; g < p_.numSyncGroups; ++g) {
       const SyncGroupTable &group = p_.syncGroups[g];
@@ -352,7 +407,11 @@ private:
                                       " streams; a rank has at least the compute and expert streams");
     // The runtime creates every stream and event: bound them by what a program
     // can use (a stream per peer, direction and kind; an event per command).
-    int64_t maxStreams = kFirstChannelStream + 4 * int64_t(p_.numRanks - 1);
+    // (A rank that offloads has one copy stream more.)
+    bool copies = false;
+    for (uint32_t i = 0; i < t.numOps && !copies; ++i)
+      copies = isMemoryOp(t.ops[i].kind);
+    int64_t maxStreams = kFirstChannelStream + 4 * int64_t(p_.numRanks - 1) + (copies ? 1 : 0);
     if (mine.numStreams > maxStreams)
       fail(at("kRankStreams", r), "has " + str(mine.numStreams) + " streams; " +
                                       str(p_.numRanks) + " ranks need at most " + str(maxStreams));
@@ -361,6 +420,17 @@ private:
                                       str(mine.numCommands) + " commands to record them");
     std::vector<int> parts(t.numOps, 0);
     std::vector<bool> recorded(mine.numEvents, false);
+    // Per stream past the expert stream: what it does (a channel's messages or
+    // the copies of Offload/Reload, never both), by its first command.
+    enum class Role : uint8_t { Unused, Channel, Copy };
+    std::vector<Role> role(mine.numStreams, Role::Unused);
+    auto takeRole = [&](const Entry &entry, uint16_t stream, Role wanted) {
+      if (stream < kFirstChannelStream)
+        return;
+      if (role[stream] != Role::Unused && role[stream] != wanted)
+        fail(entry, "stream " + str(stream) + " both moves messages and runs Offload/Reload");
+      role[stream] = wanted;
+    };
     std::vector<uint32_t> incoming(t.numOps, ~0u);
     std::vector<bool> arrived(p_.numMessages, false);
     for (uint32_t id = 0; id < p_.numMessages; ++id)
@@ -379,9 +449,18 @@ private:
       switch (c.cmd) {
       case StreamCmd::Run: {
         checkRange(entry, "op", c.arg, t.numOps, "ops on this rank");
-        if (c.stream >= kFirstChannelStream)
-          fail(entry, "runs op " + str(c.arg) + " on channel stream " + str(c.stream));
         const ProgramOp &op = t.ops[c.arg];
+        if (isMemoryOp(op.kind)) { // on the compute stream, or a copy stream of its own
+          if (c.stream == kExpertStream)
+            fail(entry, std::string("runs ") + opCodeName(op.kind) + " op " + str(c.arg) +
+                            " on the expert stream");
+          if (c.part != RunPart::Whole)
+            fail(entry, std::string("runs a part of ") + opCodeName(op.kind) + " op " +
+                            str(c.arg) + ", which has none");
+          takeRole(entry, c.stream, Role::Copy);
+        } else if (c.stream >= kFirstChannelStream) {
+          fail(entry, "runs op " + str(c.arg) + " on channel stream " + str(c.stream));
+        }
         if (parts[c.arg] == 0 && incoming[c.arg] != ~0u && !arrived[incoming[c.arg]])
           fail(entry, "runs op " + str(c.arg) + " before receiving its input, message " +
                           str(incoming[c.arg]));
@@ -410,6 +489,7 @@ private:
         if (c.stream < kFirstChannelStream)
           fail(entry, "moves message " + str(c.arg) + " on stream " + str(c.stream) +
                           ", not on a channel stream");
+        takeRole(entry, c.stream, Role::Channel);
         std::vector<bool> &done = send ? sentBy_ : receivedBy_;
         if (done[c.arg])
           fail(entry, std::string(send ? "sends" : "receives") + " message " + str(c.arg) +

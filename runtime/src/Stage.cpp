@@ -90,6 +90,44 @@ template <typename T> void Stage<T>::discard(int mb) {
   tracker_.finish(mb);
 }
 
+template <typename T> std::vector<Tensor<T>> Stage<T>::takeStored(int mb) {
+  tracker_.offload(mb); // the protocol first: mb stored, forward complete
+  std::vector<Tensor<T> *> stored;
+  try {
+    storedTensors(mb, stored);
+  } catch (...) { // a stage that cannot be offloaded keeps mb as it was
+    tracker_.reload(mb);
+    throw;
+  }
+  std::vector<Tensor<T>> out;
+  out.reserve(stored.size());
+  for (Tensor<T> *t : stored) {
+    out.push_back(std::move(*t));
+    *t = Tensor<T>();
+  }
+  return out;
+}
+
+template <typename T> void Stage<T>::putStored(int mb, std::vector<Tensor<T>> tensors) {
+  if (!tracker_.offloaded(mb))
+    tracker_.reload(mb); // throws, naming mb
+  std::vector<Tensor<T> *> stored;
+  storedTensors(mb, stored);
+  if (stored.size() != tensors.size())
+    throw std::logic_error(tracker_.owner() + ", micro-batch " + std::to_string(mb) + ": " +
+                           std::to_string(tensors.size()) + " tensors given back, " +
+                           std::to_string(stored.size()) + " stored");
+  tracker_.reload(mb);
+  for (size_t k = 0; k < stored.size(); ++k)
+    *stored[k] = std::move(tensors[k]);
+}
+
+template <typename T> void Stage<T>::storedTensors(int mb, std::vector<Tensor<T> *> &) {
+  throw std::logic_error(tracker_.owner() + ", micro-batch " + std::to_string(mb) +
+                         ": this stage cannot be offloaded (it does not list its stored tensors: "
+                         "Stage::storedTensors)");
+}
+
 template class Stage<float>;
 template class Stage<double>;
 

@@ -39,11 +39,10 @@ std::vector<int32_t> flowIndices(const Program &program) {
 }
 
 std::string label(const ProgramOp &op, const std::vector<int32_t> &flowIndex) {
-  static const char *kKinds[] = {"F", "B", "I", "W", "R"};
   int32_t m = op.microbatch >= 0 && op.microbatch < int32_t(flowIndex.size())
                   ? flowIndex[op.microbatch]
                   : op.microbatch;
-  return kKinds[int(op.kind) < kNumOpCodes ? int(op.kind) : 0] + std::to_string(op.chunk) + "." + std::to_string(m);
+  return opCodeName(op.kind) + std::to_string(op.chunk) + "." + std::to_string(m);
 }
 
 struct Step {

@@ -110,13 +110,20 @@ INPUTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "Inputs")
 
 
 def memory_set(P: int):
-    """Recomputation (R) and per-micro-batch sizes: gradients equal to the
-    single-process reference (sizes: the mean over the whole batch's samples)
-    and measured live activations equal to the prediction after every op."""
+    """Recomputation (R), per-micro-batch sizes and Offload/Reload: gradients
+    equal to the single-process reference (sizes: the mean over the whole
+    batch's samples) and measured live activations equal to the prediction
+    after every op."""
     recompute = "1f1b_recompute"
     sizes = os.path.join(INPUTS, "1f1b_sizes.pipe")
     split = os.path.join(INPUTS, "zb_recompute_sizes.pipe")
-    return [cfg(recompute, P=P, M=P), cfg(recompute, P=P, M=2 * P + 1),
+    offload_all = os.path.join(INPUTS, "offload_all.pipe")
+    # 1f1b_offload moves activations only where P - r > K (none at P = 2, K = 2).
+    offload = [cfg("1f1b_offload", P=P, M=2 * P, K=2), cfg("1f1b_offload", "float32", P=P, M=2 * P + 1, K=2)]
+    return offload + [
+            cfg(offload_all, P=P, M=P + 1, S=0), cfg(offload_all, P=P, M=2 * P, S=1),
+            dict(cfg(offload_all, P=P, M=2 * P, S=1), static_shapes=False),
+            cfg(recompute, P=P, M=P), cfg(recompute, P=P, M=2 * P + 1),
             cfg(recompute, "float32", P=P, M=2 * P),
             dict(cfg(recompute, P=P, M=2 * P), static_shapes=False),
             cfg(sizes, P=P, M=4), cfg(sizes, P=P, M=2 * P + 1),

@@ -123,15 +123,23 @@ def main() -> int:
         if "version 99" not in str(error) or "reads version 1" not in str(error):
             raise SystemExit(f"FAIL: unclear version error: {error}")
         print(f"PASS refused: {error}")
-    # Memory ops are exported but not run yet: the reader names the op it refuses.
+    # Offload and Reload are read (the executor runs them); BPipe's transfers are
+    # exported but not run yet: the reader names the op it refuses.
     text = subprocess.run([os.environ["PIPEC"], "emit", "--target", "json",
                            str(resolve_schedule("1f1b_offload")), "-D", "P=4", "-D", "M=4"],
                           capture_output=True, text=True, check=True).stdout
+    kinds = {op.kind for rank in parse_program(json.loads(text)).ranks for op in rank.ops}
+    if not {"Offload", "Reload"} <= kinds:
+        raise SystemExit(f"FAIL: 1f1b_offload read without its memory ops: {sorted(kinds)}")
+    print(f"PASS read: 1f1b_offload's op kinds {sorted(kinds)}")
+    text = subprocess.run([os.environ["PIPEC"], "emit", "--target", "json",
+                           str(resolve_schedule("bpipe")), "-D", "P=4", "-D", "M=8"],
+                          capture_output=True, text=True, check=True).stdout
     try:
         parse_program(json.loads(text))
-        raise SystemExit("FAIL: a program with Offload was accepted")
+        raise SystemExit("FAIL: a program with Evict was accepted")
     except ProgramFormatError as error:
-        if "op kind 'Offload'" not in str(error) or "rank 0" not in str(error):
+        if "op kind 'Evict'" not in str(error) and "op kind 'Hold'" not in str(error):
             raise SystemExit(f"FAIL: unclear memory-op error: {error}")
         print(f"PASS refused: {error}")
     return 0

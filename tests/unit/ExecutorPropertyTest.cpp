@@ -63,7 +63,9 @@ TEST_CASE("library schedules run exactly as the reference on the CPU executor", 
   };
   const Case cases[] = {{"gpipe", 4, 6},   {"1f1b", 4, 6},     {"interleaved_1f1b", 4, 8},
                         {"zb_h1", 4, 6},   {"zbv", 4, 9},      {"chimera", 4, 8},
-                        {"dualpipe", 4, 10}, {"dualpipev", 4, 9}};
+                        {"dualpipe", 4, 10}, {"dualpipev", 4, 9},
+                        // Offload/Reload on the copy stream (K = 2: ranks 0 and 1 offload)
+                        {"1f1b_offload", 4, 7}};
   int variant = 0;
   for (const Case &c : cases) {
     pipert::ProgramData data;

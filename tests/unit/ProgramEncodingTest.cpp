@@ -164,6 +164,72 @@ TEST_CASE("replays (R) and micro-batch sizes round-trip", "[encoding]") {
   CHECK(decodeError(bytes).rfind("byte ", 0) == 0);
 }
 
+TEST_CASE("Offload and Reload round-trip, a kind past them is refused", "[encoding]") {
+  // 1F1B with offloading: the op codes 5 and 6 in the kind's three bits, and
+  // the copy stream each offloading rank has after its channels.
+  for (int K : {2, 3}) {
+    ElabOptions options;
+    options.defines = {{"P", 4}, {"M", 8}, {"K", K}};
+    auto compiled = compile(readExample("1f1b_offload"), options);
+    REQUIRE(compiled->ir);
+    CheckReport report = runChecks(*compiled->ir, CheckOptions{}, compiled->diags);
+    REQUIRE(report.ok);
+    pipert::ProgramData d = tablesOf(*compiled->ir, report, true);
+    pipert::ProgramData back = roundTrip(d);
+    CHECK(back == d);
+    int offloads = 0, reloads = 0;
+    for (const auto &rank : back.ranks)
+      for (const pipert::ProgramOp &op : rank.ops) {
+        offloads += op.kind == pipert::OpCode::Offload;
+        reloads += op.kind == pipert::OpCode::Reload;
+      }
+    // Rank r offloads micro-batches K-1 .. M-1 when P - r > K.
+    int expected = 0;
+    for (int r = 0; r < 4; ++r)
+      expected += 4 - r > K ? 8 - (K - 1) : 0;
+    CHECK(offloads == expected);
+    CHECK(reloads == expected);
+    // Rank 0 offloads: its last stream is the copy stream, running only memory ops.
+    const auto &streams = back.streams[0];
+    uint16_t copy = uint16_t(streams.numStreams - 1);
+    int copies = 0;
+    for (const pipert::StreamCommand &c : streams.commands)
+      if (c.cmd == pipert::StreamCmd::Run && c.stream == copy) {
+        CHECK(pipert::isMemoryOp(back.ranks[0].ops[c.arg].kind));
+        ++copies;
+      } else if (c.cmd == pipert::StreamCmd::Run) {
+        CHECK_FALSE(pipert::isMemoryOp(back.ranks[0].ops[c.arg].kind));
+      }
+    CHECK(copies == 2 * (8 - (K - 1)));
+  }
+  // A corrupted kind: the lead byte of an op, found as the one byte where a
+  // Reload's encoding differs from a B's (each the first of its kind, so both
+  // are predicted alike), with the kind 7 instead.
+  pipert::ProgramData d;
+  d.name = "moves";
+  d.numRanks = 1;
+  d.numStages = 1;
+  d.numMicrobatches = 1;
+  d.ranks.resize(1);
+  d.ranks[0].ops = {{pipert::OpCode::F, 0, 0, 0, 0}, {pipert::OpCode::Reload, 0, 0, 0, 0}};
+  d.predictedPeakActivations = {1};
+  std::vector<uint8_t> reload = pipert::encodeProgram(d);
+  d.ranks[0].ops[1].kind = pipert::OpCode::B;
+  std::vector<uint8_t> backward = pipert::encodeProgram(d);
+  REQUIRE(reload.size() == backward.size());
+  size_t at = reload.size();
+  for (size_t i = 0; i < reload.size(); ++i)
+    if (reload[i] != backward[i]) {
+      CHECK(at == reload.size()); // one byte differs
+      at = i;
+    }
+  REQUIRE(at < reload.size());
+  CHECK((reload[at] & 7) == 6);
+  reload[at] = uint8_t((reload[at] & ~7) | 7);
+  CHECK(decodeError(reload).rfind("byte " + std::to_string(at) + ": ", 0) == 0);
+  CHECK(decodeError(reload).find("kind") != std::string::npos);
+}
+
 TEST_CASE("damaged program data is refused with the byte it failed at", "[encoding]") {
   pipert::ProgramData original = libraryTables("dualpipe", 4, 10, true);
   std::vector<uint8_t> bytes = pipert::encodeProgram(original);

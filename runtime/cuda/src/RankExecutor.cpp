@@ -259,6 +259,8 @@ void RankExecutor::startOp(uint32_t i, const ProgramOp &op, cudaStream_t stream)
     b.output = allocate(stream);
     break;
   case OpCode::W:
+  case OpCode::Offload: // refused before a step (CudaRun.cpp)
+  case OpCode::Reload:
     break;
   }
 }

@@ -12,12 +12,19 @@
 
 #include "pipert/Linear.h"
 
+#include <vector>
+
 namespace pipert {
 
 template <typename T>
 struct AttentionSaved {
   Tensor<T> x, q, k, v, p, o; // forward
   Tensor<T> dy, dq, dk, dv;   // for W: gradients at the four projections' outputs
+  // Every tensor above, in order (what an offload moves, Stage::storedTensors).
+  void list(std::vector<Tensor<T> *> &out) {
+    for (Tensor<T> *t : {&x, &q, &k, &v, &p, &o, &dy, &dq, &dk, &dv})
+      out.push_back(t);
+  }
 };
 
 template <typename T>

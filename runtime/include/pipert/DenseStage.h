@@ -35,6 +35,13 @@ protected:
                        WeightGrad when) override;
   void runBackwardWeight(int mb) override;
   void releaseMicroBatch(int mb) override { saved_.erase(mb); }
+  void storedTensors(int mb, std::vector<Tensor<T> *> &out) override {
+    Saved &s = saved_.at(mb);
+    s.attention.list(out);
+    s.mlp.list(out);
+    for (Tensor<T> *t : {&s.a, &s.m, &s.da})
+      out.push_back(t);
+  }
 
 private:
   struct Saved {

@@ -26,13 +26,26 @@ public:
   // Returns true when `part` is the last backward part (Attention).
   bool backwardPart(int mb, SubOp part, WeightGrad when);
   void backwardWeight(int mb);
+  // Offload: mb's forward has completed and no backward part has run; from
+  // now on mb is not stored here and every call on it but reload fails.
+  void offload(int mb);
+  // Reload: mb is offloaded; it is stored here again, as it was.
+  void reload(int mb);
   // Forget `mb` (its backward, or its W, has completed; or it is discarded).
-  void finish(int mb) { progress_.erase(mb); }
-  void clear() { progress_.clear(); }
+  void finish(int mb);
+  void clear() {
+    progress_.clear();
+    offloaded_ = 0;
+  }
 
   bool forwardDone(int mb) const;
+  bool offloaded(int mb) const {
+    auto it = progress_.find(mb);
+    return it != progress_.end() && it->second.offloaded;
+  }
   size_t tokens(int mb) const;
-  size_t pending() const { return progress_.size(); }
+  // Micro-batches stored here: forwarded and not freed, less the offloaded ones.
+  size_t pending() const { return progress_.size() - offloaded_; }
   const std::string &owner() const { return owner_; }
 
 private:
@@ -41,12 +54,14 @@ private:
     int forwardDone = 0;  // parts of kForwardParts run
     int backwardDone = 0; // parts of kBackwardParts run
     WeightGrad when = WeightGrad::Now;
+    bool offloaded = false; // its state is in host memory until reload
   };
   [[noreturn]] void fail(int mb, const std::string &what) const;
   Progress &stored(int mb, const char *call);
 
   std::string owner_;
   std::map<int, Progress> progress_;
+  size_t offloaded_ = 0; // entries of progress_ with `offloaded` set
 };
 
 } // namespace pipert

@@ -6,12 +6,19 @@
 
 #include "pipert/Linear.h"
 
+#include <vector>
+
 namespace pipert {
 
 template <typename T>
 struct MlpSaved {
   Tensor<T> x, u, v; // input, pre-activation, GELU(u)
   Tensor<T> dm, du;  // output gradient and pre-activation gradient, for W
+  // Every tensor above, in order (what an offload moves, Stage::storedTensors).
+  void list(std::vector<Tensor<T> *> &out) {
+    for (Tensor<T> *t : {&x, &u, &v, &dm, &du})
+      out.push_back(t);
+  }
 };
 
 template <typename T>

@@ -55,6 +55,18 @@ protected:
                        WeightGrad when) override;
   void runBackwardWeight(int mb) override;
   void releaseMicroBatch(int mb) override { saved_.erase(mb); }
+  void storedTensors(int mb, std::vector<Tensor<T> *> &out) override {
+    Saved &s = saved_.at(mb);
+    s.attention.list(out);
+    s.router.list(out);
+    for (auto *group : {&s.expertRows, &s.expertOut})
+      for (Tensor<T> &t : *group)
+        out.push_back(&t);
+    for (MlpSaved<T> &e : s.expertSaved)
+      e.list(out);
+    for (Tensor<T> *t : {&s.a, &s.slotOut, &s.dGates, &s.da})
+      out.push_back(t);
+  }
 
 private:
   struct Saved {

@@ -22,8 +22,31 @@ namespace pipert {
 // R replays the forward of a (stage, micro-batch) whose F kept only its input
 // (activation checkpointing): a rank with an R for (chunk, mb) drops that F's
 // stored state right after the F and stores it again at the R.
-enum class OpCode : uint8_t { F = 0, B = 1, I = 2, W = 3, R = 4 };
-inline constexpr int kNumOpCodes = 5;
+// Offload moves the stored state of (chunk, mb) off the device to host memory
+// after its F; Reload brings it back before its backward. Both run on the
+// rank's copy stream (pipert/StreamProgram.h) and move no message. The codes
+// are the compiler's OpKind values (its BPipe transfers, 7..10, do not run in
+// a program: 3 bits of an op's lead byte hold the kind, ProgramFields.h).
+// Added without a format bump: the codes 0..4 keep their meaning, and an older
+// runtime refuses 5 and 6 by name (the op kind check of ProgramValidation).
+enum class OpCode : uint8_t { F = 0, B = 1, I = 2, W = 3, R = 4, Offload = 5, Reload = 6 };
+inline constexpr int kNumOpCodes = 7;
+
+// How tables, dumps, traces and errors spell an op kind ("?" past the codes).
+constexpr const char *opCodeName(OpCode kind) {
+  switch (kind) {
+  case OpCode::F: return "F";
+  case OpCode::B: return "B";
+  case OpCode::I: return "I";
+  case OpCode::W: return "W";
+  case OpCode::R: return "R";
+  case OpCode::Offload: return "Offload";
+  case OpCode::Reload: return "Reload";
+  }
+  return "?";
+}
+// Offload and Reload: they move a stored activation, compute nothing.
+constexpr bool isMemoryOp(OpCode kind) { return kind == OpCode::Offload || kind == OpCode::Reload; }
 
 // ProgramMessage::gradient
 inline constexpr uint8_t kActivationMessage = 0; // to the next stage

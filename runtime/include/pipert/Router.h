@@ -22,6 +22,11 @@ struct RouterSaved {
   std::vector<int> experts; // tokens x k, row-major: the chosen expert of (t, j)
   Tensor<T> gates;          // tokens x k
   Tensor<T> dz;             // tokens x E, for W
+  // Its tensors, in order (what an offload moves; the choices stay).
+  void list(std::vector<Tensor<T> *> &out) {
+    for (Tensor<T> *t : {&x, &gates, &dz})
+      out.push_back(t);
+  }
 };
 
 template <typename T>

@@ -23,6 +23,8 @@
 //    it after computeWeightGrad, or to discard a forward-only micro-batch; the
 //    activation count it checks against the compiler's prediction is kept by
 //    Stage.h from these calls, so nothing else needs reporting.
+// A stage that should run under Offload/Reload also overrides
+// storedTensors(mb, out) (Stage.h): the tensors it keeps for mb, in a fixed order.
 // Parameters start from the StageInit alone (pipert/Random.h: streamSeed(seed,
 // stageIndex, name) and fillUniform), so replicated copies start identical.
 //

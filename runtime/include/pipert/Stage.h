@@ -116,6 +116,17 @@ public:
   // Drops mb's stored state without a backward (forward-only evaluation).
   void discard(int mb);
 
+  // Offload and Reload (the schedule's memory ops): mb's stored state leaves
+  // the stage and comes back. takeStored moves out every tensor the stage
+  // stores for mb (in storedTensors' order; mb's forward complete, no backward
+  // part run) and leaves mb counted as not stored: any call on mb but
+  // putStored then throws. putStored(mb, tensors) hands them back, the same
+  // count and shapes, and mb is stored as before. The executor copies the
+  // tensors to host memory and frees them in between. Small bookkeeping (the
+  // MoE router's chosen experts, its exchange plan) stays in the stage.
+  std::vector<Tensor<T>> takeStored(int mb);
+  void putStored(int mb, std::vector<Tensor<T>> tensors);
+
 protected:
   // `kind` names the stage in messages ("stage 2 (residual_mlp), micro-batch 5: ...").
   // Throws std::invalid_argument for a non-positive width or a negative stage index.
@@ -132,6 +143,11 @@ protected:
                                WeightGrad when) = 0;
   virtual void runBackwardWeight(int mb) = 0;
   virtual void releaseMicroBatch(int mb) = 0;
+  // The tensors the stage stores for mb, in a fixed order (the same for the
+  // same mb until it is released), for takeStored and putStored. A stage that
+  // does not override it cannot be offloaded: the default throws
+  // std::logic_error naming the stage.
+  virtual void storedTensors(int mb, std::vector<Tensor<T> *> &out);
 
 private:
   // What a stage gives the executor must have the shape the next stage expects.

@@ -10,8 +10,7 @@ namespace pipert {
 
 inline std::string describeOp(const Program &program, int rank, uint32_t i) {
   const ProgramOp &op = program.ranks[rank].ops[i];
-  static const char *kNames[] = {"F", "B", "I", "W", "R"};
-  return std::string(kNames[static_cast<int>(op.kind)]) + " of stage " + std::to_string(op.stage) +
+  return std::string(opCodeName(op.kind)) + " of stage " + std::to_string(op.stage) +
          ", micro-batch " + std::to_string(op.microbatch) + " (op " + std::to_string(i) + ")";
 }
 

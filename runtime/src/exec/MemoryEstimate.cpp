@@ -1,6 +1,7 @@
 // estimateRunMemory and its check (see exec/MemoryEstimate.h).
 #include "exec/MemoryEstimate.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <set>
 #include <stdexcept>
@@ -41,6 +42,23 @@ std::string gib(Bytes b) {
   return text;
 }
 
+// The most micro-batches (in units: sizes weigh) rank r holds offloaded at
+// once, in program order: the host pool's copies live in the same memory on a
+// CPU, beside the device's predicted peak.
+int64_t peakOffloaded(const Program &program, int r) {
+  int64_t held = 0, peak = 0;
+  const RankTable &t = program.ranks[r];
+  for (uint32_t i = 0; i < t.numOps; ++i) {
+    const ProgramOp &op = t.ops[i];
+    if (!isMemoryOp(op.kind))
+      continue;
+    int64_t units = program.microbatchSizes ? program.microbatchSizes[op.microbatch] : 1;
+    held += op.kind == OpCode::Offload ? units : -units;
+    peak = std::max(peak, held);
+  }
+  return peak;
+}
+
 } // namespace
 
 MemoryEstimate estimateRunMemory(const Program &program, const RunOptions &o) {
@@ -63,7 +81,8 @@ MemoryEstimate estimateRunMemory(const Program &program, const RunOptions &o) {
   Bytes perLive = (scores + n(40) * tokens * h) * element;
   int64_t live = 0;
   for (int r = 0; r < program.numRanks; ++r)
-    live += (program.predictedPeakActivations ? program.predictedPeakActivations[r] : 0) + 1;
+    live += (program.predictedPeakActivations ? program.predictedPeakActivations[r] : 0) + 1 +
+            peakOffloaded(program, r);
   Bytes liveAll = n(live) * replicas + (o.check ? n(program.numStages) : Bytes{});
   e.activations = liveAll * perLive;
   return e;

@@ -12,7 +12,8 @@
 //    causal sequence, so attention holds T x T scores and probabilities
 //    (AttentionBlock.h) beside about 40 T x h values of the blocks; live at once:
 //    the compiler's predicted peak per rank plus one being computed per rank,
-//    and the reference's pass through every stage;
+//    plus the most it holds offloaded at once (the host pool: the same
+//    memory on a CPU), and the reference's pass through every stage;
 //  - the batch: inputs and targets of every micro-batch of every replica.
 // All arithmetic saturates (Bytes), so no size can overflow into a small count.
 #pragma once

@@ -20,6 +20,19 @@
 // output away: the F's output went on already, and a forward is deterministic,
 // so the backward sees bit-identical state.
 //
+// Offload and Reload (moveStored): an Offload takes the tensors the stage
+// stores for its (chunk, micro-batch) out of the stage (Stage::takeStored),
+// copies them into buffers of the rank's host pool and frees the originals;
+// the Reload copies them into fresh buffers, gives those back to the stage
+// and the host buffers back to the pool. The slot's lock is held only while
+// the stage hands tensors over, not during the copies, so a copy on the copy
+// stream (stream threads) overlaps compute on the same chunk. The live count
+// drops after the originals are freed and rises when the copies back exist;
+// the stream program makes the next forward wait for earlier Offloads and the
+// next freeing op for earlier Reloads (StreamLowering), so the measured peak
+// is the compiler's program-order count. On CPU "host" is the same memory:
+// what moves is the activation's ownership and buffer, as on a GPU.
+//
 // Sizes (`sizes`): micro-batch mb has batch.tokensOf(mb) rows, counts
 // batch.sizeOf(mb) units of activations, and its loss and loss gradient are
 // weighted by batch.lossWeight(mb) (Batch.h).
@@ -55,7 +68,7 @@ public:
            const BatchSpec &batch, int replica, ExpertGroups<T> *experts)
       : program_(program), options_(options), batch_(batch),
         dataOffset_(replica * program.numMicrobatches), pools_(program.numRanks),
-        payloads_(program.numMessages) {
+        hostPools_(program.numRanks), payloads_(program.numMessages) {
     constexpr uint32_t kNone = ~0u;
     for (int r = 0; r < program.numRanks; ++r) {
       ranks_.push_back(std::make_unique<RankState>());
@@ -79,6 +92,7 @@ public:
             if (it != replays.end())
               rank.replayOf[i] = it->second;
           }
+      linkOffloads(rank, table);
       for (uint32_t i = 0; i < table.numOps; ++i) {
         const ProgramOp &op = table.ops[i];
         auto &slot = rank.slots[op.chunk];
@@ -117,8 +131,10 @@ public:
   }
 
   void run(int r, uint32_t i, RunPart part) override {
-    RankState &rank = *ranks_[r];
     const ProgramOp &op = program_.ranks[r].ops[i];
+    if (isMemoryOp(op.kind))
+      return moveStored(r, i);
+    RankState &rank = *ranks_[r];
     OpState &state = rank.ops[i];
     Slot &slot = *rank.slotOf[i];
     std::lock_guard<std::mutex> lock(slot.mutex);
@@ -185,6 +201,8 @@ public:
   }
 
   PoolStats poolStats() const { return pools_.stats(); }
+  // The host buffers that Offload copies into (all zero without Offload).
+  PoolStats hostPoolStats() const { return hostPools_.stats(); }
   void setDataStep(int64_t step) { batch_.step = step; }
 
   // Stage objects by rank, then chunk.
@@ -204,6 +222,7 @@ private:
   };
   struct OpState {
     Tensor<T> input, output;        // F: activation in/out; B, I: gradient in/out
+    std::vector<Tensor<T>> host;    // Reload: the host copies its Offload made
     int partsDone = 0;
     std::atomic<bool> started{false}; // read by the pair's other half
     double start = 0, end = 0;        // microseconds from the step's start
@@ -212,6 +231,7 @@ private:
     std::map<int, std::unique_ptr<Slot>> slots; // by chunk
     std::vector<Slot *> slotOf;                  // per op
     std::vector<uint32_t> replayOf;              // per F: the R that replays it, or ~0
+    std::vector<uint32_t> reloadOf;              // per Offload: its Reload (empty: no Offload)
     std::unique_ptr<OpState[]> ops;
     std::vector<uint32_t> incoming, outgoing;    // per op: message id or ~0
     std::mutex localMutex;
@@ -230,6 +250,65 @@ private:
   double micros() const {
     return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start_)
         .count();
+  }
+
+  // Each Offload's Reload (validated: one per (chunk, micro-batch), later).
+  static void linkOffloads(RankState &rank, const RankTable &table) {
+    std::map<std::pair<int, int>, uint32_t> reloads; // (chunk, mb) -> its Reload
+    for (uint32_t i = 0; i < table.numOps; ++i)
+      if (table.ops[i].kind == OpCode::Reload)
+        reloads[{table.ops[i].chunk, table.ops[i].microbatch}] = i;
+    if (reloads.empty())
+      return;
+    rank.reloadOf.assign(table.numOps, ~0u);
+    for (uint32_t i = 0; i < table.numOps; ++i)
+      if (table.ops[i].kind == OpCode::Offload)
+        rank.reloadOf[i] = reloads.at({table.ops[i].chunk, table.ops[i].microbatch});
+  }
+
+  // An Offload or a Reload, whole (see the header comment).
+  void moveStored(int r, uint32_t i) {
+    RankState &rank = *ranks_[r];
+    const ProgramOp &op = program_.ranks[r].ops[i];
+    OpState &state = rank.ops[i];
+    if (state.partsDone != 0)
+      throw std::logic_error("a command runs " + describeOp(program_, r, i) + " again");
+    state.started.store(true);
+    state.start = micros();
+    if (!options_.empty) { // --model empty: the stages store nothing
+      Slot &slot = *rank.slotOf[i];
+      int64_t units = batch_.sizeOf(dataOffset_ + op.microbatch);
+      if (op.kind == OpCode::Offload) {
+        std::vector<Tensor<T>> device;
+        {
+          std::lock_guard<std::mutex> lock(slot.mutex);
+          device = slot.stage->takeStored(op.microbatch);
+        }
+        std::vector<Tensor<T>> &host = rank.ops[rank.reloadOf[i]].host;
+        host.clear();
+        for (Tensor<T> &t : device) {
+          // An empty tensor keeps its shape (an expert that got no rows is 0 x h).
+          host.push_back(t.empty() ? Tensor<T>(t.rows(), t.cols())
+                                   : hostPools_[r].acquire(t.rows(), t.cols()));
+          std::copy(t.data(), t.data() + t.size(), host.back().data());
+          t.release(); // the device's copy goes
+        }
+        rank.live.fetch_sub(units);
+      } else {
+        std::vector<Tensor<T>> device;
+        device.reserve(state.host.size());
+        for (Tensor<T> &h : state.host) {
+          device.push_back(h); // a fresh buffer, copied
+          hostPools_[r].release(std::move(h));
+        }
+        state.host.clear();
+        raise(rank.peak, rank.live.fetch_add(units) + units);
+        std::lock_guard<std::mutex> lock(slot.mutex);
+        slot.stage->putStored(op.microbatch, std::move(device));
+      }
+    }
+    state.partsDone = 4;
+    state.end = micros();
   }
 
   // The pair this op belongs to, if any: its other half.
@@ -312,6 +391,8 @@ private:
       state.output = empty ? Tensor<T>(1, 1) : pools_[r].acquire(rows, cols);
       break;
     case OpCode::W:
+    case OpCode::Offload: // moveStored
+    case OpCode::Reload:
       break;
     }
   }
@@ -362,6 +443,9 @@ private:
     case OpCode::R: // never half of a pair (validated)
       stage.forward(mb, state.input, state.output);
       break;
+    case OpCode::Offload: // moveStored
+    case OpCode::Reload:
+      break;
     }
   }
 
@@ -399,6 +483,7 @@ private:
   BatchSpec batch_;
   int dataOffset_; // this replica's first micro-batch in `batch_`
   RankPools<T> pools_; // the buffers that flow between stages, one pool per rank
+  RankPools<T> hostPools_; // the host copies of offloaded activations, one pool per rank
   std::vector<std::unique_ptr<RankState>> ranks_;
   std::vector<Tensor<T>> payloads_; // per message: from its producer's last part to its consumer's first
   std::chrono::steady_clock::time_point start_;
