@@ -126,7 +126,12 @@ std::optional<Cluster> parseCluster(llvm::StringRef text, llvm::StringRef name, 
   c.peakFlopsFp8 = f.number("peak_flops_fp8", 0, kMaxFlops, c.peakFlopsFp8);
   c.hbmBandwidth = f.number("hbm_bandwidth", 0, kMaxBandwidth, fallback(c.hbmBandwidth), true);
   c.smCount = f.integer("sm_count", 0, 1000000, c.smCount);
-  c.commSmCount = f.integer("comm_sm_count", 0, 1000000, c.commSmCount);
+  if (f.has("comm_sm_count"))
+    c.commSmCount = f.integer("comm_sm_count", 0, 1000000, c.commSmCount);
+  else if (c.smCount > 0 && c.commSmCount >= c.smCount)
+    // Not given, and the default 20 would leave a small GPU no SMs: DeepSeek-V3's
+    // share of them (20 of 132) instead.
+    c.commSmCount = c.smCount * 20 / 132;
   c.matmulEfficiency = f.number("matmul_efficiency", 0, 1, c.matmulEfficiency, true);
   c.matmulEfficiencyFp8 = f.number("matmul_efficiency_fp8", 0, 1, c.matmulEfficiencyFp8, true);
   c.attentionForwardEfficiency =

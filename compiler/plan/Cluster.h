@@ -46,7 +46,8 @@ struct Cluster {
   // taken from the compute they overlap in an overlap pair (OverlapPlan.h):
   // DeepSeek-V3 gives them 20 of the H800's 132 (report, Sec. 3.2.2), and
   // DeepEP, its open kernels (also what Megatron's flex dispatcher runs), holds
-  // 20 by default (deep_ep/buffer.py, `Buffer.num_sms = 20`). Below sm_count;
+  // 20 by default (deep_ep/buffer.py, `Buffer.num_sms = 20`). Below sm_count
+  // (not given on a GPU of 20 SMs or fewer: the same share, sm_count x 20 / 132);
   // ignored when sm_count is 0.
   int64_t commSmCount = 20;
   // The share of the SMs that communication holds while it runs.

@@ -499,6 +499,10 @@ TEST_CASE("Cluster errors name the field", "[plan]") {
   REQUIRE(h800);
   CHECK(h800->commSmShare() == 0.25);
   CHECK(clusterPreset("h800")->commSmShare() == 20.0 / 132.0); // DeepSeek-V3 Sec. 3.2.2
+  // Not given on a GPU of 20 SMs or fewer: DeepSeek's share of them, not an error.
+  auto small = parseCluster(R"({"preset": "h800", "sm_count": 16})", "c.json", error);
+  REQUIRE(small);
+  CHECK(small->commSmCount == 2);
 }
 
 TEST_CASE("Training input: defaults, optimizer bytes and errors", "[plan]") {
