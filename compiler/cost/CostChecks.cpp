@@ -123,6 +123,10 @@ private:
       }
     }
 
+    if (const CostOverride *share = decider("comm_sm_share", s))
+      if (share->value >= 1)
+        add(DiagKind::CommSmShareOutOfRange, {show(share->value)}, share, s);
+
     if (const CostOverride *kept = decider("activation_bytes_w", s)) {
       double all = model_.activationBytes(s), untilW = model_.activationBytesUntilW(s);
       if (untilW > all && !same(untilW, all))

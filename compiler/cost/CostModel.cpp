@@ -26,6 +26,7 @@ CostModel CostModel::build(const ScheduleIR &ir, const std::vector<CostOverride>
   model.inputBytes_.resize(stages);
   model.subOps_.resize(stages);
   model.hasSubOps_.resize(stages);
+  model.commSmShare_.resize(stages);
   model.latency_.resize(stages);
   model.bandwidth_.resize(stages);
   model.defaultScale_ = 1 / stagesPerRank(ir);
@@ -64,6 +65,9 @@ CostModel CostModel::build(const ScheduleIR &ir, const std::vector<CostOverride>
         anySubOp |= costs.given(kSubOpNames[direction][k], s);
       }
     model.hasSubOps_[s] = anySubOp;
+    // At least 1 is refused by the cost checks (CommSmShareOutOfRange); kept
+    // below 1 here so that a plan never divides by a zero speed.
+    model.commSmShare_[s] = std::clamp(costs.get("comm_sm_share", s, 0), 0.0, 0.99);
   }
   return model;
 }

@@ -19,6 +19,7 @@
 #include "cost/SubOps.h"
 #include "elab/ScheduleIR.h"
 
+#include <algorithm>
 #include <array>
 #include <vector>
 
@@ -66,6 +67,9 @@ public:
   const SubOpDurations &subOps(int64_t stage, bool forward) const {
     return subOps_[stage][forward ? 0 : 1];
   }
+  // The share of the GPU's SMs a communication sub-operation holds while it
+  // runs (`comm_sm_share`, default 0): compute overlapped with it runs at 1 - share.
+  double commSmShare(int64_t stage) const { return commSmShare_[stage]; }
 
 private:
   std::vector<double> op_[ast::kNumOpKinds]; // [OpKind][stage]
@@ -74,15 +78,19 @@ private:
   std::vector<double> activationBytes_, activationBytesW_, inputBytes_;
   std::vector<std::array<SubOpDurations, 2>> subOps_; // [stage][forward, backward]
   std::vector<bool> hasSubOps_;
+  std::vector<double> commSmShare_; // [stage], in [0, 1)
   std::vector<double> latency_, bandwidth_; // per stage; bandwidth 0: unlimited
   double defaultScale_ = 1;
 };
 
 // The two-stream plan of a pair of forward stage `forwardStage` and backward
-// stage `backwardStage` under `costs`' sub-operation costs.
+// stage `backwardStage` under `costs`' sub-operation costs. Both stages run on
+// one GPU; the larger of their communication SM shares is what that GPU's
+// communication kernels hold.
 inline OverlapPlan planOverlap(const CostModel &costs, int64_t forwardStage,
                                int64_t backwardStage) {
-  return planOverlap(costs.subOps(forwardStage, true), costs.subOps(backwardStage, false));
+  return planOverlap(costs.subOps(forwardStage, true), costs.subOps(backwardStage, false),
+                     std::max(costs.commSmShare(forwardStage), costs.commSmShare(backwardStage)));
 }
 
 } // namespace pipec

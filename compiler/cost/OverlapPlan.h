@@ -8,6 +8,14 @@
 // greedy list schedule: whenever a stream is free it starts the ready
 // sub-operation that became ready first, the backward's on a tie, so one chunk's
 // all-to-all hides under the other's compute (DeepSeek-V3, Figure 4).
+//
+// The communication kernels run on SMs of their own: DeepSeek-V3 gives its
+// all-to-all 20 of the H800's 132 SMs (report, Sec. 3.2.2), which the compute
+// it overlaps does without. With a share s of the SMs held by communication, a
+// compute sub-op runs at 1 - s of its speed while a communication sub-op runs
+// (its matmuls and attention are spread over the SMs, so their throughput goes
+// with the SMs they get) and at full speed otherwise; communication keeps its
+// duration (link-bound).
 #pragma once
 
 #include "cost/SubOps.h"
@@ -29,8 +37,10 @@ struct OverlapPlan {
 };
 
 // `forwardCosts`: the forward stage's forward sub-operation costs;
-// `backwardCosts`: the backward stage's backward ones. CostModel.h's
+// `backwardCosts`: the backward stage's backward ones; `commSmShare`: the
+// share of the SMs communication holds while it runs, in [0, 1). CostModel.h's
 // planOverlap plans a pair of stages of a cost model.
-OverlapPlan planOverlap(const SubOpDurations &forwardCosts, const SubOpDurations &backwardCosts);
+OverlapPlan planOverlap(const SubOpDurations &forwardCosts, const SubOpDurations &backwardCosts,
+                        double commSmShare = 0);
 
 } // namespace pipec

@@ -204,6 +204,7 @@ std::string clusterJson(const Cluster &c) {
   o["peak_flops_fp8"] = c.peakFlopsFp8;
   o["hbm_bandwidth"] = c.hbmBandwidth;
   o["sm_count"] = c.smCount;
+  o["comm_sm_count"] = c.commSmCount;
   o["matmul_efficiency"] = c.matmulEfficiency;
   o["matmul_efficiency_fp8"] = c.matmulEfficiencyFp8;
   o["attention_forward_efficiency"] = c.attentionForwardEfficiency;

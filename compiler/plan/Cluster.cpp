@@ -71,6 +71,9 @@ bool validateCluster(const Cluster &c, std::string &error) {
     return bad("hbm_bandwidth", "must be 1e6 to 1e15 bytes/s");
   if (c.smCount < 0 || c.smCount > 1000000)
     return bad("sm_count", "must be 0 (no shape losses) to 1000000");
+  if (c.commSmCount < 0 || (c.smCount > 0 && c.commSmCount >= c.smCount))
+    return bad("comm_sm_count", "is " + std::to_string(c.commSmCount) + "; must be 0 to below sm_count (" +
+                                    std::to_string(c.smCount) + "): compute overlapped with communication needs SMs");
   for (auto [field, value] : {std::pair<const char *, double>{"matmul_efficiency", c.matmulEfficiency},
                               {"matmul_efficiency_fp8", c.matmulEfficiencyFp8},
                               {"attention_forward_efficiency", c.attentionForwardEfficiency},
@@ -123,6 +126,12 @@ std::optional<Cluster> parseCluster(llvm::StringRef text, llvm::StringRef name, 
   c.peakFlopsFp8 = f.number("peak_flops_fp8", 0, kMaxFlops, c.peakFlopsFp8);
   c.hbmBandwidth = f.number("hbm_bandwidth", 0, kMaxBandwidth, fallback(c.hbmBandwidth), true);
   c.smCount = f.integer("sm_count", 0, 1000000, c.smCount);
+  if (f.has("comm_sm_count"))
+    c.commSmCount = f.integer("comm_sm_count", 0, 1000000, c.commSmCount);
+  else if (c.smCount > 0 && c.commSmCount >= c.smCount)
+    // Not given, and the default 20 would leave a small GPU no SMs: DeepSeek-V3's
+    // share of them (20 of 132) instead.
+    c.commSmCount = c.smCount * 20 / 132;
   c.matmulEfficiency = f.number("matmul_efficiency", 0, 1, c.matmulEfficiency, true);
   c.matmulEfficiencyFp8 = f.number("matmul_efficiency_fp8", 0, 1, c.matmulEfficiencyFp8, true);
   c.attentionForwardEfficiency =
@@ -142,7 +151,7 @@ std::optional<Cluster> parseCluster(llvm::StringRef text, llvm::StringRef name, 
   c.interNodeLatency = f.number("inter_node_latency", 0, kMaxLatency, fallback(c.interNodeLatency));
   for (const auto &entry : *object) {
     static const char *kKnown[] = {"preset", "gpus", "gpus_per_node", "memory_bytes", "peak_flops",
-                                   "peak_flops_fp8", "hbm_bandwidth", "sm_count", "matmul_efficiency", "matmul_efficiency_fp8",
+                                   "peak_flops_fp8", "hbm_bandwidth", "sm_count", "comm_sm_count", "matmul_efficiency", "matmul_efficiency_fp8",
                                    "attention_forward_efficiency", "attention_backward_efficiency",
                                    "memory_efficiency", "bus_efficiency", "intra_node_bandwidth",
                                    "inter_node_bandwidth", "intra_node_latency", "inter_node_latency",

@@ -9,6 +9,7 @@
 //     "peak_flops_fp8": 1979e12,         // dense fp8 (0: none)
 //     "hbm_bandwidth": 3.35e12,          // bytes/s
 //     "sm_count": 132,
+//     "comm_sm_count": 20,               // SMs an overlapped all-to-all holds
 //     "matmul_efficiency": 0.8,          // large GEMM, achieved / peak
 //     "matmul_efficiency_fp8": 0.7,      // the same of the FP8 peak
 //     "attention_forward_efficiency": 0.58, "attention_backward_efficiency": 0.45,
@@ -41,6 +42,16 @@ struct Cluster {
   double peakFlopsFp8 = 0;         // dense fp8 FLOP/s per GPU; 0: no fp8
   double hbmBandwidth = 0;         // bytes/s
   int64_t smCount = 0;             // for wave quantization; 0: no shape losses
+  // SMs the expert-parallel dispatch and combine kernels hold while they run,
+  // taken from the compute they overlap in an overlap pair (OverlapPlan.h):
+  // DeepSeek-V3 gives them 20 of the H800's 132 (report, Sec. 3.2.2), and
+  // DeepEP, its open kernels (also what Megatron's flex dispatcher runs), holds
+  // 20 by default (deep_ep/buffer.py, `Buffer.num_sms = 20`). Below sm_count
+  // (not given on a GPU of 20 SMs or fewer: the same share, sm_count x 20 / 132);
+  // ignored when sm_count is 0.
+  int64_t commSmCount = 20;
+  // The share of the SMs that communication holds while it runs.
+  double commSmShare() const { return smCount > 0 ? double(commSmCount) / double(smCount) : 0.0; }
   double matmulEfficiency = 0.8;   // large, well-tiled GEMM: achieved / peak
   double matmulEfficiencyFp8 = 0.7; // the same for FP8 GEMMs, of the FP8 peak
   double attentionForwardEfficiency = 0.58;

@@ -138,11 +138,20 @@ LayerTime layerTime(const ModelConfig &m, LayerKind kind, const Cluster &c, cons
     double V = double(m.vocabSize);
     Gemms g = gemms(c, T, {{h, V / t}}, false); // the output layer stays BF16 in FP8 recipes
     double norm = 4 * T * h * e / spDiv;
-    // Vocabulary-parallel cross-entropy in fp32: read the logits, write the
-    // softmax; the backward reads it and writes the logits' gradient.
-    double loss = T * (V / t) * (e + 4);
-    r.mlpForward = g.forward + memoryBoundSeconds(c, norm + loss);
-    r.mlpInputGrad = g.inputGrad + memoryBoundSeconds(c, 2 * norm + loss);
+    // Vocabulary-parallel cross-entropy in fp32, as Megatron-Core runs it
+    // (tensor_parallel/cross_entropy.py; the fused path of
+    // fusions/fused_cross_entropy.py jit-fuses each step below into one
+    // kernel, the unfused path takes more passes): the forward casts the
+    // logits to fp32 (read e, write 4; the max fused), subtracts the max and
+    // exponentiates in place (read 4, write 4; the sum fused), and divides by
+    // the sum into the softmax it keeps (read 4, write 4); the backward
+    // scales the softmax by the loss gradient in place (read 4, write 4) and
+    // casts it back for the projection's backward (read 4, write e).
+    double logits = T * (V / t);
+    double lossForward = logits * (e + 5 * 4);
+    double lossBackward = logits * (3 * 4 + e);
+    r.mlpForward = g.forward + memoryBoundSeconds(c, norm + lossForward);
+    r.mlpInputGrad = g.inputGrad + memoryBoundSeconds(c, 2 * norm + lossBackward);
     r.mlpWeightGrad = g.weightGrad;
     r.tpMlpForward = sp ? half : 0;  // gather the sequence before the projection
     r.tpMlpBackward = sp ? half : 0; // reduce-scatter its gradient

@@ -161,6 +161,7 @@ std::optional<PlanCosts> computeCosts(const ModelConfig &config, const ModelLaye
       kinds[int(kind)] = layerTime(config, kind, cluster, training, l.expertParallel);
 
   PlanCosts costs;
+  costs.commSmShare = cluster.commSmShare();
   costs.stages.resize(stages);
   std::vector<StageWork> work(stages);
   for (size_t s = 0; s < stages; ++s) {
@@ -382,6 +383,11 @@ std::vector<CostOverride> toCostOverrides(const PlanCosts &costs) {
     }
     add("p2p", c.messageSeconds);
     add("activation_bytes", c.activationBytes);
+    // Only a stage with communication sub-ops has SMs to lose to them.
+    bool communicates = c.forwardParts[size_t(SubOp::Dispatch)] + c.forwardParts[size_t(SubOp::Combine)] +
+                            c.backwardParts[size_t(SubOp::Dispatch)] + c.backwardParts[size_t(SubOp::Combine)] > 0;
+    if (communicates && costs.commSmShare > 0)
+      add("comm_sm_share", costs.commSmShare);
   }
   return result;
 }

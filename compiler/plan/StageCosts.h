@@ -97,6 +97,9 @@ struct PlanCosts {
   std::vector<MemoryBreakdown> rankMemory; // per pipeline rank, one GPU
   std::vector<double> rankTailSeconds;     // per pipeline rank
   StepTail tail;                           // the slowest rank's
+  // The share of each GPU's SMs its dispatch and combine hold while they run
+  // (Cluster::commSmShare): compute overlapped with them runs at 1 - share.
+  double commSmShare = 0;
 };
 
 // nullopt with `error` set when the layout does not fit the model or cluster.

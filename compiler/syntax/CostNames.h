@@ -9,6 +9,9 @@
 // host_bandwidth when both are given, else the stage's F); `Evict` and `Load`
 // the link times of moving it to a partner rank and back (default: p2p +
 // activation_bytes / bandwidth when both are given, else the stage's F).
+// `comm_sm_share` is the share of a GPU's SMs its communication sub-operations
+// (dispatch, combine) hold while they run; compute overlapped with them runs at
+// 1 - share of its speed meanwhile (OverlapPlan.h). A fraction below 1.
 #pragma once
 
 #include "llvm/ADT/ArrayRef.h"
@@ -21,7 +24,7 @@ inline llvm::ArrayRef<llvm::StringRef> costNames() {
       "F",          "B",          "I",     "W",     "FB",        "p2p",       "bandwidth",
       "activation_bytes", "param_bytes", "attn_f", "attn_b", "dispatch_f", "dispatch_b",
       "mlp_f",      "mlp_b",      "combine_f", "combine_b", "activation_bytes_w", "R", "input_bytes",
-      "Offload",    "Reload",     "Evict", "Load",  "host_bandwidth"};
+      "Offload",    "Reload",     "Evict", "Load",  "host_bandwidth", "comm_sm_share"};
   return kNames;
 }
 

@@ -490,6 +490,19 @@ TEST_CASE("Cluster errors name the field", "[plan]") {
         std::string::npos);
   CHECK(errorOf(R"({"preset": "h100", "nvlink": 1})") == "c.json: field 'nvlink' is not a cluster field");
   CHECK(errorOf(R"({"preset": "tpu"})") == "c.json: field 'preset' is 'tpu'; known: a100, h100, h800, h200, b200");
+  // Communication holding every SM would leave the compute it overlaps none.
+  CHECK(errorOf(R"({"preset": "h800", "comm_sm_count": 132})") ==
+        "c.json: field 'comm_sm_count' is 132; must be 0 to below sm_count (132): compute overlapped with "
+        "communication needs SMs");
+  std::string error;
+  auto h800 = parseCluster(R"({"preset": "h800", "comm_sm_count": 33})", "c.json", error);
+  REQUIRE(h800);
+  CHECK(h800->commSmShare() == 0.25);
+  CHECK(clusterPreset("h800")->commSmShare() == 20.0 / 132.0); // DeepSeek-V3 Sec. 3.2.2
+  // Not given on a GPU of 20 SMs or fewer: DeepSeek's share of them, not an error.
+  auto small = parseCluster(R"({"preset": "h800", "sm_count": 16})", "c.json", error);
+  REQUIRE(small);
+  CHECK(small->commSmCount == 2);
 }
 
 TEST_CASE("Training input: defaults, optimizer bytes and errors", "[plan]") {

@@ -89,6 +89,29 @@ TEST_CASE("FP8 doubles the matmul peak but adds casts; an FP8 plan needs FP8 ten
   CHECK(error.find("peak_flops_fp8") != std::string::npos);
 }
 
+TEST_CASE("The head's cross-entropy moves the bytes of Megatron-Core's passes over the logits", "[plan]") {
+  // Megatron-Core's vocabulary-parallel cross-entropy (tensor_parallel/
+  // cross_entropy.py), counted pass by pass over the T x V/t logits of this
+  // GPU: forward cast to fp32 (read 2, write 4), subtract-and-exp in place
+  // (4, 4), normalize into the kept softmax (4, 4): 22 bytes a logit;
+  // backward scale in place (4, 4) and cast back to BF16 (4, 2): 14. The
+  // final norm moves 4 T h BF16 bytes (twice that in the backward), as before.
+  Cluster h100 = *clusterPreset("h100");
+  ModelConfig llama = parse(R"({"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
+    "num_hidden_layers": 2, "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256})");
+  double T = 4096, h = 4096, V = 128256, bandwidth = 3.35e12 * h100.memoryEfficiency;
+  for (int64_t t : {1, 2}) {
+    Training tr = train(t);
+    tr.sequenceParallel = false;
+    LayerTime head = layerTime(llama, LayerKind::Head, h100, tr, 1);
+    double logits = T * V / double(t), norm = 4 * T * h * 2;
+    CHECK(head.mlpForward - gemmSeconds(h100, T, V / double(t), h, false) ==
+          Approx((norm + 22 * logits) / bandwidth));
+    CHECK(head.mlpInputGrad - gemmSeconds(h100, T, h, V / double(t), false) ==
+          Approx((2 * norm + 14 * logits) / bandwidth));
+  }
+}
+
 TEST_CASE("A layer's matmul FLOPs are 6N per token over forward and backward", "[plan]") {
   // With shape losses off and memory never the limit, the matmul time of one
   // layer's forward + input gradient + weight gradient is 6 x weights x tokens
