@@ -6,9 +6,9 @@
 // thread of its own while the program's top waits for it with a deadline per
 // phase: a phase that makes no progress for --timeout becomes the watchdog's
 // RunFailure, thrown at the top as a stuck step's is, which names the phase,
-// flushes the output and exits with the watchdog's status (kExitTimeout). The
-// start-up thread is left behind, as a worker stuck in a stage is; nothing
-// here ends the process.
+// flushes the output and exits with the watchdog's status (kExitTimeout). A
+// stuck start-up thread is left behind, as a worker stuck in a stage is;
+// nothing here ends the process. One that finished is joined.
 #pragma once
 
 #include "exec/Watchdog.h"
@@ -65,7 +65,7 @@ Result runStartup(double timeoutSeconds, Work work) {
     std::optional<Result> result;
   };
   auto state = std::make_shared<State>();
-  std::thread([state, work = std::move(work)]() mutable {
+  std::thread worker([state, work = std::move(work)]() mutable {
     std::optional<Result> result;
     std::exception_ptr error;
     try {
@@ -81,7 +81,18 @@ Result runStartup(double timeoutSeconds, Work work) {
       state->done = true;
     }
     state->changed.notify_all();
-  }).detach();
+  });
+  // A start-up that finished is joined, so that everything its thread did,
+  // down to dropping its share of `state`, happens before the result is used
+  // (and `state` is never torn down on that thread while this one reads it);
+  // one that is stuck is left behind.
+  struct DetachUnlessJoined {
+    std::thread &thread;
+    ~DetachUnlessJoined() {
+      if (thread.joinable())
+        thread.detach();
+    }
+  } leaveIfStuck{worker};
 
   Watchdog watchdog(timeoutSeconds);
   std::unique_lock<std::mutex> lock(state->mutex);
@@ -92,6 +103,8 @@ Result runStartup(double timeoutSeconds, Work work) {
     if (std::chrono::steady_clock::now() >= state->since + watchdog.timeout())
       throw watchdog.failure(std::string("start-up is stuck ") + state->phase);
   }
+  lock.unlock();
+  worker.join();
   if (state->error)
     std::rethrow_exception(state->error);
   return std::move(*state->result);
