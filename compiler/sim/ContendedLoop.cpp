@@ -162,7 +162,7 @@ private:
   // arrived; with copy streams, whatever either stream can start.
   void tryStart(uint32_t r) {
     if (plan_.hasCopyStreams()) {
-      while (tryStartCopy(r) | tryStartCompute(r)) // both, every round
+      while (tryStartStream(r, true) | tryStartStream(r, false)) // both, every round
         ;
       return;
     }
@@ -174,26 +174,19 @@ private:
     startStep(r, k, start);
   }
 
-  bool tryStartCompute(uint32_t r) {
-    uint32_t k = nextCompute_[r];
-    if (busy_[r] || k >= plan_.rankStep[r + 1] || result_.stepEnd[k] != 0)
+  // Starts the next step of rank r's compute stream (copy: its copy stream) if
+  // the stream is free, the step's inputs arrived and what it needs from the
+  // other stream started: a compute step the Reload or Load it waits for, a
+  // copy step the compute step before it (it is issued after that one).
+  bool tryStartStream(uint32_t r, bool copy) {
+    uint32_t &next = copy ? nextCopy_[r] : nextCompute_[r];
+    uint32_t k = next;
+    if ((!copy && busy_[r]) || k >= plan_.rankStep[r + 1] || result_.stepEnd[k] != 0)
       return false;
-    uint32_t copy = plan_.waitsFor[k]; // the Reload or Load it needs must have started
-    if (copy != SimulationPlan::kNoStep && copy >= nextCopy_[r])
+    uint32_t other = copy ? plan_.prevCompute[k] : plan_.waitsFor[k];
+    if (other != SimulationPlan::kNoStep && other >= (copy ? nextCompute_[r] : nextCopy_[r]))
       return false;
-    nextCompute_[r] = skipTo(r, k + 1, false);
-    startStep(r, k, plan_.readyAt(k, plan_.rankStep[r], result_.stepEnd));
-    return true;
-  }
-
-  bool tryStartCopy(uint32_t r) {
-    uint32_t k = nextCopy_[r];
-    if (k >= plan_.rankStep[r + 1] || result_.stepEnd[k] != 0)
-      return false;
-    uint32_t compute = plan_.prevCompute[k]; // issued after the compute step before it
-    if (compute != SimulationPlan::kNoStep && compute >= nextCompute_[r])
-      return false;
-    nextCopy_[r] = skipTo(r, k + 1, true);
+    next = skipTo(r, k + 1, copy);
     startStep(r, k, plan_.readyAt(k, plan_.rankStep[r], result_.stepEnd));
     return true;
   }
