@@ -190,14 +190,8 @@ private:
 
   bool pick(int32_t r, double time) {
     for (const Stmt *entry : entries_) {
-      if (++budget_.iterations > budget_.limits.maxIterations) {
-        diags_.report(DiagKind::IterationLimitExceeded, program_.greedyRange,
-                      "greedy scheduling examined more than " +
-                          std::to_string(budget_.limits.maxIterations) + " entries")
-            .note("raise the limit with --max-iterations if this is intended");
-        budget_.exhausted = true;
+      if (!budget_.spend(1, diags_, program_.greedyRange, "greedy scheduling", "entries"))
         return false;
-      }
       const OpStmt *stmt = nullptr;
       if (entry->kind == StmtKind::If) {
         const auto &branch = static_cast<const IfStmt &>(*entry);

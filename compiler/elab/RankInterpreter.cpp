@@ -158,6 +158,19 @@ bool RankInterpreter::stmt(const Stmt &s) {
   return false;
 }
 
+bool ElabBudget::spend(uint64_t n, DiagnosticEngine &diags, llvm::SMRange at,
+                       const std::string &who, const char *units) {
+  iterations += n;
+  if (iterations <= limits.maxIterations)
+    return true;
+  if (!exhausted)
+    diags.report(DiagKind::IterationLimitExceeded, at,
+                 who + " examined more than " + std::to_string(limits.maxIterations) + " " + units)
+        .note("raise the limit with --max-iterations if this is intended");
+  exhausted = true;
+  return false;
+}
+
 bool RankInterpreter::loop(const ForStmt &s) {
   int64_t lo, hi;
   if (!eval_.eval(*s.lo, lo) || !eval_.eval(*s.hi, hi))

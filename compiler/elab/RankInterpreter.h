@@ -22,6 +22,13 @@ struct ElabBudget {
   // Ids of ScheduleIR::origins and ScheduleIR::loops, so ops store 32-bit ids.
   std::unordered_map<const ast::OpCall *, uint32_t> originIds;
   std::unordered_map<const ast::ForStmt *, uint32_t> loopIds;
+
+  // Counts `n` more iterations of a pass that loops outside rank programs
+  // (greedy scheduling, squeeze). Past the limit it reports, once,
+  // IterationLimitExceeded at `at`: "<who> examined more than <limit> <units>",
+  // marks the budget exhausted and returns false.
+  bool spend(uint64_t n, DiagnosticEngine &diags, llvm::SMRange at, const std::string &who,
+             const char *units);
 };
 
 class RankInterpreter : private PendingState {

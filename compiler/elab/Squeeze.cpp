@@ -65,18 +65,7 @@ private:
     return true;
   }
 
-  bool tick(uint64_t n) {
-    budget_.iterations += n;
-    if (budget_.iterations <= budget_.limits.maxIterations)
-      return true;
-    if (!budget_.exhausted)
-      diags_.report(DiagKind::IterationLimitExceeded, decl_.range,
-                    "'squeeze' examined more than " +
-                        std::to_string(budget_.limits.maxIterations) + " slots")
-          .note("raise the limit with --max-iterations if this is intended");
-    budget_.exhausted = true;
-    return false;
-  }
+  bool tick(uint64_t n) { return budget_.spend(n, diags_, decl_.range, "'squeeze'", "slots"); }
 
   // Unit-slot times of the written orders, each op as early as its
   // dependencies and its rank allow. False if some op never becomes ready or
