@@ -5,6 +5,8 @@
 // the stages per rank), scaled by micro-batch size, plus `p2p` latency and
 // activation bytes over `bandwidth` between ranks. Overlap pairs and sub-op
 // costs are not modelled here (the simulator still times the result exactly).
+// As in the simulator, a micro-batch's size scales a message's bytes, not its
+// `p2p` latency.
 // Readiness is the dependency order every check uses: F of stage s after F of
 // s - 1, a backward (B or I) after its F and after the backward of s + 1, W
 // after its I. A rank's live activations are its forwards whose B or W has not
@@ -123,7 +125,8 @@ private:
     size_t stages = size_t(ir_.numStages);
     double scale = double(ir_.numRanks) / double(ir_.numStages);
     duration_.assign(stages, {});
-    transfer_.assign(stages, 0);
+    latency_.assign(stages, 0);
+    byteTime_.assign(stages, 0);
     for (size_t s = 0; s < stages; ++s) {
       double f = cost("F", int64_t(s), scale), b = cost("B", int64_t(s), 2 * scale),
              w = cost("W", int64_t(s), scale);
@@ -134,7 +137,8 @@ private:
       duration_[s][size_t(OpKind::R)] = f;
       double bytes = cost("activation_bytes", int64_t(s), 0),
              bandwidth = cost("bandwidth", int64_t(s), 0);
-      transfer_[s] = cost("p2p", int64_t(s), 0) + (bandwidth > 0 && bytes > 0 ? bytes / bandwidth : 0);
+      latency_[s] = cost("p2p", int64_t(s), 0);
+      byteTime_[s] = bandwidth > 0 && bytes > 0 ? bytes / bandwidth : 0;
     }
   }
 
@@ -149,11 +153,16 @@ private:
     return 0;
   }
 
+  // How long micro-batch mb's message from stage `from` takes to the next rank.
+  double transfer(int64_t from, int64_t mb) const {
+    return latency_[size_t(from)] + byteTime_[size_t(from)] * double(ir_.sizeOf(mb));
+  }
+
   // When `dep` (an op's end on stage `from`) reaches rank r: -1 if not run yet.
-  double arrival(double end, int64_t from, uint32_t flow, int32_t r) const {
+  double arrival(double end, int64_t from, int64_t mb, uint32_t flow, int32_t r) const {
     if (end < 0)
       return -1;
-    return ir_.flows[flow].stageSlots[size_t(from)].rank == r ? end : end + transfer_[size_t(from)];
+    return ir_.flows[flow].stageSlots[size_t(from)].rank == r ? end : end + transfer(from, mb);
   }
 
   // The time the op can start, or -1 while a dependency has not run.
@@ -169,13 +178,13 @@ private:
     };
     if (kind == OpKind::F) {
       if (s > 0)
-        need(arrival(endF_[cell(s - 1, mb)], s - 1, flow, r));
+        need(arrival(endF_[cell(s - 1, mb)], s - 1, mb, flow, r));
     } else if (kind == OpKind::W) {
       need(endBack_[cell(s, mb)]);
     } else {
       need(endF_[cell(s, mb)]);
       if (s + 1 < ir_.numStages)
-        need(arrival(endBack_[cell(s + 1, mb)], s + 1, flow, r));
+        need(arrival(endBack_[cell(s + 1, mb)], s + 1, mb, flow, r));
     }
     return at;
   }
@@ -231,8 +240,9 @@ private:
         live_[size_t(r)] -= op.kind == OpKind::B;
       }
       events_.push({end, r, op.stage, op.flow});
-      if (transfer_[size_t(op.stage)] > 0)
-        events_.push({end + transfer_[size_t(op.stage)], r, op.stage, op.flow});
+      double sent = transfer(op.stage, op.microbatch);
+      if (sent > 0)
+        events_.push({end + sent, r, op.stage, op.flow});
       return true;
     }
     return true;
@@ -279,7 +289,7 @@ private:
   SlotTable &slots_;
   std::vector<const Stmt *> entries_;
   std::vector<std::array<double, 5>> duration_; // [stage][OpKind]
-  std::vector<double> transfer_;                 // [stage]: to the next rank
+  std::vector<double> latency_, byteTime_;       // [stage]: a unit message to the next rank
   std::vector<double> endF_, endBack_;           // [stage * M + mb]; -1: not run
   std::vector<double> busyUntil_;
   std::vector<int64_t> live_, limit_;

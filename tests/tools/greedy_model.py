@@ -10,7 +10,10 @@ costs, F = I = W = half of B). At each time, every idle rank in ascending order
 runs the first entry whose op is ready (F after the previous stage's F; I or B
 after its F and the next stage's backward; W after its I), whose guard holds
 and, for F, that keeps live activations (F's whose B or W has not run) within
-the limit. Ops end one time unit later (two for B).
+the limit. Ops end one time unit later (two for B), times the micro-batch's size
+where the file declares sizes. A dependency on another rank arrives `lat` plus
+`bt` times the micro-batch's size after it ends (the file's p2p, and its
+activation_bytes over bandwidth: size scales the bytes, not the latency).
 
   compare PIPEC EXAMPLES   for each (rule, P, M) of a grid, the per-rank order
                            of `pipec emit --target ir` against this model's;
@@ -25,7 +28,7 @@ def v_stage(P, r, c):
     return r if c == 0 else 2 * P - 1 - r
 
 
-def schedule(P, M, chunks, limit, entries):
+def schedule(P, M, chunks, limit, entries, size=lambda mb: 1, lat=0.0, bt=0.0):
     """entries: list of (kind, chunk, guard(state) or None); kinds F, B, I, W."""
     S = P * chunks
     stage = (lambda r, c: v_stage(P, r, c)) if chunks == 2 else (lambda r, c: r)
@@ -39,17 +42,22 @@ def schedule(P, M, chunks, limit, entries):
     order = [[] for _ in range(P)]
     time, events, remaining = 0.0, set(), P * chunks * M * 2
 
+    def sent(end, src, dst, mb):
+        if end is None or rank_of[src] == rank_of[dst]:
+            return end
+        return end + lat + bt * size(mb)
+
     def ready_at(kind, s, mb):
         deps = []
         if kind == "F":
             if s > 0:
-                deps.append(endF.get((s - 1, mb)))
+                deps.append(sent(endF.get((s - 1, mb)), s - 1, s, mb))
         elif kind == "W":
             deps.append(endBack.get((s, mb)))
         else:
             deps.append(endF.get((s, mb)))
             if s + 1 < S:
-                deps.append(endBack.get((s + 1, mb)))
+                deps.append(sent(endBack.get((s + 1, mb)), s + 1, s, mb))
         if any(d is None for d in deps):
             return None
         return max(deps, default=0.0)
@@ -87,7 +95,7 @@ def schedule(P, M, chunks, limit, entries):
                         continue
                     if kind == "F" and limit is not None and live + 1 > limit(state):
                         continue
-                    end = time + (2 if kind == "B" else 1)
+                    end = time + (2 if kind == "B" else 1) * size(mb)
                     if kind == "F":
                         endF[(s, mb)] = end
                         nextF[r][cc] += 1
@@ -104,6 +112,8 @@ def schedule(P, M, chunks, limit, entries):
                         remaining -= 1
                     busy[r] = end
                     events.add(end)
+                    if lat + bt > 0:
+                        events.add(end + lat + bt * size(mb))
                     order[r].append(f"{kind}{cc}.{mb}")
                     picked = True
                     break
@@ -116,7 +126,7 @@ def schedule(P, M, chunks, limit, entries):
 
 
 def rules(P):
-    """The rules of the files the test compares, as (file, chunks, limit, entries)."""
+    """The rules of the files the test compares, as (file, chunks, limit, entries[, timing])."""
     g_half = 3 if P % 2 == 0 else 0
     g_min = 2 if P % 3 == 0 else 0
     return {
@@ -131,6 +141,10 @@ def rules(P):
             ("W", 1, None), ("W", 0, None)]),
         "tests/lit/syntax/greedy.pipe": (1, lambda s: P - s["r"], [
             ("B", 0, None), ("F", 0, None)]),
+        # sizes i % 3 == 2 ? 1 : 2; p2p 0.25; 3 bytes over bandwidth 2 per unit.
+        "tests/lit/library/Inputs/greedy_sizes.pipe": (1, lambda s: P - s["r"] + 1, [
+            ("I", 0, None), ("F", 0, None), ("W", 0, None)],
+            dict(size=lambda mb: 1 if mb % 3 == 2 else 2, lat=0.25, bt=1.5)),
     }
 
 
@@ -141,10 +155,10 @@ def main(argv):
     pipec, root = argv[1], argv[2]
     same = differ = 0
     for P, M in [(2, 1), (2, 5), (3, 3), (3, 7), (4, 4), (4, 9), (5, 6), (6, 13), (7, 7), (8, 16)]:
-        for path, (chunks, limit, entries) in rules(P).items():
+        for path, (chunks, limit, entries, *timing) in rules(P).items():
             if chunks == 1 and M < P:
                 continue
-            model = schedule(P, M, chunks, limit, entries)
+            model = schedule(P, M, chunks, limit, entries, **(timing[0] if timing else {}))
             out = subprocess.run([pipec, "emit", "--target", "ir", "-D", f"P={P}", "-D", f"M={M}",
                                   os.path.join(root, path)], capture_output=True, text=True)
             ours = [line.split(": ", 1)[1].split() for line in out.stdout.splitlines()
