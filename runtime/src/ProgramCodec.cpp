@@ -145,6 +145,11 @@ private:
 
 // ---- decoding ----
 
+// Whether an entry is one format 5 can hold (format 6 adds the transfers).
+bool beforeTransfers(const ProgramOp &op) { return !isTransfer(op.kind); }
+bool beforeTransfers(const ProgramMessage &m) { return m.gradient <= kGradientMessage; }
+bool beforeTransfers(const StreamCommand &) { return true; }
+
 class Reader {
 public:
   Reader(const uint8_t *bytes, size_t size) : bytes_(bytes), size_(size) {}
@@ -352,6 +357,10 @@ public:
         return fail(pos_ - 1, std::string(Table::kEntry) + "'s lead byte has unused bits set");
       if (!Table::fields(in, entry, predict))
         return false;
+      if (version_ < kProgramFormatTransfers && !beforeTransfers(entry))
+        return fail(pos_ - 1, std::string(Table::kEntry) + " of program format " +
+                                  std::to_string(version_) + " is a BPipe transfer, which needs format " +
+                                  std::to_string(kProgramFormatTransfers));
       predict.saw(entry);
     }
     return true;

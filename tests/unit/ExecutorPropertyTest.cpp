@@ -65,7 +65,10 @@ TEST_CASE("library schedules run exactly as the reference on the CPU executor", 
                         {"zb_h1", 4, 6},   {"zbv", 4, 9},      {"chimera", 4, 8},
                         {"dualpipe", 4, 10}, {"dualpipev", 4, 9},
                         // Offload/Reload on the copy stream (K = 2: ranks 0 and 1 offload)
-                        {"1f1b_offload", 4, 7}};
+                        {"1f1b_offload", 4, 7},
+                        // BPipe's Evict/Hold/Return/Load: evictors 0 and 1
+                        // (P = 5: T = 3) send to acceptors 4 and 3 and back
+                        {"bpipe", 5, 11}, {"bpipe", 4, 8}};
   int variant = 0;
   for (const Case &c : cases) {
     pipert::ProgramData data;
