@@ -145,10 +145,16 @@ private:
 
 // ---- decoding ----
 
-// Whether an entry is one format 5 can hold (format 6 adds the transfers).
-bool beforeTransfers(const ProgramOp &op) { return !isTransfer(op.kind); }
-bool beforeTransfers(const ProgramMessage &m) { return m.gradient <= kGradientMessage; }
-bool beforeTransfers(const StreamCommand &) { return true; }
+// What of an entry format 5 cannot hold (format 6 adds the transfers), or "".
+std::string transferIn(const ProgramOp &op) {
+  return isTransfer(op.kind) ? std::string("kind ") + opCodeName(op.kind) + " (" +
+                                   std::to_string(int(op.kind)) + ")"
+                             : "";
+}
+std::string transferIn(const ProgramMessage &m) {
+  return m.gradient > kGradientMessage ? "kind " + std::to_string(int(m.gradient)) : "";
+}
+std::string transferIn(const StreamCommand &) { return ""; }
 
 class Reader {
 public:
@@ -349,6 +355,7 @@ public:
     typename Table::Predictor predict;
     for (typename Table::Entry &entry : entries) {
       EntryReader in{*this, 0, Table::kEntry};
+      size_t at = pos_;
       if (!byte(in.head, Table::kEntry))
         return false;
       // Format 6 widens the kinds into bit 7 (ProgramFields.h).
@@ -357,10 +364,14 @@ public:
         return fail(pos_ - 1, std::string(Table::kEntry) + "'s lead byte has unused bits set");
       if (!Table::fields(in, entry, predict))
         return false;
-      if (version_ < kProgramFormatTransfers && !beforeTransfers(entry))
-        return fail(pos_ - 1, std::string(Table::kEntry) + " of program format " +
-                                  std::to_string(version_) + " is a BPipe transfer, which needs format " +
-                                  std::to_string(kProgramFormatTransfers));
+      if (version_ < kProgramFormatTransfers) {
+        std::string transfer = transferIn(entry);
+        if (!transfer.empty())
+          return fail(at, std::string(Table::kEntry) + " of program format " +
+                              std::to_string(version_) + " has " + transfer +
+                              ", a BPipe transfer, which needs format " +
+                              std::to_string(kProgramFormatTransfers));
+      }
       predict.saw(entry);
     }
     return true;

@@ -266,9 +266,9 @@ TEST_CASE("validation: replays (R) and micro-batch sizes", "[runtime][validation
                                         "before its forward on this rank and chunk"));
   }
   SECTION("an unknown op kind") {
-    t.ops[0][1].kind = static_cast<OpCode>(7); // BPipe's Evict in the compiler: no program runs it
-    CHECK_THAT(t.tableError(),
-               Contains("kRank0Ops[1]: op kind 7 is not F, B, I, W, R, Offload or Reload"));
+    t.ops[0][1].kind = static_cast<OpCode>(11); // past Load (7..10 are BPipe's transfers now)
+    CHECK_THAT(t.tableError(), Contains("kRank0Ops[1]: op kind 11 is not F, B, I, W, R, Offload, "
+                                        "Reload, Evict, Hold, Return or Load"));
   }
   SECTION("sizes") {
     std::vector<int32_t> sizes = {4, 3};
