@@ -287,9 +287,10 @@ public:
       return false;
     if (version != uint64_t(kProgramFormatVersion) && version != uint64_t(kProgramFormatTransfers))
       return fail(4, "the data is in program format " + std::to_string(version) +
-                         ", this runtime reads formats " + std::to_string(kProgramFormatVersion) +
-                         " and " + std::to_string(kProgramFormatTransfers) +
-                         ": re-emit it with a matching pipec");
+                         ", this runtime reads format " + std::to_string(kProgramFormatVersion) +
+                         ": re-emit it with a matching pipec (it reads format " +
+                         std::to_string(kProgramFormatTransfers) +
+                         " too, for programs with BPipe's transfers)");
     version_ = int(version);
     return true;
   }
