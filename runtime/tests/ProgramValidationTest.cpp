@@ -481,3 +481,43 @@ TEST_CASE("validation: Evict, Hold, Return and Load", "[runtime][validation]") {
                                         "evicted (2) or returned (3)"));
   }
 }
+
+TEST_CASE("validation: a Load from a rank that holds nothing of it", "[runtime][validation]") {
+  // Three ranks, one stage each, one micro-batch: rank 0 evicts its
+  // activation to rank 2 but loads it from rank 1, whose Return sends what it
+  // never held.
+  const OpCode Evict = OpCode::Evict, Hold = OpCode::Hold, Return = OpCode::Return,
+               Load = OpCode::Load;
+  std::vector<ProgramOp> ops[3] = {
+      {{F, 0, 0, 0, 0}, {Evict, 0, 0, 0, 0}, {Load, 0, 0, 0, 0}, {B, 0, 0, 0, 0}},
+      {{F, 0, 0, 1, 0}, {B, 0, 0, 1, 0}, {Return, 0, 0, 0, 0}},
+      {{F, 0, 0, 2, 0}, {Hold, 0, 0, 0, 0}, {B, 0, 0, 2, 0}}};
+  std::vector<ProgramMessage> messages = {
+      {kActivationMessage, 0, 1, 0, 0, 0, 0}, {kActivationMessage, 1, 2, 1, 0, 0, 0},
+      {kGradientMessage, 2, 1, 2, 0, 2, 1},   {kGradientMessage, 1, 0, 1, 0, 1, 3},
+      {kEvictedMessage, 0, 2, 0, 0, 1, 1},    {kReturnedMessage, 1, 0, 0, 0, 2, 2}};
+  std::vector<uint32_t> sends[3] = {{0, 4}, {1, 3, 5}, {2}}, receives[3] = {{3, 5}, {0, 2}, {1, 4}};
+  std::vector<RankTable> ranks;
+  for (int r = 0; r < 3; ++r)
+    ranks.push_back({ops[r].data(), uint32_t(ops[r].size()), sends[r].data(),
+                     uint32_t(sends[r].size()), receives[r].data(), uint32_t(receives[r].size())});
+  std::vector<int64_t> peaks = {1, 1, 2};
+  Program program = {"misrouted", "P = 3, M = 1", 3, 3, 1, ranks.data(), messages.data(),
+                     uint32_t(messages.size()), nullptr, 0, peaks.data()};
+  CHECK_THAT(programTableError(program),
+             Contains("kRank0Ops[2]: the Load of stage 0, micro-batch 0 receives from rank 1, but "
+                      "its Evict went to rank 2: rank 1 holds nothing of it"));
+  // Routed back through rank 2, which holds it, the tables pass.
+  messages[5] = {kReturnedMessage, 2, 0, 0, 0, 2, 2};
+  ops[1] = {{F, 0, 0, 1, 0}, {B, 0, 0, 1, 0}};
+  ops[2] = {{F, 0, 0, 2, 0}, {Hold, 0, 0, 0, 0}, {Return, 0, 0, 0, 0}, {B, 0, 0, 2, 0}};
+  messages[2].producerOp = 3;
+  sends[1] = {1, 3};
+  sends[2] = {2, 5};
+  ranks.clear();
+  for (int r = 0; r < 3; ++r)
+    ranks.push_back({ops[r].data(), uint32_t(ops[r].size()), sends[r].data(),
+                     uint32_t(sends[r].size()), receives[r].data(), uint32_t(receives[r].size())});
+  program.ranks = ranks.data();
+  CHECK(programTableError(program) == "");
+}
