@@ -529,7 +529,8 @@ private:
       if (stream < kFirstChannelStream)
         return;
       if (role[stream] != Role::Unused && role[stream] != wanted)
-        fail(entry, "stream " + str(stream) + " both moves messages and runs Offload/Reload");
+        fail(entry, "stream " + str(stream) +
+                        " both moves messages and runs Offload/Reload or BPipe's transfers (copies)");
       role[stream] = wanted;
     };
     std::vector<uint32_t> incoming(t.numOps, ~0u);
