@@ -76,6 +76,17 @@ std::string plural(size_t count, const char *one, const char *many) {
 
 namespace {
 
+// The program format the tables are written in (pipert/ProgramFormat.h): 6
+// only for schedules with BPipe's transfers (ProgramEncoding's formatVersionOf
+// decides the same from the tables).
+int formatVersion(const ScheduleIR &ir) {
+  for (const RankOps &rank : ir.ranks)
+    for (const Op &op : rank.ops)
+      if (op.kind >= OpKind::Evict && op.kind <= OpKind::Load)
+        return pipert::kProgramFormatTransfers;
+  return pipert::kProgramFormatVersion;
+}
+
 void writeHeader(const ScheduleIR &ir, const CheckReport &report, const std::string &sourcePath,
                  const char *target, llvm::raw_ostream &out) {
   const CommPlan &comm = *report.comm;
@@ -84,7 +95,7 @@ void writeHeader(const ScheduleIR &ir, const CheckReport &report, const std::str
       << ".\n"
       << "// Do not edit: regenerate it, or build it with `pipec build --target " << target
       << "`.\n"
-      << "// Program format " << pipert::kProgramFormatVersion
+      << "// Program format " << formatVersion(ir)
       << " (pipert/ProgramFormat.h): a runtime of another format refuses to compile it.\n//\n";
   writeComment("Schedule " + ir.name + " (" + parameterText(ir) + "): " +
                    plural(ir.numRanks, "rank", "ranks") + ", " +
@@ -126,9 +137,12 @@ void writeRankCounts(const ScheduleIR &ir, const CheckReport &report, llvm::raw_
 
 // Compiled against runtime headers of another format, the tables would be
 // misread; stop at compile time instead.
-void writeFormatCheck(llvm::raw_ostream &out) {
-  int version = pipert::kProgramFormatVersion;
-  out << "static_assert(pipert::kProgramFormatVersion == " << version << ",\n"
+// A format-6 program (BPipe's transfers) names the constant format-5 headers
+// lack, so those refuse it by that name.
+void writeFormatCheck(int version, llvm::raw_ostream &out) {
+  const char *constant = version == pipert::kProgramFormatTransfers ? "kProgramFormatTransfers"
+                                                                    : "kProgramFormatVersion";
+  out << "static_assert(pipert::" << constant << " == " << version << ",\n"
       << "              \"this program was written by pipec " << PIPEC_VERSION
       << " in program format " << version << ", which \"\n"
       << "              \"these runtime headers do not read: re-emit it with a matching pipec\");\n";
@@ -151,7 +165,11 @@ pipert::ProgramData programData(const ScheduleIR &ir, const CheckReport &report)
     rank.ops.reserve(ir.ranks[r].ops.size());
     static_assert(int(OpKind::R) == int(pipert::OpCode::R) && int(OpKind::W) == int(pipert::OpCode::W) &&
                       int(OpKind::Offload) == int(pipert::OpCode::Offload) &&
-                      int(OpKind::Reload) == int(pipert::OpCode::Reload),
+                      int(OpKind::Reload) == int(pipert::OpCode::Reload) &&
+                      int(OpKind::Evict) == int(pipert::OpCode::Evict) &&
+                      int(OpKind::Hold) == int(pipert::OpCode::Hold) &&
+                      int(OpKind::Return) == int(pipert::OpCode::Return) &&
+                      int(OpKind::Load) == int(pipert::OpCode::Load),
                   "the IR's op kinds are the program's op codes");
     for (const Op &op : ir.ranks[r].ops)
       rank.ops.push_back({static_cast<pipert::OpCode>(op.kind),
@@ -164,8 +182,7 @@ pipert::ProgramData programData(const ScheduleIR &ir, const CheckReport &report)
   data.messages.reserve(comm.messages.size());
   for (const Message &m : comm.messages) {
     const Op &producer = comm.producerOp(ir, m);
-    data.messages.push_back({m.kind == MessageKind::Gradient ? pipert::kGradientMessage
-                                                              : pipert::kActivationMessage,
+    data.messages.push_back({uint8_t(m.kind), // the same values (CommPlan.h)
                              int32_t(comm.from(m)), int32_t(comm.to(m)), int32_t(producer.stage),
                              int32_t(producer.microbatch), uint32_t(m.producer),
                              uint32_t(m.consumer)});
@@ -204,7 +221,7 @@ void writeProgramData(const pipert::ProgramData &data, const char *header, llvm:
   std::vector<uint8_t> bytes = pipert::encodeProgram(data);
   std::string text = pipert::toBase64(bytes);
   out << "\n#include <" << header << ">\n\n";
-  writeFormatCheck(out);
+  writeFormatCheck(pipert::formatVersionOf(data), out);
   out << "\n// The tables, encoded as pipert/ProgramEncoding.h says (" << bytes.size()
       << " bytes, as base64);\n"
       << "// the runtime decodes and validates them at start, and the built program's\n"

@@ -37,8 +37,14 @@ public:
       bool pair = ops_[i].pair == PairRole::First && i + 1 < ops_.size();
       uint32_t last = pair ? i + 1 : i;
       program_.steps.push_back({uint32_t(program_.commands.size()), i, last});
-      if (ast::isMemoryOp(ops_[i].kind)) { // never half of a pair; moves no message
+      if (ast::isMemoryOp(ops_[i].kind)) { // never half of a pair
+        if (!inputs_[i].empty()) // a Hold or Load: its message first
+          postReceivesFor(i, i);
         lowerCopy(i);
+        if (!outputs_[i].empty()) { // an Evict or Return: its message goes on
+          doneUpTo_ = i + 1;
+          postSends();
+        }
         continue;
       }
       postReceivesFor(i, last);
@@ -129,20 +135,27 @@ private:
       produced_[id] = event;
   }
 
-  // An Offload or Reload on the copy stream, after the compute stream's work
-  // so far (StreamLowering.h).
+  // A memory op on the copy stream, after the compute stream's work so far
+  // and (Hold, Load) its message's arrival; its event is the one an Evict's or
+  // Return's send waits for (StreamLowering.h).
   void lowerCopy(uint32_t op) {
     if (program_.copyStream == 0)
       program_.copyStream = program_.numStreams++;
     uint16_t copy = program_.copyStream;
     wait(copy, record(kComputeStream));
+    waitInputs(op, copy);
     emit(StreamCmd::Run, copy, op);
-    (ops_[op].kind == OpKind::Offload ? offloadDone_ : reloadDone_) = record(copy);
+    OpKind kind = ops_[op].kind;
+    bool leaves = kind == OpKind::Offload || kind == OpKind::Evict || kind == OpKind::Return;
+    uint32_t event = record(copy);
+    (leaves ? offloadDone_ : reloadDone_) = event;
+    markProduced(op, copy, event);
   }
 
-  // Before a step's forward, the Offloads not yet waited for; before its
-  // backward or W, the Reloads (the copy stream runs in order, so its latest
-  // event covers the copies before it).
+  // Before a step's forward, the copies that take an activation off the rank
+  // (Offload, Evict, Return) not yet waited for; before its backward or W, the
+  // ones that put one on it (Reload, Load, Hold). The copy stream runs in
+  // order, so its latest event covers the copies before it.
   void waitCopies(uint32_t first, uint32_t last) {
     for (uint32_t op = first; op <= last; ++op) {
       OpKind kind = ops_[op].kind;
@@ -203,7 +216,9 @@ private:
   std::map<uint64_t, uint16_t> channels_;     // channel key -> stream
   size_t nextSend_ = 0, nextReceive_ = 0;
   uint32_t doneUpTo_ = 0;                     // ops [0, doneUpTo_) are lowered
-  uint32_t offloadDone_ = kNoEvent, reloadDone_ = kNoEvent; // the latest copy not yet waited for
+  // The latest copy not yet waited for: one taking an activation off the rank
+  // (Offload, Evict, Return), one putting it on (Reload, Load, Hold).
+  uint32_t offloadDone_ = kNoEvent, reloadDone_ = kNoEvent;
   RankStreamProgram program_;
 };
 

@@ -9,15 +9,19 @@
 //   2 + c   one stream per point-to-point channel the rank sends or receives
 //           on (comm/CommPlan.h: each (sender, receiver, kind) is a channel
 //           with its own in-order stream on both ends);
-//   last    on a rank with Offload/Reload ops, its copy stream, after the
-//           channels: each copy waits for the compute stream's work before it
-//           in program order. The compute stream's next forward (F, R) waits
-//           for the Offloads before it, and its next backward (B, I, W) for
-//           the Reloads before it: an activation leaves the device before the
-//           rank stores another, and comes back before one is freed or used,
-//           so the device never holds more than check/Memory.cpp's
-//           program-order count, and reaches it. (The simulator lets an F
-//           start under an Offload; the programs are the stricter order.)
+//   last    on a rank with memory ops (Offload/Reload, BPipe's Evict/Hold/
+//           Return/Load), its copy stream, after the channels: each copy
+//           waits for the compute stream's work before it in program order,
+//           and a Hold or Load for its message's receive. The compute
+//           stream's next forward (F, R) waits for the copies before it that
+//           take an activation off the rank (Offload, Evict, Return), and its
+//           next backward (B, I, W) for those that put one on it (Reload,
+//           Load, Hold): an activation leaves the device before the rank
+//           stores another, and arrives before one is freed or used, so the
+//           device never holds more than check/Memory.cpp's program-order
+//           count, and reaches it. An Evict's or Return's send waits for the
+//           copy. (The simulator lets an F start under an Offload; the
+//           programs are the stricter order.)
 // Every cross-stream edge is an event: recorded once per step, on the stream
 // that produces, and waited on by the stream that consumes, after the record in
 // the command order (a CUDA wait on an event not yet recorded would not wait).
@@ -62,7 +66,7 @@ using pipert::StreamCommand;
 struct StreamChannel {
   int32_t peer;   // the other rank
   bool sends;     // this rank sends on it (else receives)
-  bool gradient;  // gradients (else activations)
+  bool gradient;  // gradients (else activations, or BPipe's evicted or returned ones)
 };
 
 // A step of the rank: one op, or the two ops of an overlap pair, and where its
@@ -78,7 +82,7 @@ struct RankStreamProgram {
   uint32_t numEvents = 0;
   uint32_t numPairs = 0;
   std::vector<StreamChannel> channels; // stream kFirstChannelStream + i carries channels[i]
-  uint16_t copyStream = 0;             // Offload/Reload's stream; 0: the rank has none
+  uint16_t copyStream = 0;             // the memory ops' stream; 0: the rank has none
   std::vector<StreamStep> steps;
 };
 

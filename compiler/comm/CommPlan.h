@@ -69,6 +69,11 @@ struct Message {
   uint32_t consumerStep; // step index on `to`
 };
 static_assert(sizeof(Message) == 20, "one message per op: keep it compact");
+static_assert(int(MessageKind::Activation) == pipert::kActivationMessage &&
+                  int(MessageKind::Gradient) == pipert::kGradientMessage &&
+                  int(MessageKind::Evicted) == pipert::kEvictedMessage &&
+                  int(MessageKind::Returned) == pipert::kReturnedMessage,
+              "the comm plan's message kinds are the program's");
 
 // A channel's two ranks.
 struct ChannelEnds {
@@ -123,10 +128,10 @@ struct CommPlan {
   }
   // The channel a message travels on: (from, to, kind), each with its own order.
   // Message::channel numbers these keys densely, so passes index arrays by channel
-  // instead of hashing the key. The runtimes' key (activation or gradient) is
-  // only asked of schedules without transfers (codegen refuses them first).
+  // instead of hashing the key. The runtimes' key: its kind bits are
+  // MessageKind's values (static_asserted below).
   uint64_t channelKey(const Message &m) const {
-    return pipert::channelKey(from(m), to(m), m.kind == MessageKind::Gradient);
+    return pipert::channelKey(from(m), to(m), unsigned(m.kind));
   }
 };
 

@@ -27,6 +27,7 @@ int64_t unzigzag(uint64_t v) { return int64_t(v >> 1) ^ -int64_t(v & 1); }
 
 class Writer {
 public:
+  explicit Writer(int version) : version_(version) {}
   void byte(uint8_t b) { out_.push_back(b); }
   void varint(uint64_t v) {
     while (v >= 0x80) {
@@ -45,7 +46,7 @@ public:
     return true;
   }
   bool version() {
-    varint(uint64_t(kProgramFormatVersion));
+    varint(uint64_t(version_));
     return true;
   }
   bool text(const std::string &s, const char *) {
@@ -121,8 +122,10 @@ private:
     int64_t deltas[8];
     int numDeltas = 0;
     template <typename F>
-    bool lead(const F &field, int bit, int width, int, const char *, Name) {
+    bool lead(const F &field, int bit, int width, int, const char *, Name, int highBit = -1) {
       head |= uint8_t((unsigned(field) & ((1u << width) - 1)) << bit);
+      if (highBit >= 0)
+        head |= uint8_t(((unsigned(field) >> width) & 1u) << highBit);
       return true;
     }
     template <typename F>
@@ -136,10 +139,22 @@ private:
     }
   };
 
+  int version_;
   std::vector<uint8_t> out_;
 };
 
 // ---- decoding ----
+
+// What of an entry format 5 cannot hold (format 6 adds the transfers), or "".
+std::string transferIn(const ProgramOp &op) {
+  return isTransfer(op.kind) ? std::string("kind ") + opCodeName(op.kind) + " (" +
+                                   std::to_string(int(op.kind)) + ")"
+                             : "";
+}
+std::string transferIn(const ProgramMessage &m) {
+  return m.gradient > kGradientMessage ? "kind " + std::to_string(int(m.gradient)) : "";
+}
+std::string transferIn(const StreamCommand &) { return ""; }
 
 class Reader {
 public:
@@ -270,10 +285,13 @@ public:
     uint64_t version;
     if (!varint(version, "the format version"))
       return false;
-    if (version != uint64_t(kProgramFormatVersion))
+    if (version != uint64_t(kProgramFormatVersion) && version != uint64_t(kProgramFormatTransfers))
       return fail(4, "the data is in program format " + std::to_string(version) +
                          ", this runtime reads format " + std::to_string(kProgramFormatVersion) +
-                         ": re-emit it with a matching pipec");
+                         ": re-emit it with a matching pipec (it reads format " +
+                         std::to_string(kProgramFormatTransfers) +
+                         " too, for programs with BPipe's transfers)");
+    version_ = int(version);
     return true;
   }
   template <typename T>
@@ -338,12 +356,23 @@ public:
     typename Table::Predictor predict;
     for (typename Table::Entry &entry : entries) {
       EntryReader in{*this, 0, Table::kEntry};
+      size_t at = pos_;
       if (!byte(in.head, Table::kEntry))
         return false;
-      if (Table::kLeadBits < 8 && (in.head >> Table::kLeadBits))
+      // Format 6 widens the kinds into bit 7 (ProgramFields.h).
+      int leadBits = version_ >= kProgramFormatTransfers ? 8 : Table::kLeadBits;
+      if (leadBits < 8 && (in.head >> leadBits))
         return fail(pos_ - 1, std::string(Table::kEntry) + "'s lead byte has unused bits set");
       if (!Table::fields(in, entry, predict))
         return false;
+      if (version_ < kProgramFormatTransfers) {
+        std::string transfer = transferIn(entry);
+        if (!transfer.empty())
+          return fail(at, std::string(Table::kEntry) + " of program format " +
+                              std::to_string(version_) + " has " + transfer +
+                              ", a BPipe transfer, which needs format " +
+                              std::to_string(kProgramFormatTransfers));
+      }
       predict.saw(entry);
     }
     return true;
@@ -358,8 +387,10 @@ public:
     uint8_t head;
     const char *entry;
     template <typename F>
-    bool lead(F &field, int bit, int width, int limit, const char *what, Name) {
+    bool lead(F &field, int bit, int width, int limit, const char *what, Name, int highBit = -1) {
       unsigned value = (head >> bit) & ((1u << width) - 1);
+      if (highBit >= 0)
+        value |= ((head >> highBit) & 1u) << width;
       if (value >= unsigned(limit))
         return in.fail(in.pos_ - 1, std::string(entry) + "'s lead byte names no " + what + " (" +
                                         std::to_string(value) + ")");
@@ -377,6 +408,7 @@ private:
   const uint8_t *bytes_;
   size_t size_;
   size_t pos_ = 0;
+  int version_ = kProgramFormatVersion;
   std::string error_;
 };
 
@@ -434,7 +466,9 @@ public:
   bool end() { return true; }
 
   template <typename F>
-  bool lead(const F &field, int, int, int, const char *, Name) { return integer(field, nullptr); }
+  bool lead(const F &field, int, int, int, const char *, Name, int = -1) {
+    return integer(field, nullptr);
+  }
   template <typename F>
   bool guessed(const F &field, int64_t, int, const char *) { return integer(field, nullptr); }
 };
@@ -457,8 +491,21 @@ bool operator==(const ProgramData &a, const ProgramData &b) {
   return x.numbers == y.numbers && x.texts == y.texts;
 }
 
+// Format 6 only for programs with BPipe's transfers (ProgramFormat.h): every
+// other program keeps format 5's bytes.
+int formatVersionOf(const ProgramData &d) {
+  for (const ProgramData::Rank &rank : d.ranks)
+    for (const ProgramOp &op : rank.ops)
+      if (isTransfer(op.kind))
+        return kProgramFormatTransfers;
+  for (const ProgramMessage &m : d.messages)
+    if (m.gradient > kGradientMessage)
+      return kProgramFormatTransfers;
+  return kProgramFormatVersion;
+}
+
 std::vector<uint8_t> encodeProgram(const ProgramData &d) {
-  Writer w;
+  Writer w(formatVersionOf(d));
   frame(w, d);
   return w.take();
 }

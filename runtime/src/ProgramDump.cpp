@@ -25,7 +25,7 @@ public:
     out_ += "},";
   }
   template <typename F>
-  bool lead(const F &field, int, int, int, const char *, Name name) {
+  bool lead(const F &field, int, int, int, const char *, Name name, int = -1) {
     return value(name ? std::string(name(unsigned(field))) : std::to_string(unsigned(field)));
   }
   template <typename F>

@@ -6,9 +6,13 @@
 // here moves in all four at once.
 //
 // An entry visitor V provides
-//   bool lead(F &field, int bit, int width, int limit, const char *what, Name name)
+//   bool lead(F &field, int bit, int width, int limit, const char *what, Name name,
+//             int highBit = -1)
 //       a field held in the lead byte at bits [bit, bit + width), below `limit`;
-//       `name` spells a value in the dump (nullptr: the number);
+//       `name` spells a value in the dump (nullptr: the number); with a
+//       `highBit`, the field's bit `width` sits at that bit of the lead byte
+//       (a field widened into a bit that older formats kept 0, so their
+//       encodings are unchanged);
 //   bool guessed(F &field, int64_t guess, int flagBit, const char *what)
 //       a field coded as `guess` plus a delta, present when the lead byte's
 //       `flagBit` is set.
@@ -27,22 +31,26 @@ using Name = const char *(*)(unsigned);
 inline const char *opKindName(unsigned kind) {
   return kind < unsigned(kNumOpCodes) ? opCodeName(OpCode(kind)) : "?";
 }
-inline const char *messageKindName(unsigned gradient) { return gradient ? "Grad" : "Act"; }
+inline const char *messageKindName(unsigned kind) {
+  static const char *const kNames[] = {"Act", "Grad", "Evicted", "Returned"};
+  return kind < 4 ? kNames[kind] : "?";
+}
 inline const char *commandName(unsigned cmd) { return streamCmdName(StreamCmd(cmd)); }
 inline const char *partName(unsigned part) { return runPartName(RunPart(part)); }
 
 // Ops: the lead byte holds kind and pairing, and flags for the fields that
-// differ from the last op of the same kind and chunk.
+// differ from the last op of the same kind and chunk. The kind's fourth bit
+// (the transfers, 7..10) is bit 7, set only in format kProgramFormatTransfers.
 struct OpTable {
   using Entry = ProgramOp;
   using Predictor = OpPredictor;
-  static constexpr int kLeadBits = 7; // the rest must be 0
+  static constexpr int kLeadBits = 7; // the rest must be 0 (format 5; format 6 uses bit 7)
   static constexpr const char *kEntry = "an op";
   static constexpr const char *kCount = "the op count";
 
   template <class V, class E>
   static bool fields(V &v, E &op, const Predictor &p) {
-    if (!v.lead(op.kind, 0, 3, kNumOpCodes, "kind", opKindName) ||
+    if (!v.lead(op.kind, 0, 3, kNumOpCodes, "kind", opKindName, 7) ||
         !v.lead(op.pairedWithNext, 3, 1, 2, "pairing", nullptr) ||
         !v.guessed(op.chunk, p.chunk, 4, "an op's chunk"))
       return false;
@@ -54,16 +62,17 @@ struct OpTable {
 
 // Messages: the lead byte holds the kind, and flags for the fields that differ
 // from the message before (its ends) or the last on its channel (the rest).
+// The kind's second bit (evicted, returned) is bit 7, as for ops.
 struct MessageTable {
   using Entry = ProgramMessage;
   using Predictor = MessagePredictor;
-  static constexpr int kLeadBits = 7;
+  static constexpr int kLeadBits = 7; // format 6: 8
   static constexpr const char *kEntry = "a message";
   static constexpr const char *kCount = "the message count";
 
   template <class V, class E>
   static bool fields(V &v, E &m, const Predictor &p) {
-    if (!v.lead(m.gradient, 0, 1, 2, "kind", messageKindName) ||
+    if (!v.lead(m.gradient, 0, 1, kNumMessageKinds, "kind", messageKindName, 7) ||
         !v.guessed(m.from, p.previous.from, 1, "a message's sender") ||
         !v.guessed(m.to, p.previous.to, 2, "a message's receiver"))
       return false;

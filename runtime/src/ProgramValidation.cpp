@@ -3,6 +3,8 @@
 #include "pipert/SubOp.h"
 
 #include <map>
+#include <set>
+#include <tuple>
 #include <unordered_set>
 #include <vector>
 
@@ -114,11 +116,13 @@ private:
       Entry entry = at(r, "Ops", i);
       if (static_cast<int>(op.kind) >= kNumOpCodes)
         fail(entry, "op kind " + str(static_cast<int>(op.kind)) +
-                        " is not F, B, I, W, R, Offload or Reload");
+                        " is not F, B, I, W, R, Offload, Reload, Evict, Hold, Return or Load");
       checkRange(entry, "stage", op.stage, p_.numStages, "stages");
       checkRange(entry, "micro-batch", op.microbatch, p_.numMicrobatches, "micro-batches");
       if (op.chunk < 0)
         fail(entry, "chunk " + str(op.chunk) + " is negative");
+      if (onPartner(op.kind))
+        continue; // the owner's chunk and stage (checkPartnerOp); never in a pair
       auto [it, inserted] = chunkStage_[r].try_emplace(op.chunk, op.stage);
       if (!inserted && it->second != op.stage)
         fail(entry, "chunk " + str(op.chunk) + " holds stage " + str(it->second) +
@@ -164,8 +168,9 @@ private:
     for (uint32_t id = 0; id < p_.numMessages; ++id) {
       const ProgramMessage &m = p_.messages[id];
       Entry entry = at("kMessages", id);
-      if (m.gradient > 1)
-        fail(entry, "kind " + str(m.gradient) + " is neither activation (0) nor gradient (1)");
+      if (m.gradient >= kNumMessageKinds)
+        fail(entry, "kind " + str(m.gradient) +
+                        " is not activation (0), gradient (1), evicted (2) or returned (3)");
       checkRange(entry, "from rank", m.from, p_.numRanks, "ranks");
       checkRange(entry, "to rank", m.to, p_.numRanks, "ranks");
       if (m.from == m.to)
@@ -177,13 +182,27 @@ private:
       const ProgramOp &producer = p_.ranks[m.from].ops[m.producerOp];
       const ProgramOp &consumer = p_.ranks[m.to].ops[m.consumerOp];
       bool gradient = m.gradient == kGradientMessage;
-      int32_t next = gradient ? m.stage - 1 : m.stage + 1;
-      bool fits = (gradient ? isBackward(producer.kind) : producer.kind == OpCode::F) &&
-                  (gradient ? isBackward(consumer.kind) : consumer.kind == OpCode::F) &&
-                  producer.stage == m.stage && consumer.stage == next &&
-                  producer.microbatch == m.microbatch && consumer.microbatch == m.microbatch;
+      bool fits;
+      if (m.gradient >= kEvictedMessage) { // a stage's stored state, to the partner and back
+        bool evicted = m.gradient == kEvictedMessage;
+        fits = producer.kind == (evicted ? OpCode::Evict : OpCode::Return) &&
+               consumer.kind == (evicted ? OpCode::Hold : OpCode::Load) &&
+               producer.stage == m.stage && consumer.stage == m.stage &&
+               producer.chunk == consumer.chunk && producer.microbatch == m.microbatch &&
+               consumer.microbatch == m.microbatch;
+      } else {
+        int32_t next = gradient ? m.stage - 1 : m.stage + 1;
+        fits = (gradient ? isBackward(producer.kind) : producer.kind == OpCode::F) &&
+               (gradient ? isBackward(consumer.kind) : consumer.kind == OpCode::F) &&
+               producer.stage == m.stage && consumer.stage == next &&
+               producer.microbatch == m.microbatch && consumer.microbatch == m.microbatch;
+      }
       if (!fits)
-        fail(entry, std::string(gradient ? "a gradient" : "an activation") + " of stage " +
+        fail(entry, std::string(m.gradient == kEvictedMessage    ? "an evicted activation"
+                                : m.gradient == kReturnedMessage ? "a returned activation"
+                                : gradient                       ? "a gradient"
+                                                                 : "an activation") +
+                        " of stage " +
                         str(m.stage) + ", micro-batch " + str(m.microbatch) +
                         ", does not fit its producer op " + str(m.producerOp) + " on rank " +
                         str(m.from) + " or consumer op " + str(m.consumerOp) + " on rank " +
@@ -242,31 +261,47 @@ private:
       return kind == OpCode::F ? 0 : kind == OpCode::W ? 2 : kind == OpCode::R ? 3 : 1;
     };
     std::unordered_set<uint64_t> replayed; // (R, chunk, micro-batch) of every R on the rank
-    // (chunk, micro-batch) of every Offload and Reload on the rank, and of those done so far.
-    std::unordered_set<uint64_t> offloads, reloads, offloaded, reloaded;
+    // (chunk, micro-batch) of every Offload and Reload (Evict and Load) on the
+    // rank, and of those done so far.
+    Moves moves;
     for (uint32_t i = 0; i < t.numOps; ++i) {
       const ProgramOp &op = t.ops[i];
-      if (op.kind == OpCode::R)
-        replayed.insert(key(3, op.chunk, op.microbatch));
-      else if (isMemoryOp(op.kind))
-        (op.kind == OpCode::Offload ? offloads : reloads).insert(key(0, op.chunk, op.microbatch));
+      uint64_t k = key(0, op.chunk, op.microbatch);
+      switch (op.kind) {
+      case OpCode::R: replayed.insert(key(3, op.chunk, op.microbatch)); break;
+      case OpCode::Offload: moves.offloads.insert(k); break;
+      case OpCode::Reload: moves.reloads.insert(k); break;
+      case OpCode::Evict: moves.evicts.insert(k); break;
+      case OpCode::Load: moves.loads.insert(k); break;
+      case OpCode::Return:
+        if (produces_[r][i] != ~0u)
+          moves.returns.insert({p_.messages[produces_[r][i]].to, op.chunk, op.microbatch});
+        break;
+      default: break;
+      }
     }
     for (uint32_t i = 0; i < t.numOps; ++i) {
       uint32_t last = t.ops[i].pairedWithNext ? i + 1 : i;
       for (uint32_t j = i; j <= last; ++j) {
         const ProgramOp &op = t.ops[j];
         Entry entry = at(r, "Ops", j);
-        if (isMemoryOp(op.kind)) {
-          checkMemoryOp(entry, op, doneOnChunk.count(key(0, op.chunk, op.microbatch)) != 0,
-                        doneOnChunk.count(key(1, op.chunk, op.microbatch)) != 0,
-                        replayed.count(key(3, op.chunk, op.microbatch)) != 0, reloads,
-                        offloaded, reloaded);
+        if (onPartner(op.kind)) {
+          checkPartnerOp(entry, r, j, op, moves);
           continue;
         }
-        if (isBackward(op.kind) && offloads.count(key(0, op.chunk, op.microbatch)) &&
-            !reloaded.count(key(0, op.chunk, op.microbatch)))
+        if (isMemoryOp(op.kind)) {
+          checkMemoryOp(entry, r, j, op, doneOnChunk.count(key(0, op.chunk, op.microbatch)) != 0,
+                        doneOnChunk.count(key(1, op.chunk, op.microbatch)) != 0,
+                        replayed.count(key(3, op.chunk, op.microbatch)) != 0, moves);
+          continue;
+        }
+        uint64_t moved = key(0, op.chunk, op.microbatch);
+        if (isBackward(op.kind) && moves.offloads.count(moved) && !moves.reloaded.count(moved))
           fail(entry, "the backward of stage " + str(op.stage) + ", micro-batch " +
                           str(op.microbatch) + " comes before its Reload on this rank and chunk");
+        if (isBackward(op.kind) && moves.evicts.count(moved) && !moves.loaded.count(moved))
+          fail(entry, "the backward of stage " + str(op.stage) + ", micro-batch " +
+                          str(op.microbatch) + " comes before its Load on this rank and chunk");
         bool forward = op.kind == OpCode::F;
         bool needsInput = forward ? op.stage > 0 : isBackward(op.kind) && op.stage + 1 < p_.numStages;
         if (needsInput && consumes_[r][j] == ~0u &&
@@ -305,35 +340,97 @@ private:
       i = last;
     }
   }
-  // One Offload or Reload of (op.chunk, op.microbatch), given what ran before
-  // it on its rank and chunk: the forward, the backward (B or I), whether an R
-  // replays it; every Reload of the rank, and the Offloads and Reloads so far
-  // (recorded here). Keys are (0, chunk, micro-batch), as in checkInputs.
-  static void checkMemoryOp(const Entry &entry, const ProgramOp &op, bool forwardDone,
-                            bool backwardDone, bool replayed,
-                            const std::unordered_set<uint64_t> &reloads,
-                            std::unordered_set<uint64_t> &offloaded,
-                            std::unordered_set<uint64_t> &reloaded) {
+  // The (chunk, micro-batch) keys of a rank's moves (key(0, chunk, mb) of
+  // checkInputs): every Offload, Reload, Evict and Load of the rank, those done
+  // so far, where each Evict went; on a partner, (owner, chunk, mb) of every
+  // Return, and of the Holds and Returns so far.
+  struct Moves {
+    std::unordered_set<uint64_t> offloads, reloads, evicts, loads;
+    std::unordered_set<uint64_t> offloaded, reloaded, evicted, loaded;
+    std::map<uint64_t, int32_t> evictedTo;
+    std::set<std::tuple<int32_t, int32_t, int32_t>> returns, held, returned;
+  };
+
+  // One Offload, Reload, Evict or Load of (op.chunk, op.microbatch) (op `i`
+  // of rank `r`), given what ran before it on its rank and chunk: the forward,
+  // the backward (B or I), whether an R replays it; the moves of the rank
+  // (recorded here). Mirrors the compiler's MemoryOpPairs.
+  void checkMemoryOp(const Entry &entry, int32_t r, uint32_t i, const ProgramOp &op,
+                     bool forwardDone, bool backwardDone, bool replayed, Moves &moves) {
     uint64_t k = (uint64_t(uint32_t(op.chunk)) << 31) | uint64_t(uint32_t(op.microbatch));
-    bool offload = op.kind == OpCode::Offload;
-    std::string what = std::string(offload ? "the Offload" : "the Reload") + " of stage " +
-                       str(op.stage) + ", micro-batch " + str(op.microbatch);
-    if (offload) {
+    bool transfer = isTransfer(op.kind);
+    bool leaves = movesOff(op.kind);
+    const char *out = transfer ? "Evict" : "Offload", *back = transfer ? "Load" : "Reload";
+    std::string what = std::string("the ") + opCodeName(op.kind) + " of stage " + str(op.stage) +
+                       ", micro-batch " + str(op.microbatch);
+    std::unordered_set<uint64_t> &gone = transfer ? moves.evicted : moves.offloaded;
+    std::unordered_set<uint64_t> &came = transfer ? moves.loaded : moves.reloaded;
+    if (leaves) {
       if (!forwardDone)
         fail(entry, what + " comes before its forward on this rank and chunk");
       if (replayed)
         fail(entry, what + ": a recomputed micro-batch (R) keeps no activation to move");
-      if (!reloads.count(k))
-        fail(entry, what + " has no Reload on this rank and chunk: its backward would find "
-                           "nothing stored");
-    } else if (!offloaded.count(k)) {
-      fail(entry, what + " comes before its Offload on this rank and chunk (nothing to reload)");
+      if (!(transfer ? moves.loads : moves.reloads).count(k))
+        fail(entry, what + " has no " + back +
+                        " on this rank and chunk: its backward would find nothing stored");
+      if ((transfer ? moves.offloads : moves.evicts).count(k))
+        fail(entry, "stage " + str(op.stage) + ", micro-batch " + str(op.microbatch) +
+                        " is both offloaded and evicted on this rank and chunk");
+    } else if (!gone.count(k)) {
+      fail(entry, what + " comes before its " + out + " on this rank and chunk (nothing to " +
+                      (transfer ? "load" : "reload") + ")");
     }
-    if (!(offload ? offloaded : reloaded).insert(k).second)
+    if (!(leaves ? gone : came).insert(k).second)
       fail(entry, "stage " + str(op.stage) + ", micro-batch " + str(op.microbatch) + " is " +
-                      (offload ? "offloaded" : "reloaded") + " twice on this rank and chunk");
+                      (leaves ? (transfer ? "evicted" : "offloaded")
+                              : (transfer ? "loaded" : "reloaded")) +
+                      " twice on this rank and chunk");
     if (backwardDone)
       fail(entry, what + " comes after its backward on this rank and chunk");
+    if (!transfer)
+      return;
+    // The message that carries it (checkMessages matched its ends' kinds).
+    uint32_t id = leaves ? produces_[r][i] : consumes_[r][i];
+    if (id == ~0u)
+      fail(entry, what + (leaves ? " sends no evicted message (to a partner's Hold)"
+                                 : " receives no returned message (from a partner's Return)"));
+    const ProgramMessage &m = p_.messages[id];
+    if (leaves) {
+      moves.evictedTo[k] = m.to;
+    } else if (moves.evictedTo.at(k) != m.from) {
+      fail(entry, what + " receives from rank " + str(m.from) + ", but its Evict went to rank " +
+                      str(moves.evictedTo.at(k)) + ": rank " + str(m.from) + " holds nothing of it");
+    }
+  }
+
+  // A Hold or Return on the partner of an owner's Evict and Load, keyed by the
+  // owner (the other end of its message), chunk and micro-batch.
+  void checkPartnerOp(const Entry &entry, int32_t r, uint32_t i, const ProgramOp &op,
+                      Moves &moves) {
+    bool hold = op.kind == OpCode::Hold;
+    std::string what = std::string("the ") + opCodeName(op.kind) + " of stage " + str(op.stage) +
+                       ", micro-batch " + str(op.microbatch);
+    uint32_t id = hold ? consumes_[r][i] : produces_[r][i];
+    if (id == ~0u)
+      fail(entry, what + (hold ? " receives no evicted message: a Hold without its Evict"
+                               : " sends no returned message: a Return without its Load"));
+    int32_t owner = hold ? p_.messages[id].from : p_.messages[id].to;
+    std::tuple<int32_t, int32_t, int32_t> k{owner, op.chunk, op.microbatch};
+    std::string of = " (rank " + str(owner) + "'s chunk " + str(op.chunk) + ")";
+    if (hold) {
+      if (!moves.returns.count(k))
+        fail(entry, what + of + " has no Return on this rank: the owner's Load would find "
+                                "nothing held");
+      if (!moves.held.insert(k).second)
+        fail(entry, "stage " + str(op.stage) + ", micro-batch " + str(op.microbatch) + of +
+                        " is held twice on this rank");
+    } else {
+      if (!moves.held.count(k))
+        fail(entry, what + of + " comes before its Hold on this rank (nothing held to return)");
+      if (!moves.returned.insert(k).second)
+        fail(entry, "stage " + str(op.stage) + ", micro-batch " + str(op.microbatch) + of +
+                        " is returned twice on this rank");
+    }
   }
 
   void checkSyncGroups() {
@@ -407,11 +504,15 @@ private:
                                       " streams; a rank has at least the compute and expert streams");
     // The runtime creates every stream and event: bound them by what a program
     // can use (a stream per peer, direction and kind; an event per command).
-    // (A rank that offloads has one copy stream more.)
-    bool copies = false;
-    for (uint32_t i = 0; i < t.numOps && !copies; ++i)
-      copies = isMemoryOp(t.ops[i].kind);
-    int64_t maxStreams = kFirstChannelStream + 4 * int64_t(p_.numRanks - 1) + (copies ? 1 : 0);
+    // (A rank with memory ops has one copy stream more, and one with
+    // transfers the channels of the evicted and returned kinds.)
+    bool copies = false, transfers = false;
+    for (uint32_t i = 0; i < t.numOps && !transfers; ++i) {
+      copies |= isMemoryOp(t.ops[i].kind);
+      transfers |= isTransfer(t.ops[i].kind);
+    }
+    int64_t maxStreams = kFirstChannelStream + (transfers ? 8 : 4) * int64_t(p_.numRanks - 1) +
+                         (copies ? 1 : 0);
     if (mine.numStreams > maxStreams)
       fail(at("kRankStreams", r), "has " + str(mine.numStreams) + " streams; " +
                                       str(p_.numRanks) + " ranks need at most " + str(maxStreams));
@@ -428,7 +529,8 @@ private:
       if (stream < kFirstChannelStream)
         return;
       if (role[stream] != Role::Unused && role[stream] != wanted)
-        fail(entry, "stream " + str(stream) + " both moves messages and runs Offload/Reload");
+        fail(entry, "stream " + str(stream) +
+                        " both moves messages and runs Offload/Reload or BPipe's transfers (copies)");
       role[stream] = wanted;
     };
     std::vector<uint32_t> incoming(t.numOps, ~0u);

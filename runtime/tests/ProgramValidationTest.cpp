@@ -266,9 +266,9 @@ TEST_CASE("validation: replays (R) and micro-batch sizes", "[runtime][validation
                                         "before its forward on this rank and chunk"));
   }
   SECTION("an unknown op kind") {
-    t.ops[0][1].kind = static_cast<OpCode>(7); // BPipe's Evict in the compiler: no program runs it
-    CHECK_THAT(t.tableError(),
-               Contains("kRank0Ops[1]: op kind 7 is not F, B, I, W, R, Offload or Reload"));
+    t.ops[0][1].kind = static_cast<OpCode>(11); // past Load (7..10 are BPipe's transfers now)
+    CHECK_THAT(t.tableError(), Contains("kRank0Ops[1]: op kind 11 is not F, B, I, W, R, Offload, "
+                                        "Reload, Evict, Hold, Return or Load"));
   }
   SECTION("sizes") {
     std::vector<int32_t> sizes = {4, 3};
@@ -385,4 +385,139 @@ TEST_CASE("validation: runProgram runs Offload and Reload", "[runtime][validatio
   std::string steps = "--steps", two = "2", check = "--check";
   char *argv[] = {name.data(), steps.data(), two.data(), check.data()};
   CHECK(runProgram(t.program, t.streams, 4, argv) == 0);
+}
+
+namespace {
+
+// BPipe's transfers on the 2-rank tables: rank 0 evicts micro-batch 1 to rank
+// 1 after its F and loads it back before its B (F0 F1 Evict1 B0 Load1 B1);
+// rank 1 holds and returns it (F0 B0 Hold1 F1 Return1 B1). Messages 4
+// (evicted, Evict -> Hold) and 5 (returned, Return -> Load). `evictAt` and
+// `loadAt` (after the Evict's insertion) place rank 0's two ops.
+Tables transferring(uint32_t evictAt = 2, uint32_t loadAt = 4) {
+  Tables t;
+  insertOp(t, 0, evictAt, {OpCode::Evict, 0, 0, 0, 1});
+  insertOp(t, 0, loadAt, {OpCode::Load, 0, 0, 0, 1});
+  insertOp(t, 1, 2, {OpCode::Hold, 0, 0, 0, 1}); // the owner's chunk 0 and stage 0
+  insertOp(t, 1, 4, {OpCode::Return, 0, 0, 0, 1});
+  t.messages.push_back({kEvictedMessage, 0, 1, 0, 1, evictAt, 2});
+  t.messages.push_back({kReturnedMessage, 1, 0, 0, 1, 4, loadAt});
+  t.sends[0].push_back(4);
+  t.receives[1].push_back(4);
+  t.sends[1].push_back(5);
+  t.receives[0].push_back(5);
+  return t;
+}
+
+} // namespace
+
+TEST_CASE("validation: Evict, Hold, Return and Load", "[runtime][validation]") {
+  Tables t = transferring();
+  CHECK(t.tableError() == "");
+  SECTION("a Hold without its Evict") {
+    Tables plain;
+    insertOp(plain, 1, 2, {OpCode::Hold, 0, 0, 0, 1});
+    insertOp(plain, 1, 4, {OpCode::Return, 0, 0, 0, 1});
+    CHECK_THAT(plain.tableError(), Contains("kRank1Ops[2]: the Hold of stage 0, micro-batch 1 receives "
+                                            "no evicted message: a Hold without its Evict"));
+  }
+  SECTION("a Load before its Evict (nothing to load)") {
+    Tables u;
+    insertOp(u, 0, 2, {OpCode::Load, 0, 0, 0, 1});
+    CHECK_THAT(u.tableError(), Contains("kRank0Ops[2]: the Load of stage 0, micro-batch 1 comes before "
+                                        "its Evict on this rank and chunk (nothing to load)"));
+  }
+  SECTION("a Return before its Hold (nothing held)") {
+    std::swap(t.ops[1][2], t.ops[1][4]); // F0 B0 Return1 F1 Hold1 B1
+    t.messages[4].consumerOp = 4;
+    t.messages[5].producerOp = 2;
+    CHECK_THAT(t.tableError(), Contains("kRank1Ops[2]: the Return of stage 0, micro-batch 1 (rank 0's "
+                                        "chunk 0) comes before its Hold on this rank (nothing held to "
+                                        "return)"));
+  }
+  SECTION("evicted twice") {
+    insertOp(t, 0, 3, {OpCode::Evict, 0, 0, 0, 1});
+    CHECK_THAT(t.tableError(), Contains("kRank0Ops[3]: stage 0, micro-batch 1 is evicted twice on this "
+                                        "rank and chunk"));
+  }
+  SECTION("an Evict before its forward") {
+    t = transferring(1, 4); // F0 Evict1 F1 B0 Load1 B1
+    CHECK_THAT(t.tableError(), Contains("kRank0Ops[1]: the Evict of stage 0, micro-batch 1 comes "
+                                        "before its forward on this rank and chunk"));
+  }
+  SECTION("a backward before its Load") {
+    t = transferring(2, 5); // F0 F1 Evict1 B0 B1 Load1
+    CHECK_THAT(t.tableError(), Contains("kRank0Ops[4]: the backward of stage 0, micro-batch 1 comes "
+                                        "before its Load on this rank and chunk"));
+  }
+  SECTION("an Evict with no Load") {
+    Tables u;
+    insertOp(u, 0, 2, {OpCode::Evict, 0, 0, 0, 1});
+    CHECK_THAT(u.tableError(), Contains("kRank0Ops[2]: the Evict of stage 0, micro-batch 1 has no Load "
+                                        "on this rank and chunk"));
+  }
+  SECTION("both offloaded and evicted") {
+    insertOp(t, 0, 3, {OpCode::Offload, 0, 0, 0, 1});
+    insertOp(t, 0, 5, {OpCode::Reload, 0, 0, 0, 1});
+    CHECK_THAT(t.tableError(), Contains("kRank0Ops[2]: stage 0, micro-batch 1 is both offloaded and "
+                                        "evicted on this rank and chunk"));
+  }
+  SECTION("a transfer to itself") {
+    t.messages[4].to = 0;
+    CHECK_THAT(t.tableError(), Contains("kMessages[4]: goes from rank 0 to itself"));
+  }
+  SECTION("a transfer out of range") {
+    t.messages[5].from = 2;
+    CHECK_THAT(t.tableError(), Contains("kMessages[5]: from rank 2 is out of range (the program has 2 ranks)"));
+  }
+  SECTION("an evicted message into another op than a Hold") {
+    t.messages[4].consumerOp = 3; // rank 1's F1
+    CHECK_THAT(t.tableError(), Contains("kMessages[4]: an evicted activation of stage 0, micro-batch 1, "
+                                        "does not fit its producer op 2 on rank 0 or consumer op 3 on rank 1"));
+  }
+  SECTION("a message kind past the returned one") {
+    t.messages[4].gradient = 4;
+    CHECK_THAT(t.tableError(), Contains("kMessages[4]: kind 4 is not activation (0), gradient (1), "
+                                        "evicted (2) or returned (3)"));
+  }
+}
+
+TEST_CASE("validation: a Load from a rank that holds nothing of it", "[runtime][validation]") {
+  // Three ranks, one stage each, one micro-batch: rank 0 evicts its
+  // activation to rank 2 but loads it from rank 1, whose Return sends what it
+  // never held.
+  const OpCode Evict = OpCode::Evict, Hold = OpCode::Hold, Return = OpCode::Return,
+               Load = OpCode::Load;
+  std::vector<ProgramOp> ops[3] = {
+      {{F, 0, 0, 0, 0}, {Evict, 0, 0, 0, 0}, {Load, 0, 0, 0, 0}, {B, 0, 0, 0, 0}},
+      {{F, 0, 0, 1, 0}, {B, 0, 0, 1, 0}, {Return, 0, 0, 0, 0}},
+      {{F, 0, 0, 2, 0}, {Hold, 0, 0, 0, 0}, {B, 0, 0, 2, 0}}};
+  std::vector<ProgramMessage> messages = {
+      {kActivationMessage, 0, 1, 0, 0, 0, 0}, {kActivationMessage, 1, 2, 1, 0, 0, 0},
+      {kGradientMessage, 2, 1, 2, 0, 2, 1},   {kGradientMessage, 1, 0, 1, 0, 1, 3},
+      {kEvictedMessage, 0, 2, 0, 0, 1, 1},    {kReturnedMessage, 1, 0, 0, 0, 2, 2}};
+  std::vector<uint32_t> sends[3] = {{0, 4}, {1, 3, 5}, {2}}, receives[3] = {{3, 5}, {0, 2}, {1, 4}};
+  std::vector<RankTable> ranks;
+  for (int r = 0; r < 3; ++r)
+    ranks.push_back({ops[r].data(), uint32_t(ops[r].size()), sends[r].data(),
+                     uint32_t(sends[r].size()), receives[r].data(), uint32_t(receives[r].size())});
+  std::vector<int64_t> peaks = {1, 1, 2};
+  Program program = {"misrouted", "P = 3, M = 1", 3, 3, 1, ranks.data(), messages.data(),
+                     uint32_t(messages.size()), nullptr, 0, peaks.data()};
+  CHECK_THAT(programTableError(program),
+             Contains("kRank0Ops[2]: the Load of stage 0, micro-batch 0 receives from rank 1, but "
+                      "its Evict went to rank 2: rank 1 holds nothing of it"));
+  // Routed back through rank 2, which holds it, the tables pass.
+  messages[5] = {kReturnedMessage, 2, 0, 0, 0, 2, 2};
+  ops[1] = {{F, 0, 0, 1, 0}, {B, 0, 0, 1, 0}};
+  ops[2] = {{F, 0, 0, 2, 0}, {Hold, 0, 0, 0, 0}, {Return, 0, 0, 0, 0}, {B, 0, 0, 2, 0}};
+  messages[2].producerOp = 3;
+  sends[1] = {1, 3};
+  sends[2] = {2, 5};
+  ranks.clear();
+  for (int r = 0; r < 3; ++r)
+    ranks.push_back({ops[r].data(), uint32_t(ops[r].size()), sends[r].data(),
+                     uint32_t(sends[r].size()), receives[r].data(), uint32_t(receives[r].size())});
+  program.ranks = ranks.data();
+  CHECK(programTableError(program) == "");
 }

@@ -230,6 +230,48 @@ TEST_CASE("Offload and Reload round-trip, a kind past them is refused", "[encodi
   CHECK(decodeError(reload).find("kind") != std::string::npos);
 }
 
+TEST_CASE("BPipe's transfers round-trip in format 6; other programs keep format 5", "[encoding]") {
+  // The version is the varint right after "PIPT".
+  pipert::ProgramData bpipe = libraryTables("bpipe", 8, 16, true);
+  std::vector<uint8_t> bytes = pipert::encodeProgram(bpipe);
+  REQUIRE(bytes.size() > 5);
+  CHECK(int(bytes[4]) == pipert::kProgramFormatTransfers);
+  CHECK(pipert::formatVersionOf(bpipe) == pipert::kProgramFormatTransfers);
+  pipert::ProgramData back = roundTrip(bpipe);
+  CHECK(back == bpipe);
+  // Evictors 0..2 (P - r > T = 5) evict micro-batches T-1 .. M-1: 12 each;
+  // their acceptors hold and return as many; the messages are of kinds 2 and 3.
+  int counts[pipert::kNumOpCodes] = {};
+  for (const auto &rank : back.ranks)
+    for (const pipert::ProgramOp &op : rank.ops)
+      ++counts[int(op.kind)];
+  for (pipert::OpCode kind : {pipert::OpCode::Evict, pipert::OpCode::Hold, pipert::OpCode::Return,
+                              pipert::OpCode::Load})
+    CHECK(counts[int(kind)] == 3 * 12);
+  int kinds[pipert::kNumMessageKinds] = {};
+  for (const pipert::ProgramMessage &m : back.messages)
+    ++kinds[m.gradient];
+  CHECK(kinds[pipert::kEvictedMessage] == 36);
+  CHECK(kinds[pipert::kReturnedMessage] == 36);
+  // Each (from, to, kind) is its own channel key: evictor 3 -> acceptor 4 is
+  // also an activation channel (adjacent stages), and the keys differ.
+  CHECK(pipert::channelKey(3, 4, unsigned(pipert::kEvictedMessage)) !=
+        pipert::channelKey(3, 4, unsigned(pipert::kActivationMessage)));
+  // A schedule without transfers stays in format 5.
+  CHECK(int(pipert::encodeProgram(libraryTables("1f1b_offload", 4, 8, true))[4]) ==
+        pipert::kProgramFormatVersion);
+  // Read as format 5, the first transfer (rank 0's first Evict, kind 7, which
+  // fits three bits) is refused naming its byte and the format it needs.
+  bytes[4] = uint8_t(pipert::kProgramFormatVersion);
+  CHECK(decodeError(bytes).rfind("byte ", 0) == 0);
+  CHECK(decodeError(bytes).find("an op of program format 5 has kind Evict (7), a BPipe transfer, "
+                                "which needs format 6") != std::string::npos);
+  // A format this runtime does not read is refused by its version.
+  bytes[4] = uint8_t(pipert::kProgramFormatTransfers + 1);
+  CHECK(decodeError(bytes).find("program format 7, this runtime reads format 5: re-emit it with a "
+                                "matching pipec (it reads format 6 too") != std::string::npos);
+}
+
 TEST_CASE("damaged program data is refused with the byte it failed at", "[encoding]") {
   pipert::ProgramData original = libraryTables("dualpipe", 4, 10, true);
   std::vector<uint8_t> bytes = pipert::encodeProgram(original);
@@ -246,7 +288,8 @@ TEST_CASE("damaged program data is refused with the byte it failed at", "[encodi
                                     ": 1 bytes follow the tables");
   }
   SECTION("another format") {
-    bytes[4] = uint8_t(pipert::kProgramFormatVersion + 1);
+    // (5 + 1 is format 6 now, which this runtime reads: the next past it.)
+    bytes[4] = uint8_t(pipert::kProgramFormatTransfers + 1);
     CHECK(decodeError(bytes).find("re-emit it with a matching pipec") != std::string::npos);
   }
   SECTION("flipped bytes decode to an error or to tables, never a crash") {

@@ -24,13 +24,24 @@ namespace pipert {
 // stored state right after the F and stores it again at the R.
 // Offload moves the stored state of (chunk, mb) off the device to host memory
 // after its F; Reload brings it back before its backward. Both run on the
-// rank's copy stream (pipert/StreamProgram.h) and move no message. The codes
-// are the compiler's OpKind values (its BPipe transfers, 7..10, do not run in
-// a program: 3 bits of an op's lead byte hold the kind, ProgramFields.h).
-// Added without a format bump: the codes 0..4 keep their meaning, and an older
-// runtime refuses 5 and 6 by name (the op kind check of ProgramValidation).
-enum class OpCode : uint8_t { F = 0, B = 1, I = 2, W = 3, R = 4, Offload = 5, Reload = 6 };
-inline constexpr int kNumOpCodes = 7;
+// rank's copy stream (pipert/StreamProgram.h) and move no message.
+// BPipe's transfers move it to a partner rank instead: the owner's Evict sends
+// the stored state of (chunk, mb) to the partner, whose Hold receives and keeps
+// it (counted in the partner's live activations); the partner's Return sends
+// it back and the owner's Load receives it and stores it again. Hold and
+// Return name the owner's chunk, stage and micro-batch; the partner is the
+// other end of their message (kEvictedMessage, kReturnedMessage). All four run
+// on the copy stream too.
+// The codes are the compiler's OpKind values. Offload and Reload came without
+// a format bump (codes 0..4 kept their meaning; an older runtime refuses 5 and
+// 6 by name); the transfers, 7..10, need a fourth kind bit (bit 7 of an op's
+// lead byte, ProgramFields.h), so a program with them is written in format
+// kProgramFormatTransfers and an older runtime refuses its version.
+enum class OpCode : uint8_t {
+  F = 0, B = 1, I = 2, W = 3, R = 4, Offload = 5, Reload = 6,
+  Evict = 7, Hold = 8, Return = 9, Load = 10
+};
+inline constexpr int kNumOpCodes = 11;
 
 // How tables, dumps, traces and errors spell an op kind ("?" past the codes).
 constexpr const char *opCodeName(OpCode kind) {
@@ -42,15 +53,43 @@ constexpr const char *opCodeName(OpCode kind) {
   case OpCode::R: return "R";
   case OpCode::Offload: return "Offload";
   case OpCode::Reload: return "Reload";
+  case OpCode::Evict: return "Evict";
+  case OpCode::Hold: return "Hold";
+  case OpCode::Return: return "Return";
+  case OpCode::Load: return "Load";
   }
   return "?";
 }
-// Offload and Reload: they move a stored activation, compute nothing.
-constexpr bool isMemoryOp(OpCode kind) { return kind == OpCode::Offload || kind == OpCode::Reload; }
+// Offload ... Load: they move a stored activation, compute nothing.
+constexpr bool isMemoryOp(OpCode kind) { return kind >= OpCode::Offload && kind <= OpCode::Load; }
+// BPipe's four: each sends or receives a message of its own kind.
+constexpr bool isTransfer(OpCode kind) { return kind >= OpCode::Evict && kind <= OpCode::Load; }
+// Hold and Return run on the partner: their chunk and stage are the owner's.
+constexpr bool onPartner(OpCode kind) { return kind == OpCode::Hold || kind == OpCode::Return; }
+// Ops that take an activation off their rank (Offload, Evict, Return) or put
+// one on it (Reload, Load, Hold): the copy stream orders them against compute.
+constexpr bool movesOff(OpCode kind) {
+  return kind == OpCode::Offload || kind == OpCode::Evict || kind == OpCode::Return;
+}
 
-// ProgramMessage::gradient
+// ProgramMessage::gradient, the message's kind (the field's name predates the
+// transfers): 0 and 1 keep their meaning; 2 and 3 need a second kind bit, so
+// they appear only in programs of format kProgramFormatTransfers.
 inline constexpr uint8_t kActivationMessage = 0; // to the next stage
 inline constexpr uint8_t kGradientMessage = 1;   // to the previous stage
+inline constexpr uint8_t kEvictedMessage = 2;    // Evict -> Hold: owner to partner
+inline constexpr uint8_t kReturnedMessage = 3;   // Return -> Load: partner to owner
+inline constexpr int kNumMessageKinds = 4;
+
+constexpr const char *messageKindName(uint8_t kind) {
+  switch (kind) {
+  case kActivationMessage: return "the activation";
+  case kGradientMessage: return "the gradient";
+  case kEvictedMessage: return "the evicted activation";
+  case kReturnedMessage: return "the returned activation";
+  }
+  return "the message";
+}
 
 struct ProgramOp {
   OpCode kind;
@@ -61,7 +100,8 @@ struct ProgramOp {
 };
 
 struct ProgramMessage {
-  uint8_t gradient;       // 0: activation (stage -> stage+1), 1: gradient (stage -> stage-1)
+  uint8_t gradient;       // the kind: 0 activation (stage -> stage+1), 1 gradient (stage ->
+                          // stage-1), 2 evicted, 3 returned (stage's own state, to and fro)
   int32_t from, to;       // ranks
   int32_t stage;          // producing stage
   int32_t microbatch;
@@ -69,9 +109,9 @@ struct ProgramMessage {
   uint32_t consumerOp;    // op index on `to`
 };
 
-// The channel a message travels on (pipert/ChannelKey.h).
+// The channel a message travels on (pipert/ChannelKey.h): each kind its own.
 constexpr uint64_t channelKey(const ProgramMessage &m) {
-  return channelKey(m.from, m.to, m.gradient != kActivationMessage);
+  return channelKey(m.from, m.to, unsigned(m.gradient));
 }
 
 struct RankTable {

@@ -85,6 +85,9 @@ private:
 };
 
 std::vector<uint8_t> encodeProgram(const ProgramData &data);
+// The format `data` is written in: kProgramFormatTransfers when it has BPipe's
+// transfers (their ops or messages), else kProgramFormatVersion.
+int formatVersionOf(const ProgramData &data);
 
 // "" and `data` filled, or the first problem ("byte 17: truncated varint").
 std::string decodeProgram(const uint8_t *bytes, size_t size, ProgramData &data);

@@ -13,5 +13,11 @@ namespace pipert {
 inline constexpr int kProgramFormatVersion = 5; // 3: tables encoded (ProgramEncoding.h);
                                                 // 4: CPU programs carry stream programs too;
                                                 // 5: the recompute op R (3 bits of kind)
+// 6: BPipe's transfers (Evict, Hold, Return, Load; evicted and returned
+// messages): a fourth kind bit in an op's lead byte, a second in a message's.
+// Only programs that use them are written in format 6, so every other program
+// stays byte-identical and readable by a format-5 runtime; a format-5 runtime
+// refuses a format-6 program by its version. This runtime reads both.
+inline constexpr int kProgramFormatTransfers = 6;
 
 } // namespace pipert

@@ -16,7 +16,7 @@ inline std::string describeOp(const Program &program, int rank, uint32_t i) {
 
 inline std::string describeMessage(const Program &program, uint32_t id) {
   const ProgramMessage &m = program.messages[id];
-  return std::string(m.gradient ? "the gradient" : "the activation") + " of stage " +
+  return std::string(messageKindName(m.gradient)) + " of stage " +
          std::to_string(m.stage) + ", micro-batch " + std::to_string(m.microbatch) + " from rank " +
          std::to_string(m.from);
 }

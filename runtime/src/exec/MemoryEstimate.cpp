@@ -29,7 +29,8 @@ int64_t stageInstances(const Program &program) {
   std::set<std::pair<int, int32_t>> held;
   for (int r = 0; r < program.numRanks; ++r)
     for (uint32_t i = 0; i < program.ranks[r].numOps; ++i)
-      held.emplace(r, program.ranks[r].ops[i].stage);
+      if (!onPartner(program.ranks[r].ops[i].kind)) // a Hold or Return names the owner's stage
+        held.emplace(r, program.ranks[r].ops[i].stage);
   return int64_t(held.size());
 }
 
@@ -42,18 +43,23 @@ std::string gib(Bytes b) {
   return text;
 }
 
-// The most micro-batches (in units: sizes weigh) rank r holds offloaded at
-// once, in program order: the host pool's copies live in the same memory on a
-// CPU, beside the device's predicted peak.
-int64_t peakOffloaded(const Program &program, int r) {
+// The most micro-batches (in units: sizes weigh) rank r has moved off at
+// once, in program order: offloaded ones (the host pool's copies live in the
+// same memory on a CPU) and evicted ones, from the Evict to the Load. An
+// evicted activation is counted where it is held already (the acceptor's
+// predicted peak counts it from its Hold to its Return); counting it on the
+// owner too bounds what is on the way, the message's buffers between Evict
+// and Hold and between Return and Load, and a Hold's or Return's copy beside
+// them: an upper estimate, as the rest.
+int64_t peakMovedOff(const Program &program, int r) {
   int64_t held = 0, peak = 0;
   const RankTable &t = program.ranks[r];
   for (uint32_t i = 0; i < t.numOps; ++i) {
     const ProgramOp &op = t.ops[i];
-    if (!isMemoryOp(op.kind))
+    if (!isMemoryOp(op.kind) || onPartner(op.kind))
       continue;
     int64_t units = program.microbatchSizes ? program.microbatchSizes[op.microbatch] : 1;
-    held += op.kind == OpCode::Offload ? units : -units;
+    held += movesOff(op.kind) ? units : -units;
     peak = std::max(peak, held);
   }
   return peak;
@@ -82,7 +88,7 @@ MemoryEstimate estimateRunMemory(const Program &program, const RunOptions &o) {
   int64_t live = 0;
   for (int r = 0; r < program.numRanks; ++r)
     live += (program.predictedPeakActivations ? program.predictedPeakActivations[r] : 0) + 1 +
-            peakOffloaded(program, r);
+            peakMovedOff(program, r);
   Bytes liveAll = n(live) * replicas + (o.check ? n(program.numStages) : Bytes{});
   e.activations = liveAll * perLive;
   return e;

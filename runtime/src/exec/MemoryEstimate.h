@@ -13,7 +13,9 @@
 //    (AttentionBlock.h) beside about 40 T x h values of the blocks; live at once:
 //    the compiler's predicted peak per rank plus one being computed per rank,
 //    plus the most it holds offloaded at once (the host pool: the same
-//    memory on a CPU), and the reference's pass through every stage;
+//    memory on a CPU) or evicted to a partner (BPipe: the held ones are in
+//    the partner's predicted peak already; counted on the owner too, they
+//    bound the buffers on the way), and the reference's pass through every stage;
 //  - the batch: inputs and targets of every micro-batch of every replica.
 // All arithmetic saturates (Bytes), so no size can overflow into a small count.
 #pragma once

@@ -33,6 +33,17 @@
 // is the compiler's program-order count. On CPU "host" is the same memory:
 // what moves is the activation's ownership and buffer, as on a GPU.
 //
+// BPipe's transfers (transfer): an Evict takes the stage's stored tensors
+// of (chunk, micro-batch) out (takeStored), as an Offload does, and leaves
+// all of them, shapes included, in its message's payload (a multi-tensor
+// payload: `carried_`); the owner's live count drops. The partner's Hold
+// copies them into buffers of its peer pool, frees the originals and counts
+// them in its own live activations (check/Memory.cpp counts a held activation
+// on the partner); its Return copies them into fresh buffers for the returned
+// message, gives its buffers back and drops them from its count; the owner's
+// Load counts them again and hands them back to the stage (putStored). All
+// four run on the copy stream, ordered against compute as Offload/Reload are.
+//
 // Sizes (`sizes`): micro-batch mb has batch.tokensOf(mb) rows, counts
 // batch.sizeOf(mb) units of activations, and its loss and loss gradient are
 // weighted by batch.lossWeight(mb) (Batch.h).
@@ -68,7 +79,8 @@ public:
            const BatchSpec &batch, int replica, ExpertGroups<T> *experts)
       : program_(program), options_(options), batch_(batch),
         dataOffset_(replica * program.numMicrobatches), pools_(program.numRanks),
-        hostPools_(program.numRanks), payloads_(program.numMessages) {
+        hostPools_(program.numRanks), peerPools_(program.numRanks),
+        payloads_(program.numMessages) {
     constexpr uint32_t kNone = ~0u;
     for (int r = 0; r < program.numRanks; ++r) {
       ranks_.push_back(std::make_unique<RankState>());
@@ -95,6 +107,8 @@ public:
       linkOffloads(rank, table);
       for (uint32_t i = 0; i < table.numOps; ++i) {
         const ProgramOp &op = table.ops[i];
+        if (onPartner(op.kind))
+          continue; // Hold, Return: the owner's chunk; no stage here (slotOf stays null)
         auto &slot = rank.slots[op.chunk];
         if (!slot) { // same seed and stage index: copies start identical
           slot = std::make_unique<Slot>();
@@ -106,10 +120,17 @@ public:
         rank.slotOf[i] = slot.get();
       }
     }
+    bool transfers = false;
     for (uint32_t id = 0; id < program.numMessages; ++id) {
       const ProgramMessage &m = program.messages[id];
       ranks_[m.from]->outgoing[m.producerOp] = id;
       ranks_[m.to]->incoming[m.consumerOp] = id;
+      transfers |= m.gradient >= kEvictedMessage;
+    }
+    if (transfers) {
+      carried_.resize(program.numMessages);
+      for (int r = 0; r < program.numRanks; ++r)
+        linkHolds(r);
     }
   }
 
@@ -133,7 +154,7 @@ public:
   void run(int r, uint32_t i, RunPart part) override {
     const ProgramOp &op = program_.ranks[r].ops[i];
     if (isMemoryOp(op.kind))
-      return moveStored(r, i);
+      return isTransfer(op.kind) ? transfer(r, i) : moveStored(r, i);
     RankState &rank = *ranks_[r];
     OpState &state = rank.ops[i];
     Slot &slot = *rank.slotOf[i];
@@ -203,6 +224,8 @@ public:
   PoolStats poolStats() const { return pools_.stats(); }
   // The host buffers that Offload copies into (all zero without Offload).
   PoolStats hostPoolStats() const { return hostPools_.stats(); }
+  // The buffers a partner holds evicted activations in (all zero without Hold).
+  PoolStats peerPoolStats() const { return peerPools_.stats(); }
   void setDataStep(int64_t step) { batch_.step = step; }
 
   // Stage objects by rank, then chunk.
@@ -222,7 +245,8 @@ private:
   };
   struct OpState {
     Tensor<T> input, output;        // F: activation in/out; B, I: gradient in/out
-    std::vector<Tensor<T>> host;    // Reload: the host copies its Offload made
+    std::vector<Tensor<T>> host;    // Reload: the host copies its Offload made; Return: what
+                                    // its Hold keeps
     int partsDone = 0;
     std::atomic<bool> started{false}; // read by the pair's other half
     double start = 0, end = 0;        // microseconds from the step's start
@@ -232,6 +256,7 @@ private:
     std::vector<Slot *> slotOf;                  // per op
     std::vector<uint32_t> replayOf;              // per F: the R that replays it, or ~0
     std::vector<uint32_t> reloadOf;              // per Offload: its Reload (empty: no Offload)
+    std::vector<uint32_t> returnOf;              // per Hold: its Return (empty: no Hold)
     std::unique_ptr<OpState[]> ops;
     std::vector<uint32_t> incoming, outgoing;    // per op: message id or ~0
     std::mutex localMutex;
@@ -264,6 +289,99 @@ private:
     for (uint32_t i = 0; i < table.numOps; ++i)
       if (table.ops[i].kind == OpCode::Offload)
         rank.reloadOf[i] = reloads.at({table.ops[i].chunk, table.ops[i].microbatch});
+  }
+
+  // Each Hold's Return on partner r: the one of the same owner (its
+  // message's other end), chunk and micro-batch (validated: one, later).
+  void linkHolds(int r) {
+    RankState &rank = *ranks_[r];
+    const RankTable &table = program_.ranks[r];
+    std::map<std::tuple<int, int, int>, uint32_t> returns; // (owner, chunk, mb) -> its Return
+    for (uint32_t i = 0; i < table.numOps; ++i)
+      if (table.ops[i].kind == OpCode::Return)
+        returns[{program_.messages[rank.outgoing[i]].to, table.ops[i].chunk,
+                 table.ops[i].microbatch}] = i;
+    if (returns.empty())
+      return;
+    rank.returnOf.assign(table.numOps, ~0u);
+    for (uint32_t i = 0; i < table.numOps; ++i)
+      if (table.ops[i].kind == OpCode::Hold)
+        rank.returnOf[i] = returns.at({program_.messages[rank.incoming[i]].from,
+                                       table.ops[i].chunk, table.ops[i].microbatch});
+  }
+
+  // Copies of `tensors` into buffers of `pool` (each into a fresh buffer when
+  // `pool` is null); an empty tensor keeps its shape (an expert that got no
+  // rows is 0 x h).
+  static std::vector<Tensor<T>> copies(const std::vector<Tensor<T>> &tensors, RankPools<T> *pools,
+                                       int r) {
+    std::vector<Tensor<T>> out;
+    out.reserve(tensors.size());
+    for (const Tensor<T> &t : tensors) {
+      if (t.empty() || !pools) {
+        out.push_back(t.empty() ? Tensor<T>(t.rows(), t.cols()) : Tensor<T>(t));
+        continue;
+      }
+      out.push_back((*pools)[r].acquire(t.rows(), t.cols()));
+      std::copy(t.data(), t.data() + t.size(), out.back().data());
+    }
+    return out;
+  }
+
+  // An Evict, Hold, Return or Load, whole (see the header comment).
+  void transfer(int r, uint32_t i) {
+    RankState &rank = *ranks_[r];
+    const ProgramOp &op = program_.ranks[r].ops[i];
+    OpState &state = rank.ops[i];
+    if (state.partsDone != 0)
+      throw std::logic_error("a command runs " + describeOp(program_, r, i) + " again");
+    state.started.store(true);
+    state.start = micros();
+    if (!options_.empty) { // --model empty: the stages store nothing
+      int64_t units = batch_.sizeOf(dataOffset_ + op.microbatch);
+      switch (op.kind) {
+      case OpCode::Evict: {
+        Slot &slot = *rank.slotOf[i];
+        std::vector<Tensor<T>> device;
+        {
+          std::lock_guard<std::mutex> lock(slot.mutex);
+          device = slot.stage->takeStored(op.microbatch);
+        }
+        carried_[rank.outgoing[i]] = std::move(device); // the owner's buffers go with it
+        rank.live.fetch_sub(units);
+        break;
+      }
+      case OpCode::Hold: {
+        std::vector<Tensor<T>> arrived = std::move(carried_[rank.incoming[i]]);
+        rank.ops[rank.returnOf[i]].host = copies(arrived, &peerPools_, r);
+        arrived.clear(); // the sender's buffers go
+        raise(rank.peak, rank.live.fetch_add(units) + units);
+        break;
+      }
+      case OpCode::Return: {
+        std::vector<Tensor<T>> &held = state.host;
+        carried_[rank.outgoing[i]] = copies(held, nullptr, r);
+        for (Tensor<T> &h : held)
+          if (!h.empty())
+            peerPools_[r].release(std::move(h));
+        held.clear();
+        rank.live.fetch_sub(units);
+        break;
+      }
+      case OpCode::Load: {
+        std::vector<Tensor<T>> back = std::move(carried_[rank.incoming[i]]);
+        raise(rank.peak, rank.live.fetch_add(units) + units);
+        Slot &slot = *rank.slotOf[i];
+        std::lock_guard<std::mutex> lock(slot.mutex);
+        slot.stage->putStored(op.microbatch, std::move(back));
+        break;
+      }
+      default:
+        throw std::logic_error(describeOp(program_, r, i) + " is not a transfer");
+      }
+    }
+    state.partsDone = 4;
+    state.end = micros();
   }
 
   // An Offload or a Reload, whole (see the header comment).
@@ -390,9 +508,7 @@ private:
         throw std::logic_error(describeOp(program_, r, i) + " runs before its forward");
       state.output = empty ? Tensor<T>(1, 1) : pools_[r].acquire(rows, cols);
       break;
-    case OpCode::W:
-    case OpCode::Offload: // moveStored
-    case OpCode::Reload:
+    default: // W; the memory ops run in moveStored and transfer
       break;
     }
   }
@@ -443,8 +559,7 @@ private:
     case OpCode::R: // never half of a pair (validated)
       stage.forward(mb, state.input, state.output);
       break;
-    case OpCode::Offload: // moveStored
-    case OpCode::Reload:
+    default: // the memory ops run in moveStored and transfer
       break;
     }
   }
@@ -484,8 +599,12 @@ private:
   int dataOffset_; // this replica's first micro-batch in `batch_`
   RankPools<T> pools_; // the buffers that flow between stages, one pool per rank
   RankPools<T> hostPools_; // the host copies of offloaded activations, one pool per rank
+  RankPools<T> peerPools_; // the activations a partner holds for its owner (Hold), one per rank
   std::vector<std::unique_ptr<RankState>> ranks_;
   std::vector<Tensor<T>> payloads_; // per message: from its producer's last part to its consumer's first
+  // Per message, only with transfers: an evicted or returned activation's
+  // tensors, from the Evict (Return) to the Hold (Load).
+  std::vector<std::vector<Tensor<T>>> carried_;
   std::chrono::steady_clock::time_point start_;
 };
 
