@@ -37,10 +37,11 @@ bool runsSizes(RuntimeTarget target) {
 }
 bool runsRecompute(RuntimeTarget target) { return target != RuntimeTarget::TorchCsv; }
 // The JSON program writes memory ops as they are (for runtimes that read them);
-// the CPU program runs Offload and Reload.
+// the CPU and CUDA programs run Offload and Reload.
 bool runsMemoryOp(RuntimeTarget target, OpKind kind) {
   return target == RuntimeTarget::JsonProgram ||
-         (target == RuntimeTarget::CpuProgram && (kind == OpKind::Offload || kind == OpKind::Reload));
+         ((target == RuntimeTarget::CpuProgram || target == RuntimeTarget::CudaProgram) &&
+          (kind == OpKind::Offload || kind == OpKind::Reload));
 }
 
 } // namespace
@@ -73,16 +74,16 @@ bool checkRuntimeSupport(const ScheduleIR &ir, RuntimeTarget target, DiagnosticE
     return ast::isMemoryOp(kind) && !runsMemoryOp(target, kind);
   };
   if (firstOp(ir, unsupported, rank, op)) {
-    bool cpu = target == RuntimeTarget::CpuProgram;
+    bool offloads = target == RuntimeTarget::CpuProgram || target == RuntimeTarget::CudaProgram;
     diags.report(DiagKind::RuntimeUnsupported, ir.originOf(*op).range,
                  std::string("schedule '") + ir.name + "' moves activations (" +
                      ast::opKindName(op->kind) + "), which " + what + " cannot express: " +
-                     (cpu ? "it runs Offload and Reload, not the transfers to a peer rank"
+                     (offloads ? "it runs Offload and Reload, not the transfers to a peer rank"
                           : "it keeps every activation on its device from F to B"))
         .note("this op runs on rank " + std::to_string(rank) +
               "; 'pipec check' and 'pipec sim' model Offload/Reload and Evict/Hold/Return/Load, "
-              "CPU programs ('--target cpu') run Offload/Reload, and 'pipec emit --target json' "
-              "exports them all; remove them to build this target");
+              "CPU and CUDA programs ('--target cpu', '--target cuda') run Offload/Reload, and "
+              "'pipec emit --target json' exports them all; remove them to build this target");
     ok = false;
   }
   return ok;

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 
 namespace pipert::cuda {
@@ -93,6 +94,7 @@ public:
     for (size_t p = 0; p < to.size(); ++p)
       for (size_t e = 0; e < to[p].value->size(); ++e)
         (*to[p].value)[e] = float((*from[p].value)[e]);
+    storedFloats_ = storedBound(model, experts ? size_t(experts->size()) : 1);
   }
 
   void forwardPart(int mb, SubOp part, const void *input, void *output, const Launch &at) override {
@@ -122,6 +124,58 @@ public:
   void discard(int mb, const Launch &) override {
     hostcuda::enqueue([=] { stage_->discard(mb); });
   }
+  // Offload: the CPU stage's stored tensors of mb, packed into one device
+  // buffer of a fixed size (sizes must be known when the work is enqueued,
+  // which under capture is before the stage has run): [count, (rows, cols)
+  // per tensor, data of each in order], floats. Reload unpacks them and frees
+  // the buffer on the Reload's stream.
+  std::vector<StoredBuffer> takeStored(int mb, const Launch &at) override {
+    void *packed = nullptr;
+    if (cudaMallocAsync(&packed, storedFloats_ * sizeof(float), at.stream) != cudaSuccess)
+      throw std::runtime_error("host stage: cannot allocate an offload buffer");
+    size_t capacity = storedFloats_;
+    int index = stageIndex();
+    hostcuda::enqueue([=] {
+      std::vector<Tensor<float>> tensors = stage_->takeStored(mb);
+      float *out = static_cast<float *>(packed);
+      size_t need = 1 + 2 * tensors.size();
+      for (const Tensor<float> &t : tensors)
+        need += t.size();
+      if (need > capacity)
+        throw std::logic_error("host stage " + std::to_string(index) + ", micro-batch " +
+                               std::to_string(mb) + ": " + std::to_string(need) +
+                               " floats stored, more than the bound of " + std::to_string(capacity));
+      size_t pos = 0;
+      out[pos++] = float(tensors.size());
+      for (const Tensor<float> &t : tensors) {
+        out[pos++] = float(t.rows());
+        out[pos++] = float(t.cols());
+      }
+      for (const Tensor<float> &t : tensors) {
+        std::copy(t.data(), t.data() + t.size(), out + pos);
+        pos += t.size();
+      }
+    });
+    return {{packed, storedFloats_ * sizeof(float), 0}};
+  }
+  void putStored(int mb, std::vector<StoredBuffer> buffers, const Launch &at) override {
+    if (buffers.size() != 1 || buffers[0].bytes != storedFloats_ * sizeof(float) || buffers[0].slot != 0)
+      throw std::logic_error("host stage " + std::to_string(stageIndex()) +
+                             ": a reload gives back other buffers than the offload took");
+    const float *in = static_cast<const float *>(buffers[0].data);
+    hostcuda::enqueue([=] {
+      size_t count = size_t(in[0]), pos = 1 + 2 * count;
+      std::vector<Tensor<float>> tensors(count);
+      for (size_t k = 0; k < count; ++k) {
+        tensors[k].reset(size_t(in[1 + 2 * k]), size_t(in[2 + 2 * k]));
+        std::copy(in + pos, in + pos + tensors[k].size(), tensors[k].data());
+        pos += tensors[k].size();
+      }
+      stage_->putStored(mb, std::move(tensors));
+    });
+    if (cudaFreeAsync(buffers[0].data, at.stream) != cudaSuccess)
+      throw std::runtime_error("host stage: cannot free a reload buffer");
+  }
   size_t storedMicroBatches() const override { return stage_->storedMicroBatches(); }
   void zeroGradients(const Launch &) override {
     hostcuda::enqueue([=] { stage_->zeroGradients(); });
@@ -134,7 +188,24 @@ public:
   }
 
 private:
+
+  // The most floats takeStored packs: a dry forward of one micro-batch on a
+  // scratch copy with every expert local tells the tensors' count and total
+  // size (an MoE stage routes tokens x topK rows whatever the data); a stage
+  // of an expert group of n may receive up to n times as many rows.
+  size_t storedBound(const ModelSpec &model, size_t participants) const {
+    std::unique_ptr<Stage<float>> scratch = makeStage<float>(model, stageIndex(), nullptr);
+    Tensor<float> x(tokens_, size_t(hidden())), y;
+    scratch->forward(0, x, y);
+    std::vector<Tensor<float>> tensors = scratch->takeStored(0);
+    size_t total = 0;
+    for (const Tensor<float> &t : tensors)
+      total += t.size();
+    return 1 + 2 * tensors.size() + participants * total;
+  }
+
   size_t tokens_;
+  size_t storedFloats_ = 0;
   std::shared_ptr<ExchangeAllToAll> comm_; // an MoE stage's expert group, if any
   std::unique_ptr<Stage<float>> stage_;
 };

@@ -194,6 +194,16 @@ void TrackedGpuStage::discard(int mb, const Launch &at) {
   tracker_.finish(mb);
 }
 
+std::vector<StoredBuffer> TrackedGpuStage::takeStored(int mb, const Launch &) {
+  tracker_.offload(mb); // throws before anything moves when mb cannot be offloaded
+  return runTakeStored(mb);
+}
+
+void TrackedGpuStage::putStored(int mb, std::vector<StoredBuffer> buffers, const Launch &) {
+  tracker_.reload(mb);
+  runPutStored(mb, buffers);
+}
+
 void TrackedGpuStage::backwardWeight(int mb, const Launch &at) {
   tracker_.backwardWeight(mb);
   runBackwardWeight(mb, at);
@@ -317,6 +327,27 @@ private:
   }
 
   void releaseMicroBatch(int mb, cudaStream_t stream) override { releaseSaved(saved_, mb, stream); }
+
+  // Sizes of Saved's buffers in forEach's order (after a complete forward
+  // only a, u and v are set).
+  size_t savedBytes(int slot) const {
+    switch (slot) {
+    case 0: return activation() * sizeof(AT);  // a
+    case 1: return inner() * sizeof(float);    // u
+    case 2: return inner() * sizeof(AT);       // v
+    case 3: return activation() * sizeof(float); // m
+    case 4: return activation() * sizeof(AT);  // dm
+    case 5: return activation() * sizeof(float); // da
+    case 6: return inner() * sizeof(AT);       // du
+    }
+    return 0;
+  }
+  std::vector<StoredBuffer> runTakeStored(int mb) override {
+    return takeSaved(saved_, mb, [this](int slot) { return savedBytes(slot); }, owner());
+  }
+  void runPutStored(int mb, const std::vector<StoredBuffer> &buffers) override {
+    putSaved(saved_, mb, buffers, owner());
+  }
 
   int ffn_;
   GpuMlp<AT> mlp_;

@@ -20,6 +20,8 @@
 #include "pipert/cuda/GpuStage.h"
 
 #include <map>
+#include <stdexcept>
+#include <type_traits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -93,6 +95,8 @@ public:
                     const Launch &at) final;
   void backwardWeight(int mb, const Launch &at) final;
   void discard(int mb, const Launch &at) final;
+  std::vector<StoredBuffer> takeStored(int mb, const Launch &at) final;
+  void putStored(int mb, std::vector<StoredBuffer> buffers, const Launch &at) final;
   size_t storedMicroBatches() const final { return tracker_.pending(); }
 
 protected:
@@ -105,6 +109,10 @@ protected:
   virtual void runBackwardWeight(int mb, const Launch &at) = 0;
   // Frees mb's remaining device state on `stream` and forgets it.
   virtual void releaseMicroBatch(int mb, cudaStream_t stream) = 0;
+  // Offload / Reload after the tracker's checks (takeSaved / putSaved).
+  virtual std::vector<StoredBuffer> runTakeStored(int mb) = 0;
+  virtual void runPutStored(int mb, const std::vector<StoredBuffer> &buffers) = 0;
+  const std::string &owner() const { return tracker_.owner(); }
 
 private:
   int tokens_;
@@ -121,6 +129,52 @@ void releaseSaved(std::map<int, Saved> &saved, int mb, cudaStream_t stream) {
     return;
   it->second.forEach([stream](auto *&p) { freeOn(p, stream); });
   saved.erase(it);
+}
+
+// Offload of micro-batch mb's saved device buffers (a Saved with forEach over
+// its pointers): moves out every one that is set, tagged with its position in
+// forEach's order and sized by bytesOf(position), and leaves those pointers
+// null. A set pointer with no size is a stage bug (std::logic_error).
+template <typename Saved, typename BytesOf>
+std::vector<StoredBuffer> takeSaved(std::map<int, Saved> &saved, int mb, BytesOf bytesOf,
+                                    const std::string &owner) {
+  std::vector<StoredBuffer> out;
+  int slot = 0;
+  saved.at(mb).forEach([&](auto *&p) {
+    if (p) {
+      size_t bytes = bytesOf(slot);
+      if (bytes == 0)
+        throw std::logic_error(owner + ", micro-batch " + std::to_string(mb) + ": stored buffer " +
+                               std::to_string(slot) + " has no size to offload");
+      out.push_back({p, bytes, slot});
+      p = nullptr;
+    }
+    ++slot;
+  });
+  return out;
+}
+
+// Reload: puts the buffers takeSaved handed out back in their slots (each
+// slot must be empty: it was emptied by the offload).
+template <typename Saved>
+void putSaved(std::map<int, Saved> &saved, int mb, const std::vector<StoredBuffer> &buffers,
+              const std::string &owner) {
+  Saved &st = saved.at(mb);
+  size_t next = 0;
+  int slot = 0;
+  st.forEach([&](auto *&p) {
+    if (next < buffers.size() && buffers[next].slot == slot) {
+      if (p)
+        throw std::logic_error(owner + ", micro-batch " + std::to_string(mb) + ": reloaded buffer " +
+                               std::to_string(slot) + " is already set");
+      p = static_cast<std::remove_reference_t<decltype(p)>>(buffers[next++].data);
+    }
+    ++slot;
+  });
+  if (next != buffers.size())
+    throw std::logic_error(owner + ", micro-batch " + std::to_string(mb) + ": " +
+                           std::to_string(buffers.size() - next) +
+                           " reloaded buffers name no slot the offload emptied");
 }
 
 // The dense stage (DenseConfig without attention) as a GpuStage; see

@@ -271,6 +271,37 @@ private:
 
   void releaseMicroBatch(int mb, cudaStream_t stream) override { releaseSaved(saved_, mb, stream); }
 
+  // Sizes of Saved's buffers in forEach's order (expert buffers are E x
+  // capacity rows on either side of the exchange).
+  size_t savedBytes(int slot) const {
+    const size_t rows = expertRows(), ffn = static_cast<size_t>(ffn_);
+    const size_t logits = T() * static_cast<size_t>(expertCount_);
+    switch (slot) {
+    case 0: return T() * h() * sizeof(AT);     // a
+    case 1: return slots() * sizeof(int);      // chosen
+    case 2: return slots() * sizeof(float);    // gates
+    case 3: return slots() * sizeof(int);      // slotRow
+    case 4: return rows * sizeof(int);         // rowSlot
+    case 5: return rows * h() * sizeof(AT);    // xe
+    case 6: return rows * ffn * sizeof(float); // u
+    case 7: return rows * ffn * sizeof(AT);    // v
+    case 8: return rows * h() * sizeof(float); // f
+    case 9: return T() * h() * sizeof(float);  // da
+    case 10: return slots() * sizeof(float);   // dGates
+    case 11: return rows * h() * sizeof(AT);   // dm
+    case 12: return rows * ffn * sizeof(AT);   // du
+    case 13: return rows * h() * sizeof(float); // dxe
+    case 14: return logits * sizeof(AT);       // dz
+    }
+    return 0;
+  }
+  std::vector<StoredBuffer> runTakeStored(int mb) override {
+    return takeSaved(saved_, mb, [this](int slot) { return savedBytes(slot); }, owner());
+  }
+  void runPutStored(int mb, const std::vector<StoredBuffer> &buffers) override {
+    putSaved(saved_, mb, buffers, owner());
+  }
+
   int expertCount_, k_, ffn_;
   int participants_; // of the expert group; 1 without expert parallelism
   std::shared_ptr<ExpertExchange> exchange_;

@@ -86,6 +86,10 @@ void RankExecutor::releaseHandles() noexcept {
       cudaStreamDestroy(s);
   cudaFree(loss_);
   cudaFree(scratchWord_);
+  for (auto &[op, copy] : hostCopies_)
+    for (void *h : copy.host)
+      if (h)
+        cudaFreeHost(h);
 }
 
 void RankExecutor::forkFrom(cudaEvent_t event) {
@@ -109,6 +113,8 @@ void RankExecutor::beginStep(bool timing) {
   lastOutputs_.clear();
   received_.clear();
   toSend_.clear();
+  offloaded_.clear();
+  peak_ = 0;
   cudaStream_t compute = computeStream();
   PIPERT_CUDA(cudaMemsetAsync(loss_, 0, sizeof(double), compute));
   for (auto &[chunk, stage] : stages_)
@@ -259,7 +265,7 @@ void RankExecutor::startOp(uint32_t i, const ProgramOp &op, cudaStream_t stream)
     b.output = allocate(stream);
     break;
   case OpCode::W:
-  case OpCode::Offload: // refused before a step (CudaRun.cpp)
+  case OpCode::Offload: // runMemoryOp, not here
   case OpCode::Reload:
     break;
   }
@@ -300,6 +306,15 @@ void RankExecutor::run(const StreamCommand &c) {
   uint32_t i = c.arg;
   const ProgramOp &op = table.ops[i];
   uint16_t s = streamOf(c);
+  if (isMemoryOp(op.kind)) {
+    if (c.part != RunPart::Whole || buffers_[i].partsDone != 0)
+      throw CudaError("rank " + std::to_string(rank_) + ": command " + std::to_string(pc_) +
+                      " runs op " + std::to_string(i) + " (" + opCodeName(op.kind) +
+                      ") in parts or twice");
+    buffers_[i].partsDone = 4;
+    runMemoryOp(i, op, streams_[s]);
+    return;
+  }
   if (s > kExpertStream) // the cuBLAS handles are bound to these two streams
     throw CudaError("rank " + std::to_string(rank_) + ": command " + std::to_string(pc_) +
                     " runs op " + std::to_string(i) + " on a channel stream");
@@ -340,10 +355,79 @@ void RankExecutor::run(const StreamCommand &c) {
     }
   }
   b.partsDone += parts;
+  measureActivations(); // a recomputed forward counts before it drops its state
   if (b.partsDone >= 4 && replayOf_[i] != kNone && shared_.options->model != ModelKind::Empty)
     stages_.at(op.chunk)->discard(op.microbatch, at); // its R stores it again
   if (b.partsDone >= 4)
     finishOp(i, op, stream);
+}
+
+void RankExecutor::measureActivations() {
+  int64_t live = 0;
+  for (const auto &[chunk, stage] : stages_)
+    live += int64_t(stage->storedMicroBatches());
+  peak_ = std::max(peak_, live);
+}
+
+// Offload: the stage's buffers of (chunk, mb) to pinned host memory, then
+// freed; Reload: back into fresh device buffers, handed to the stage. Both
+// on `stream` (the copy stream), after the waits the program put before them.
+void RankExecutor::runMemoryOp(uint32_t i, const ProgramOp &op, cudaStream_t stream) {
+  if (shared_.options->model == ModelKind::Empty) { // no stage stores anything
+    touch(scratchWord_, stream);
+    return;
+  }
+  GpuStage &stage = *stages_.at(op.chunk);
+  const Launch at{stream, nullptr}; // a copy stream has no cuBLAS handle
+  const std::pair<int, int> key{op.chunk, op.microbatch};
+  const std::string where = "rank " + std::to_string(rank_) + ": op " + std::to_string(i) + " (" +
+                            opCodeName(op.kind) + " of chunk " + std::to_string(op.chunk) +
+                            ", micro-batch " + std::to_string(op.microbatch) + ")";
+  if (op.kind == OpCode::Offload) {
+    if (offloaded_.count(key))
+      throw CudaError(where + ": already offloaded");
+    std::vector<StoredBuffer> buffers = stage.takeStored(op.microbatch, at);
+    HostCopy &copy = hostCopies_[i];
+    if (copy.host.empty()) { // the first step: pinned memory, kept for later steps
+      copy.layout = buffers;
+      copy.host.assign(buffers.size(), nullptr);
+      for (size_t k = 0; k < buffers.size(); ++k)
+        PIPERT_CUDA(cudaMallocHost(&copy.host[k], buffers[k].bytes));
+    }
+    if (buffers.size() != copy.layout.size())
+      throw CudaError(where + ": the stage stores " + std::to_string(buffers.size()) +
+                      " buffers, the first step stored " + std::to_string(copy.layout.size()));
+    for (size_t k = 0; k < buffers.size(); ++k) {
+      if (buffers[k].bytes != copy.layout[k].bytes || buffers[k].slot != copy.layout[k].slot)
+        throw CudaError(where + ": stored buffer " + std::to_string(k) +
+                        " changed its size or slot since the first step");
+      PIPERT_CUDA(cudaMemcpyAsync(copy.host[k], buffers[k].data, buffers[k].bytes,
+                                  cudaMemcpyDeviceToHost, stream));
+      PIPERT_CUDA(cudaFreeAsync(buffers[k].data, stream));
+    }
+    offloaded_[key] = i;
+  } else {
+    auto it = offloaded_.find(key);
+    if (it == offloaded_.end())
+      throw CudaError(where + ": nothing of it was offloaded");
+    const HostCopy &copy = hostCopies_.at(it->second);
+    offloaded_.erase(it);
+    std::vector<StoredBuffer> buffers = copy.layout;
+    for (size_t k = 0; k < buffers.size(); ++k) {
+      buffers[k].data = nullptr;
+      PIPERT_CUDA(cudaMallocAsync(&buffers[k].data, buffers[k].bytes, stream));
+      PIPERT_CUDA(cudaMemcpyAsync(buffers[k].data, copy.host[k], buffers[k].bytes,
+                                  cudaMemcpyHostToDevice, stream));
+    }
+    try {
+      stage.putStored(op.microbatch, buffers, at);
+    } catch (...) { // the stage did not take them
+      for (StoredBuffer &b : buffers)
+        cudaFreeAsync(b.data, stream);
+      throw;
+    }
+  }
+  measureActivations();
 }
 
 } // namespace pipert::cuda

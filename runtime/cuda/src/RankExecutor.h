@@ -8,6 +8,20 @@
 // Buffers are allocated and freed stream-ordered (cudaMallocAsync): an op's
 // output on the stream of its first part, its inputs freed on the stream of
 // its last, so a whole step can be captured into a CUDA graph.
+//
+// Offload and Reload run on the rank's copy stream (the stream lowering's
+// RankStreamProgram::copyStream, ordered against the compute stream by the
+// program's own events): an Offload takes the stage's stored device buffers
+// of (chunk, micro-batch), copies each into pinned host memory and frees it
+// stream-ordered; a Reload allocates device buffers, copies back and hands
+// them to the stage. The pinned buffers are made on the first (eager) step,
+// one set per Offload op, and kept for the executor's life, so a captured step
+// allocates none (cudaMallocHost cannot be captured).
+//
+// Activations live: after every command that runs an op, the stored
+// micro-batches of the rank's stages (host bookkeeping: what the enqueued
+// work leaves on the device), and the step's peak of it, as the CPU program
+// measures it against the compiler's prediction.
 #pragma once
 
 #include "CudaOptions.h"
@@ -64,6 +78,10 @@ public:
   std::map<int, std::unique_ptr<GpuStage>> &stages() { return stages_; }
   double *deviceLoss() const { return loss_; }
   const std::vector<OpInterval> &intervals() const { return intervals_; }
+  // The most micro-batches the rank's stages stored at once in this step
+  // (meaningful for an eager step: a captured step's host simulation runs
+  // the stages later).
+  int64_t peakActivations() const { return peak_; }
 
 private:
   struct OpBuffers {
@@ -82,6 +100,8 @@ private:
   void *take(uint32_t i, bool gradient, int producerStage, int mb);
   void deliver(uint32_t i, bool gradient, int stage, int mb, void *buffer);
   void *allocate(cudaStream_t stream);
+  void runMemoryOp(uint32_t i, const ProgramOp &op, cudaStream_t stream);
+  void measureActivations();
 
   int rank_;
   const StepInputs &shared_;
@@ -104,6 +124,16 @@ private:
   std::vector<OpInterval> intervals_;
   std::vector<cudaEvent_t> timingEvents_; // reused across steps
   uint32_t pc_ = 0;
+  // Offload/Reload: per Offload op, the stage's buffer layout and the pinned
+  // host copies (kept across steps); per step, which Offload holds each
+  // (chunk, micro-batch) until its Reload.
+  struct HostCopy {
+    std::vector<StoredBuffer> layout; // slots and sizes (data: the device pointers, stale)
+    std::vector<void *> host;         // cudaMallocHost, one per buffer
+  };
+  std::map<uint32_t, HostCopy> hostCopies_;
+  std::map<std::pair<int, int>, uint32_t> offloaded_;
+  int64_t peak_ = 0;
   // Declared last, so destroyed first: frees the handles above at destruction
   // and also when the constructor throws halfway (no destructor runs then).
   void releaseHandles() noexcept;

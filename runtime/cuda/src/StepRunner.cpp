@@ -326,8 +326,11 @@ int StepRunner::run() {
   int eagerSteps = options_.graphs ? 1 : options_.steps;
   StepTimes last;
   double eagerLoss = 0;
+  eagerPeaks_.assign(ranks_.size(), 0);
   for (int step = 1; step <= eagerSteps; ++step) {
     last = eagerStep(timing);
+    for (size_t r = 0; r < ranks_.size(); ++r)
+      eagerPeaks_[r] = std::max(eagerPeaks_[r], ranks_[r]->peakActivations());
     eagerLoss = loss();
     std::printf("step %d (eager): loss %.9g, %.3f ms; host enqueue %.2f us per op\n", step,
                 eagerLoss, last.totalMicros / 1000, last.hostMicros / double(std::max<int64_t>(ops, 1)));
@@ -337,6 +340,7 @@ int StepRunner::run() {
                                 : options_.tracePath;
   if (timing && !writeTrace(tracePath, program_, timings()))
     return 2;
+  peaksMatch_ = reportActivations();
   GradientSet<double> eagerGradients = gradients();
   if (options_.ep > 1)
     printGradientSquares();

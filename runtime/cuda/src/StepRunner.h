@@ -48,6 +48,7 @@ private:
   int64_t totalOps() const;
   std::string whichRank() const;
   void printGradientSquares();
+  bool reportActivations() const;
 
   // Declared in the order they are made, so they go in reverse: the ranks
   // before the transport and the streams their work runs on.
@@ -69,6 +70,8 @@ private:
   NcclTransport *ncclTransport_ = nullptr; // transport_, when it is NCCL
   std::vector<std::unique_ptr<RankExecutor>> ranks_;
   UniqueGraphExec graph_;
+  std::vector<int64_t> eagerPeaks_; // per entry of ranks_: the most activations an eager step stored
+  bool peaksMatch_ = true;
 };
 
 } // namespace pipert::cuda

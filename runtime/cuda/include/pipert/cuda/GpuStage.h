@@ -40,6 +40,14 @@ struct Launch {
   cublasHandle_t blas;
 };
 
+// One device buffer of a micro-batch's stored state, as an Offload moves it:
+// `slot` is the stage's own tag for it (putStored puts it back there).
+struct StoredBuffer {
+  void *data;
+  size_t bytes;
+  int slot;
+};
+
 // A parameter's fp32 gradient on the device, named as the CPU stage names it.
 struct DeviceGradient {
   std::string name;
@@ -65,6 +73,20 @@ public:
   // Drops mb's stored state after a forward whose micro-batch is recomputed
   // (an R replays the forward before the backward).
   virtual void discard(int mb, const Launch &at) = 0;
+
+  // Offload and Reload (the schedule's memory ops), the device twin of
+  // Stage::takeStored/putStored. takeStored hands over every device buffer
+  // mb stores (mb's forward complete, no backward part run; the buffers' data
+  // is ready after the work enqueued so far on the stream that ran the
+  // forward), and mb counts as not stored: any call on it but putStored then
+  // throws std::logic_error. The caller copies them and frees them
+  // stream-ordered. putStored(mb, buffers, at) gives back buffers of the same
+  // slots and sizes, holding the same bytes once the work enqueued on
+  // at.stream so far is done; the stage owns them again and mb is stored as
+  // before. Neither enqueues device work of its own on a GPU stage (the host
+  // simulation's stage may).
+  virtual std::vector<StoredBuffer> takeStored(int mb, const Launch &at) = 0;
+  virtual void putStored(int mb, std::vector<StoredBuffer> buffers, const Launch &at) = 0;
 
   // Micro-batches with stored state (host bookkeeping, like Stage).
   virtual size_t storedMicroBatches() const = 0;
