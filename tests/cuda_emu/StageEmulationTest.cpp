@@ -459,3 +459,103 @@ TEST_CASE("kernel emulation: a bad configuration is reported, a captured launch 
   cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
 }
+
+namespace {
+
+// What an Offload and a Reload do with a stage's stored buffers (as
+// RankExecutor::runMemoryOp): each into pinned host memory, the device buffer
+// freed; then fresh device buffers filled back from the host. `damage` flips
+// one byte of the first host copy in between (a negative control).
+void offloadAndReload(cuda::GpuStage &stage, int mb, const Device &device, bool damage) {
+  std::vector<cuda::StoredBuffer> buffers = stage.takeStored(mb, device.at());
+  REQUIRE(!buffers.empty());
+  std::vector<void *> host(buffers.size());
+  for (size_t k = 0; k < buffers.size(); ++k) {
+    REQUIRE(cudaMallocHost(&host[k], buffers[k].bytes) == cudaSuccess);
+    REQUIRE(cudaMemcpyAsync(host[k], buffers[k].data, buffers[k].bytes, cudaMemcpyDeviceToHost,
+                            device.stream) == cudaSuccess);
+    REQUIRE(cudaFreeAsync(buffers[k].data, device.stream) == cudaSuccess);
+    buffers[k].data = nullptr;
+  }
+  if (damage)
+    static_cast<unsigned char *>(host[0])[0] ^= 0x40;
+  for (size_t k = 0; k < buffers.size(); ++k) {
+    REQUIRE(cudaMallocAsync(&buffers[k].data, buffers[k].bytes, device.stream) == cudaSuccess);
+    REQUIRE(cudaMemcpyAsync(buffers[k].data, host[k], buffers[k].bytes, cudaMemcpyHostToDevice,
+                            device.stream) == cudaSuccess);
+  }
+  stage.putStored(mb, buffers, device.at());
+  for (void *h : host)
+    REQUIRE(cudaFreeHost(h) == cudaSuccess);
+}
+
+// Forward mb 0 and 1, offload mb 0 (and reload it) between its forward and
+// its backward, backward both; returns the input gradient of mb 0 and every
+// parameter gradient, as bytes.
+std::vector<unsigned char> runWithOffload(const StageSpec &spec, DType dtype, bool offload, bool damage) {
+  ModelSpec model;
+  model.seed = 13;
+  model.stages = {spec};
+  std::unique_ptr<Stage<double>> source = makeStage<double>(model, 0);
+  const int tokens = 12;
+  Device device;
+  const size_t baseline = hostcuda::liveStreamOrderedAllocations();
+  const long pinnedBefore = hostcuda::liveHandles().pinned;
+  std::unique_ptr<cuda::GpuStage> gpu = cuda::makeGpuStage(*source, spec, tokens, dtype);
+  const size_t n = size_t(tokens) * size_t(spec.hidden()), bytes = n * cuda::dtypeBytes(dtype);
+  std::mt19937 rng(21);
+  DeviceBuffer x0(bytes), x1(bytes), dy0(bytes), dy1(bytes), y0(bytes), y1(bytes), dx0(bytes), dx1(bytes);
+  for (const DeviceBuffer *b : {&x0, &x1, &dy0, &dy1})
+    uploadRandom(rng, size_t(tokens), size_t(spec.hidden()), dtype, *b);
+  for (SubOp part : kForwardParts) {
+    gpu->forwardPart(0, part, x0.get(), y0.get(), device.at());
+    gpu->forwardPart(1, part, x1.get(), y1.get(), device.at());
+  }
+  if (offload) {
+    std::vector<cuda::StoredBuffer> none;
+    // Not before its forward completes, and mb 0 is not stored while it is away.
+    REQUIRE_THROWS_AS(gpu->putStored(0, none, device.at()), std::logic_error);
+    std::vector<cuda::StoredBuffer> taken = gpu->takeStored(0, device.at());
+    REQUIRE(gpu->storedMicroBatches() == 1);
+    REQUIRE_THROWS_AS(gpu->backwardPart(0, SubOp::Combine, dy0.get(), dx0.get(), WeightGrad::Now, device.at()),
+                      std::logic_error);
+    REQUIRE_THROWS_AS(gpu->takeStored(0, device.at()), std::logic_error);
+    gpu->putStored(0, taken, device.at()); // straight back: nothing moved
+    REQUIRE(gpu->storedMicroBatches() == 2);
+    offloadAndReload(*gpu, 0, device, damage);
+    REQUIRE(gpu->storedMicroBatches() == 2);
+  }
+  for (SubOp part : kBackwardParts) {
+    gpu->backwardPart(1, part, dy1.get(), dx1.get(), WeightGrad::Now, device.at());
+    gpu->backwardPart(0, part, dy0.get(), dx0.get(), WeightGrad::Deferred, device.at());
+  }
+  if (offload) // a backward part has run: too late to offload
+    REQUIRE_THROWS_AS(gpu->takeStored(0, device.at()), std::logic_error);
+  gpu->backwardWeight(0, device.at());
+  REQUIRE(gpu->storedMicroBatches() == 0);
+  REQUIRE(hostcuda::liveStreamOrderedAllocations() == baseline);
+  REQUIRE(hostcuda::liveHandles().pinned == pinnedBefore);
+  const unsigned char *dx = static_cast<const unsigned char *>(dx0.get());
+  std::vector<unsigned char> out(dx, dx + bytes);
+  for (const cuda::DeviceGradient &g : gpu->gradients()) {
+    const unsigned char *p = reinterpret_cast<const unsigned char *>(g.data);
+    out.insert(out.end(), p, p + g.rows * g.cols * sizeof(float));
+  }
+  return out;
+}
+
+} // namespace
+
+// Offload/Reload of a GPU stage's stored buffers: every buffer the backward
+// needs travels (fresh device memory is 0xFF here, so a buffer left out or
+// cut short would show), gradients come out bit for bit as without the trip,
+// and one flipped byte in a host copy changes them (the comparison can fail).
+TEST_CASE("GPU stage offload and reload keep gradients bit-identical", "[cuda-emulated]") {
+  const DType dtype = GENERATE(DType::F32, DType::BF16);
+  const bool moe = GENERATE(false, true);
+  const StageSpec spec = moe ? moeSpec(8, 16, 4, 2) : denseSpec(8, 24);
+  INFO((moe ? "moe" : "dense") << ", " << cuda::dtypeName(dtype));
+  const std::vector<unsigned char> plain = runWithOffload(spec, dtype, false, false);
+  CHECK(runWithOffload(spec, dtype, true, false) == plain);
+  CHECK(runWithOffload(spec, dtype, true, true) != plain);
+}
