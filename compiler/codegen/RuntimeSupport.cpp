@@ -32,9 +32,7 @@ bool firstRecompute(const ScheduleIR &ir, size_t &rank, const Op *&op) {
   return firstOp(ir, [](OpKind kind) { return kind == OpKind::R; }, rank, op);
 }
 
-bool runsSizes(RuntimeTarget target) {
-  return target == RuntimeTarget::CpuProgram || target == RuntimeTarget::JsonProgram;
-}
+bool runsSizes(RuntimeTarget target) { return target != RuntimeTarget::TorchCsv; }
 bool runsRecompute(RuntimeTarget target) { return target != RuntimeTarget::TorchCsv; }
 // The JSON program writes memory ops as they are (for runtimes that read them);
 // the CPU and CUDA programs run Offload and Reload.
@@ -53,9 +51,9 @@ bool checkRuntimeSupport(const ScheduleIR &ir, RuntimeTarget target, DiagnosticE
     diags.report(DiagKind::RuntimeUnsupported, ir.source->sizes->range,
                  std::string("schedule '") + ir.name + "' declares micro-batch sizes, which " +
                      what + " cannot express: every micro-batch there has the same size")
-        .note("'pipec check' and 'pipec sim' take the sizes into account, and CPU programs "
-              "('--target cpu') and the PyTorch runtime ('--target json') run them; remove "
-              "'sizes' to build this target with equal micro-batches");
+        .note("'pipec check' and 'pipec sim' take the sizes into account, and CPU and CUDA "
+              "programs ('--target cpu', '--target cuda') and the PyTorch runtime ('--target "
+              "json') run them; remove 'sizes' to build this target with equal micro-batches");
     ok = false;
   }
   size_t rank = 0;

@@ -78,9 +78,10 @@ private:
 
 class HostStage final : public GpuStage {
 public:
-  HostStage(Stage<double> &cpu, const StageSpec &spec, size_t tokens,
+  HostStage(Stage<double> &cpu, const StageSpec &spec, const MicroBatchRows &rows,
             std::shared_ptr<ExpertExchange> experts)
-      : GpuStage(cpu.stageIndex(), spec.hidden(), DType::F32), tokens_(tokens) {
+      : GpuStage(cpu.stageIndex(), spec.hidden(), DType::F32), rows_(rows) {
+    const size_t tokens = size_t(rows.most());
     ModelSpec model;
     model.seed = cpu.seed();
     model.stages.assign(size_t(cpu.stageIndex()) + 1, spec);
@@ -101,7 +102,7 @@ public:
     hostcuda::enqueue([=] {
       if (comm_)
         comm_->setStream(at.stream);
-      Tensor<float> x = fromDevice(input, tokens_, size_t(hidden())), y;
+      Tensor<float> x = fromDevice(input, rows(mb), size_t(hidden())), y;
       stage_->forwardPart(mb, part, x, y);
       if (part == SubOp::Combine)
         toDevice(y, output);
@@ -112,7 +113,7 @@ public:
     hostcuda::enqueue([=] {
       if (comm_)
         comm_->setStream(at.stream);
-      Tensor<float> dy = fromDevice(gradOutput, tokens_, size_t(hidden())), dx;
+      Tensor<float> dy = fromDevice(gradOutput, rows(mb), size_t(hidden())), dx;
       stage_->backwardPart(mb, part, dy, dx, when);
       if (part == SubOp::Attention)
         toDevice(dx, gradInput);
@@ -189,13 +190,13 @@ public:
 
 private:
 
-  // The most floats takeStored packs: a dry forward of one micro-batch on a
-  // scratch copy with every expert local tells the tensors' count and total
+  // The most floats takeStored packs: a dry forward of the largest
+  // micro-batch on a scratch copy with every expert local tells the tensors' count and total
   // size (an MoE stage routes tokens x topK rows whatever the data); a stage
   // of an expert group of n may receive up to n times as many rows.
   size_t storedBound(const ModelSpec &model, size_t participants) const {
     std::unique_ptr<Stage<float>> scratch = makeStage<float>(model, stageIndex(), nullptr);
-    Tensor<float> x(tokens_, size_t(hidden())), y;
+    Tensor<float> x(size_t(rows_.most()), size_t(hidden())), y;
     scratch->forward(0, x, y);
     std::vector<Tensor<float>> tensors = scratch->takeStored(0);
     size_t total = 0;
@@ -204,7 +205,9 @@ private:
     return 1 + 2 * tensors.size() + participants * total;
   }
 
-  size_t tokens_;
+  size_t rows(int mb) const { return size_t(rows_.of(mb)); }
+
+  MicroBatchRows rows_;
   size_t storedFloats_ = 0;
   std::shared_ptr<ExchangeAllToAll> comm_; // an MoE stage's expert group, if any
   std::unique_ptr<Stage<float>> stage_;
@@ -220,19 +223,23 @@ void requireF32(DType dtype) {
 const char *dtypeName(DType dtype) { return dtype == DType::F32 ? "fp32" : "bf16"; }
 size_t dtypeBytes(DType dtype) { return dtype == DType::F32 ? 4 : 2; }
 
-std::unique_ptr<GpuStage> makeGpuStage(Stage<double> &cpu, const StageSpec &spec, int tokens,
+std::unique_ptr<GpuStage> makeGpuStage(Stage<double> &cpu, const StageSpec &spec, const MicroBatchRows &rows,
                                        DType dtype, std::shared_ptr<ExpertExchange> experts) {
   requireF32(dtype);
-  return std::make_unique<HostStage>(cpu, spec, size_t(tokens), std::move(experts));
+  return std::make_unique<HostStage>(cpu, spec, rows, std::move(experts));
 }
 
+// As the GPU kernel: the gradient scaled by 2 w / n rounded to fp32 once.
 void mseLossAndGrad(const void *output, const void *target, void *gradOutput, double *loss,
-                    size_t tokens, size_t hidden, DType dtype, cudaStream_t) {
+                    size_t tokens, size_t hidden, DType dtype, cudaStream_t, double weight) {
   requireF32(dtype);
   hostcuda::enqueue([=] {
     Tensor<float> y = fromDevice(output, tokens, hidden), t = fromDevice(target, tokens, hidden), dy;
-    *loss += mseLoss(y, t);
+    *loss += mseLoss(y, t) * weight;
     mseLossGrad(y, t, dy);
+    if (weight != 1.0)
+      for (size_t i = 0; i < dy.size(); ++i)
+        dy[i] = float(double(dy[i]) * weight);
     toDevice(dy, gradOutput);
   });
 }

@@ -56,30 +56,30 @@ private:
   bool ownsOperand_ = false;
 };
 
-// E blocks of fc1 (h x f, bias f), GELU, fc2 (f x h, bias h), each over R rows.
-// Activation arguments are E x R x width, row-major, contiguous per block.
-// Every call enqueues on at.stream with at.blas.
+// E blocks of fc1 (h x f, bias f), GELU, fc2 (f x h, bias h), each over R rows
+// (`rows`, per call: a micro-batch's). Activation arguments are E x R x width,
+// row-major, contiguous per block. Every call enqueues on at.stream with at.blas.
 template <typename AT>
 class GpuMlp {
 public:
   // The CPU parameters cpu[first, first + 4E): per block fc1.weight, fc1.bias,
   // fc2.weight, fc2.bias (MlpBlock::appendParameters' order). Throws
   // std::invalid_argument on a missing or wrongly shaped one.
-  GpuMlp(int hidden, int ffn, int blocks, int rowsPerBlock, const std::vector<Parameter<double>> &cpu, size_t first);
+  GpuMlp(int hidden, int ffn, int blocks, const std::vector<Parameter<double>> &cpu, size_t first);
 
   // u = x W1 + b1 (fp32), v = gelu(u), m = v W2 + b2 (fp32).
-  void forward(const AT *x, float *u, AT *v, float *m, const Launch &at) const;
+  void forward(int rows, const AT *x, float *u, AT *v, float *m, const Launch &at) const;
   // du = (dm W2^T) * gelu'(u); dx = du W1^T + dxBeta * dx (dxBeta 1 adds into dx).
-  void backwardInput(const AT *dm, const float *u, AT *du, float *dx, float dxBeta, const Launch &at) const;
+  void backwardInput(int rows, const AT *dm, const float *u, AT *du, float *dx, float dxBeta, const Launch &at) const;
   // W2 += v^T dm, b2 += colsum(dm), W1 += x^T du, b1 += colsum(du).
-  void backwardWeight(const AT *x, const AT *v, const AT *dm, const AT *du, const Launch &at);
+  void backwardWeight(int rows, const AT *x, const AT *v, const AT *dm, const AT *du, const Launch &at);
 
   void zeroGradients(cudaStream_t stream);
   // In the CPU order given to the constructor, with the CPU names.
   const std::vector<DeviceGradient> &gradients() const { return gradients_; }
 
 private:
-  int hidden_, ffn_, blocks_, rows_;
+  int hidden_, ffn_, blocks_;
   std::unique_ptr<DeviceWeight<AT>> w1_, b1_, w2_, b2_;
   std::vector<DeviceGradient> gradients_;
 };
@@ -100,8 +100,9 @@ public:
   size_t storedMicroBatches() const final { return tracker_.pending(); }
 
 protected:
-  TrackedGpuStage(const char *kind, int stageIndex, int hidden, int tokens, DType dtype);
-  int tokens() const { return tokens_; }
+  TrackedGpuStage(const char *kind, int stageIndex, int hidden, const MicroBatchRows &rows, DType dtype);
+  int tokens(int mb) const { return rows_.of(mb); } // micro-batch mb's rows
+  int mostTokens() const { return rows_.most(); }
 
   virtual void runForwardPart(int mb, SubOp part, const void *input, void *output, const Launch &at) = 0;
   virtual void runBackwardPart(int mb, SubOp part, const void *gradOutput, void *gradInput, WeightGrad when,
@@ -115,7 +116,7 @@ protected:
   const std::string &owner() const { return tracker_.owner(); }
 
 private:
-  int tokens_;
+  MicroBatchRows rows_;
   MicroBatchTracker tracker_;
 };
 
@@ -180,7 +181,7 @@ void putSaved(std::map<int, Saved> &saved, int mb, const std::vector<StoredBuffe
 // The dense stage (DenseConfig without attention) as a GpuStage; see
 // GpuMlpStage.cu. Throws std::invalid_argument for attention or a parameter
 // list that does not match.
-std::unique_ptr<GpuStage> makeGpuDenseStage(Stage<double> &cpu, const DenseConfig &config, int tokens,
+std::unique_ptr<GpuStage> makeGpuDenseStage(Stage<double> &cpu, const DenseConfig &config, const MicroBatchRows &rows,
                                             DType dtype);
 
 } // namespace pipert::cuda

@@ -104,9 +104,10 @@ void RankExecutor::joinInto(cudaStream_t origin) {
   }
 }
 
-void RankExecutor::beginStep(bool timing) {
+void RankExecutor::beginStep(bool timing, bool measure) {
   pc_ = 0;
   timing_ = timing;
+  measure_ = measure;
   intervals_.clear();
   buffers_.assign(shared_.program->ranks[rank_].numOps, OpBuffers());
   local_.clear();
@@ -114,6 +115,7 @@ void RankExecutor::beginStep(bool timing) {
   received_.clear();
   toSend_.clear();
   offloaded_.clear();
+  stored_.clear();
   peak_ = 0;
   cudaStream_t compute = computeStream();
   PIPERT_CUDA(cudaMemsetAsync(loss_, 0, sizeof(double), compute));
@@ -154,14 +156,14 @@ bool RankExecutor::advance() {
       if (it == toSend_.end())
         throw CudaError("rank " + std::to_string(rank_) + " sends message " +
                         std::to_string(c.arg) + " before an op produced it");
-      transport_.send(c.arg, it->second, shared_.activationBytes, stream);
+      transport_.send(c.arg, it->second, messageBytes(c.arg), stream);
       toSend_.erase(it);
       break;
     }
     case StreamCmd::Receive:
       if (!transport_.canReceive(c.arg))
         return false;
-      received_[c.arg] = transport_.receive(c.arg, shared_.activationBytes, stream);
+      received_[c.arg] = transport_.receive(c.arg, messageBytes(c.arg), stream);
       break;
     }
   }
@@ -182,10 +184,19 @@ std::string RankExecutor::position() const {
   return text;
 }
 
-void *RankExecutor::allocate(cudaStream_t stream) {
+void *RankExecutor::allocate(int mb, cudaStream_t stream) {
   void *buffer = nullptr;
-  PIPERT_CUDA(cudaMallocAsync(&buffer, shared_.activationBytes, stream));
+  PIPERT_CUDA(cudaMallocAsync(&buffer, shared_.activationBytes.at(size_t(mb)), stream));
   return buffer;
+}
+
+size_t RankExecutor::messageBytes(uint32_t id) const {
+  if (id >= shared_.program->numMessages)
+    throw CudaError("rank " + std::to_string(rank_) + " names message " + std::to_string(id) + " of " +
+                    std::to_string(shared_.program->numMessages));
+  const ProgramMessage &m = shared_.program->messages[id];
+  const ProgramOp &producer = shared_.program->ranks[m.from].ops[m.producerOp];
+  return shared_.activationBytes.at(size_t(producer.microbatch));
 }
 
 void *RankExecutor::take(uint32_t i, bool gradient, int producerStage, int mb) {
@@ -238,31 +249,32 @@ void RankExecutor::startOp(uint32_t i, const ProgramOp &op, cudaStream_t stream)
       b.input = empty ? nullptr : shared_.inputs[size_t(op.microbatch)];
     else
       b.input = take(i, false, op.stage - 1, op.microbatch);
-    b.output = allocate(stream);
+    b.output = allocate(op.microbatch, stream);
     break;
   case OpCode::B:
   case OpCode::I:
     if (op.stage == last) {
-      b.input = allocate(stream);
+      b.input = allocate(op.microbatch, stream);
       auto it = lastOutputs_.find(op.microbatch);
       if (it == lastOutputs_.end())
         throw CudaError("rank " + std::to_string(rank_) + ": backward of micro-batch " +
                         std::to_string(op.microbatch) + " before its forward's output");
       if (!empty)
         mseLossAndGrad(it->second, shared_.targets[size_t(op.microbatch)], b.input, loss_,
-                       shared_.tokens, shared_.hidden, shared_.options->dtype, stream);
+                       size_t(shared_.rows.of(op.microbatch)), shared_.hidden, shared_.options->dtype, stream,
+                       shared_.lossWeights.at(size_t(op.microbatch)));
       PIPERT_CUDA(cudaFreeAsync(it->second, stream));
       lastOutputs_.erase(it);
     } else {
       b.input = take(i, true, op.stage + 1, op.microbatch);
     }
-    b.output = allocate(stream);
+    b.output = allocate(op.microbatch, stream);
     break;
   case OpCode::R: // the input was left by the forward it replays
     if (!b.input && !(empty && op.stage == 0))
       throw CudaError("rank " + std::to_string(rank_) + ": op " + std::to_string(i) +
                       " replays micro-batch " + std::to_string(op.microbatch) + " before its forward");
-    b.output = allocate(stream);
+    b.output = allocate(op.microbatch, stream);
     break;
   case OpCode::W:
   case OpCode::Offload: // runMemoryOp, not here
@@ -332,7 +344,8 @@ void RankExecutor::run(const StreamCommand &c) {
   if (!expected)
     throw CudaError("rank " + std::to_string(rank_) + ": command " + std::to_string(pc_) +
                     " runs a part of op " + std::to_string(i) + " out of its order");
-  if (b.partsDone == 0)
+  const bool first = b.partsDone == 0;
+  if (first)
     startOp(i, op, stream);
   if (shared_.options->model == ModelKind::Empty) {
     touch(scratchWord_, stream);
@@ -355,17 +368,36 @@ void RankExecutor::run(const StreamCommand &c) {
     }
   }
   b.partsDone += parts;
+  const std::pair<int, int> key{op.chunk, op.microbatch};
+  const bool done = b.partsDone >= 4;
+  if (first && (op.kind == OpCode::F || op.kind == OpCode::R))
+    stored_[key] = shared_.unitsOf(op.microbatch);
+  else if (done && (op.kind == OpCode::B || op.kind == OpCode::W))
+    stored_.erase(key);
   measureActivations(); // a recomputed forward counts before it drops its state
-  if (b.partsDone >= 4 && replayOf_[i] != kNone && shared_.options->model != ModelKind::Empty)
-    stages_.at(op.chunk)->discard(op.microbatch, at); // its R stores it again
+  if (done && replayOf_[i] != kNone) {
+    if (shared_.options->model != ModelKind::Empty)
+      stages_.at(op.chunk)->discard(op.microbatch, at); // its R stores it again
+    stored_.erase(key);
+  }
   if (b.partsDone >= 4)
     finishOp(i, op, stream);
 }
 
 void RankExecutor::measureActivations() {
+  if (shared_.options->model == ModelKind::Empty || !measure_)
+    return; // no stage stores anything, or a captured step
   int64_t live = 0;
+  std::map<int, size_t> perChunk;
+  for (const auto &[key, units] : stored_) {
+    live += units;
+    ++perChunk[key.first];
+  }
   for (const auto &[chunk, stage] : stages_)
-    live += int64_t(stage->storedMicroBatches());
+    if (stage->storedMicroBatches() != perChunk[chunk])
+      throw CudaError("rank " + std::to_string(rank_) + " at command " + std::to_string(pc_) + ": chunk " +
+                      std::to_string(chunk) + " stores " + std::to_string(stage->storedMicroBatches()) +
+                      " micro-batches, the program's ops leave " + std::to_string(perChunk[chunk]));
   peak_ = std::max(peak_, live);
 }
 
@@ -406,6 +438,7 @@ void RankExecutor::runMemoryOp(uint32_t i, const ProgramOp &op, cudaStream_t str
       PIPERT_CUDA(cudaFreeAsync(buffers[k].data, stream));
     }
     offloaded_[key] = i;
+    stored_.erase(key);
   } else {
     auto it = offloaded_.find(key);
     if (it == offloaded_.end())
@@ -426,6 +459,7 @@ void RankExecutor::runMemoryOp(uint32_t i, const ProgramOp &op, cudaStream_t str
         cudaFreeAsync(b.data, stream);
       throw;
     }
+    stored_[key] = shared_.unitsOf(op.microbatch);
   }
   measureActivations();
 }

@@ -18,10 +18,11 @@
 // one set per Offload op, and kept for the executor's life, so a captured step
 // allocates none (cudaMallocHost cannot be captured).
 //
-// Activations live: after every command that runs an op, the stored
-// micro-batches of the rank's stages (host bookkeeping: what the enqueued
-// work leaves on the device), and the step's peak of it, as the CPU program
-// measures it against the compiler's prediction.
+// Activations live: after every command that runs an op, the micro-batches
+// the rank's stages store (host bookkeeping: what the enqueued work leaves on
+// the device), each counted by its size, and the step's peak of it, as the
+// CPU program measures it against the compiler's prediction. The executor
+// follows them op by op and checks its list against the stages' own count.
 #pragma once
 
 #include "CudaOptions.h"
@@ -43,9 +44,13 @@ struct StepInputs {
   const Program *program;
   const StreamProgram *streams;
   const CudaOptions *options;
-  size_t tokens, hidden;
-  size_t activationBytes;            // one activation or gradient
+  MicroBatchRows rows;               // each micro-batch's tokens (sizes x --seq)
+  size_t hidden;
+  std::vector<size_t> activationBytes; // per micro-batch: one activation or gradient
+  std::vector<double> lossWeights;     // per micro-batch (BatchSpec::lossWeight)
   std::vector<void *> inputs, targets; // per micro-batch, dtype; empty for --model empty
+  // Micro-batch sizes (the schedule's `sizes`) weight the activation count.
+  int64_t unitsOf(int mb) const { return rows.sizes.empty() ? 1 : rows.sizes.at(size_t(mb)); }
 };
 
 struct OpInterval {
@@ -65,7 +70,10 @@ public:
   void forkFrom(cudaEvent_t event);
   // Records the end of every stream; `origin` waits for all of them.
   void joinInto(cudaStream_t origin);
-  void beginStep(bool timing);
+  // `measure`: follow the activations the stages store (eager steps; a
+  // captured step enqueues the same commands, and the host simulation's
+  // stages only run them at replay).
+  void beginStep(bool timing, bool measure = true);
   // Enqueues commands until done (true) or blocked on a receive (false).
   bool advance();
   bool done() const { return pc_ == numCommands(); }
@@ -99,7 +107,9 @@ private:
   void finishOp(uint32_t i, const ProgramOp &op, cudaStream_t stream);
   void *take(uint32_t i, bool gradient, int producerStage, int mb);
   void deliver(uint32_t i, bool gradient, int stage, int mb, void *buffer);
-  void *allocate(cudaStream_t stream);
+  void *allocate(int mb, cudaStream_t stream);
+  // Bytes of message id (its micro-batch's activation).
+  size_t messageBytes(uint32_t id) const;
   void runMemoryOp(uint32_t i, const ProgramOp &op, cudaStream_t stream);
   void measureActivations();
 
@@ -133,7 +143,12 @@ private:
   };
   std::map<uint32_t, HostCopy> hostCopies_;
   std::map<std::pair<int, int>, uint32_t> offloaded_;
+  // (chunk, micro-batch) whose activations the stages hold on the device, by
+  // the program's ops (checked against the stages' own count), and the most
+  // units (micro-batch sizes) held at once this step.
+  std::map<std::pair<int, int>, int64_t> stored_;
   int64_t peak_ = 0;
+  bool measure_ = true;
   // Declared last, so destroyed first: frees the handles above at destruction
   // and also when the constructor throws halfway (no destructor runs then).
   void releaseHandles() noexcept;

@@ -108,8 +108,7 @@ int StepRunner::check(double loss, const GradientSet<double> &got) {
   ModelSpec model = modelSpec();
   auto stages = makeAllStages<double>(model);
   // Every replica's micro-batches: the gradients are summed over the replicas.
-  BatchSpec batch{program_.numMicrobatches * options_.ep, options_.seq, options_.hidden,
-                  options_.seed + 1};
+  BatchSpec batch = batchSpec();
   ReferenceResult<double> reference = Reference<double>(stagePointers(stages)).run(batch);
   // With NCCL a process holds some stages, and with expert parallelism only
   // its replica's share of their experts: compare those.

@@ -10,6 +10,7 @@
 #include "NcclTransport.h"
 #include "RankExecutor.h"
 
+#include "pipert/Batch.h"
 #include "pipert/Gradients.h"
 #include "pipert/Model.h"
 #include "pipert/Trace.h"
@@ -34,9 +35,10 @@ private:
   };
 
   ModelSpec modelSpec() const;
+  BatchSpec batchSpec() const; // every replica's micro-batches, with the schedule's sizes
   void buildRanks();
   void uploadData();
-  void enqueueStep(bool timing);
+  void enqueueStep(bool timing, bool measure = true);
   StepTimes eagerStep(bool timing);
   StepTimes graphStep();
   void waitForStep(const char *what);
