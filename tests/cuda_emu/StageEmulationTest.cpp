@@ -137,22 +137,26 @@ struct Comparison {
 // Runs micro-batches 0 and 1 through the GPU stage and the CPU stage, each
 // part of mb 0 next to the same part of mb 1, and compares everything the
 // stage produces. Protocol bookkeeping is checked on the way.
-std::vector<Comparison> runTwoMicroBatches(const StageSpec &spec, int tokens, DType dtype, Weights weights) {
+// `rows` may give the two micro-batches different row counts (sizes).
+std::vector<Comparison> runTwoMicroBatches(const StageSpec &spec, const cuda::MicroBatchRows &rows, DType dtype,
+                                           Weights weights) {
   ModelSpec model;
   model.seed = 11;
   model.stages = {spec};
   std::unique_ptr<Stage<double>> source = makeStage<double>(model, 0), cpu = makeStage<double>(model, 0);
   Device device;
   const size_t baseline = hostcuda::liveStreamOrderedAllocations();
-  std::unique_ptr<cuda::GpuStage> gpu = cuda::makeGpuStage(*source, spec, tokens, dtype);
-  const size_t h = size_t(spec.hidden()), n = size_t(tokens) * h, bytes = n * cuda::dtypeBytes(dtype);
+  std::unique_ptr<cuda::GpuStage> gpu = cuda::makeGpuStage(*source, spec, rows, dtype);
+  const size_t h = size_t(spec.hidden()), t0 = size_t(rows.of(0)), t1 = size_t(rows.of(1));
+  const size_t n = t0 * h, n1 = t1 * h, bytes = n * cuda::dtypeBytes(dtype), bytes1 = n1 * cuda::dtypeBytes(dtype);
 
   std::mt19937 rng(5);
-  DeviceBuffer x0d(bytes), x1d(bytes), dy0d(bytes), dy1d(bytes), y0d(bytes), y1d(bytes), dx0d(bytes), dx1d(bytes);
-  Tensor<double> x0 = uploadRandom(rng, size_t(tokens), h, dtype, x0d);
-  Tensor<double> x1 = uploadRandom(rng, size_t(tokens), h, dtype, x1d);
-  Tensor<double> dy0 = uploadRandom(rng, size_t(tokens), h, dtype, dy0d);
-  Tensor<double> dy1 = uploadRandom(rng, size_t(tokens), h, dtype, dy1d);
+  DeviceBuffer x0d(bytes), x1d(bytes1), dy0d(bytes), dy1d(bytes1), y0d(bytes), y1d(bytes1), dx0d(bytes),
+      dx1d(bytes1);
+  Tensor<double> x0 = uploadRandom(rng, t0, h, dtype, x0d);
+  Tensor<double> x1 = uploadRandom(rng, t1, h, dtype, x1d);
+  Tensor<double> dy0 = uploadRandom(rng, t0, h, dtype, dy0d);
+  Tensor<double> dy1 = uploadRandom(rng, t1, h, dtype, dy1d);
   Tensor<double> y0, y1, dx0, dx1;
 
   for (SubOp part : kForwardParts) {
@@ -187,9 +191,9 @@ std::vector<Comparison> runTwoMicroBatches(const StageSpec &spec, int tokens, DT
 
   std::vector<Comparison> out = {
       {"forward output, mb 0", relativeError(readBack(y0d.get(), n, dtype), y0.data(), n)},
-      {"forward output, mb 1", relativeError(readBack(y1d.get(), n, dtype), y1.data(), n)},
+      {"forward output, mb 1", relativeError(readBack(y1d.get(), n1, dtype), y1.data(), n1)},
       {"input gradient, mb 0", relativeError(readBack(dx0d.get(), n, dtype), dx0.data(), n)},
-      {"input gradient, mb 1", relativeError(readBack(dx1d.get(), n, dtype), dx1.data(), n)},
+      {"input gradient, mb 1", relativeError(readBack(dx1d.get(), n1, dtype), dx1.data(), n1)},
   };
   std::vector<Parameter<double>> params = cpu->parameters();
   std::vector<cuda::DeviceGradient> grads = gpu->gradients();
@@ -208,6 +212,10 @@ std::vector<Comparison> runTwoMicroBatches(const StageSpec &spec, int tokens, DT
     for (size_t i = 0; i < g.rows * g.cols; ++i)
       REQUIRE(g.data[i] == 0.0f);
   return out;
+}
+
+std::vector<Comparison> runTwoMicroBatches(const StageSpec &spec, int tokens, DType dtype, Weights weights) {
+  return runTwoMicroBatches(spec, cuda::MicroBatchRows{tokens, {}}, dtype, weights);
 }
 
 void checkAll(const std::vector<Comparison> &comparisons, DType dtype) {
@@ -255,6 +263,15 @@ TEST_CASE("MoE GPU stage, top-1 and top-all", "[cuda-emulated]") {
   const DType dtype = GENERATE(DType::F32, DType::BF16);
   SECTION("top-1 of 5, h=12") { checkAll(runTwoMicroBatches(moeSpec(12, 10, 5, 1), 33, dtype, Weights::Mixed), dtype); }
   SECTION("top-3 of 3, h=6") { checkAll(runTwoMicroBatches(moeSpec(6, 9, 3, 3), 7, dtype, Weights::Mixed), dtype); }
+}
+
+// Per-micro-batch sizes: micro-batch 0 has 3 x 5 rows, micro-batch 1 has 5
+// (the MoE capacity, expert buffers and GEMM rows follow each micro-batch).
+TEST_CASE("GPU stages run micro-batches of different sizes", "[cuda-emulated]") {
+  const DType dtype = GENERATE(DType::F32, DType::BF16);
+  const cuda::MicroBatchRows rows{5, {3, 1}};
+  SECTION("dense") { checkAll(runTwoMicroBatches(denseSpec(8, 24), rows, dtype, Weights::Mixed), dtype); }
+  SECTION("moe top-2 of 4") { checkAll(runTwoMicroBatches(moeSpec(8, 16, 4, 2), rows, dtype, Weights::Mixed), dtype); }
 }
 
 TEST_CASE("GPU MSE loss matches pipert's mseLoss", "[cuda-emulated]") {
