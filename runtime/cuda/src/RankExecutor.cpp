@@ -116,6 +116,8 @@ void RankExecutor::beginStep(bool timing, bool measure) {
   toSend_.clear();
   offloaded_.clear();
   stored_.clear();
+  storedPerChunk_.clear();
+  live_ = 0;
   peak_ = 0;
   cudaStream_t compute = computeStream();
   PIPERT_CUDA(cudaMemsetAsync(loss_, 0, sizeof(double), compute));
@@ -368,37 +370,53 @@ void RankExecutor::run(const StreamCommand &c) {
     }
   }
   b.partsDone += parts;
-  const std::pair<int, int> key{op.chunk, op.microbatch};
   const bool done = b.partsDone >= 4;
   if (first && (op.kind == OpCode::F || op.kind == OpCode::R))
-    stored_[key] = shared_.unitsOf(op.microbatch);
+    store(op.chunk, op.microbatch);
   else if (done && (op.kind == OpCode::B || op.kind == OpCode::W))
-    stored_.erase(key);
+    unstore(op.chunk, op.microbatch);
   measureActivations(); // a recomputed forward counts before it drops its state
   if (done && replayOf_[i] != kNone) {
     if (shared_.options->model != ModelKind::Empty)
       stages_.at(op.chunk)->discard(op.microbatch, at); // its R stores it again
-    stored_.erase(key);
+    unstore(op.chunk, op.microbatch);
   }
   if (b.partsDone >= 4)
     finishOp(i, op, stream);
 }
 
+void RankExecutor::store(int chunk, int mb) {
+  int64_t units = shared_.unitsOf(mb);
+  if (!stored_.emplace(std::make_pair(chunk, mb), units).second)
+    throw CudaError("rank " + std::to_string(rank_) + ": chunk " + std::to_string(chunk) + " stores micro-batch " +
+                    std::to_string(mb) + " twice");
+  ++storedPerChunk_[chunk];
+  live_ += units;
+}
+
+void RankExecutor::unstore(int chunk, int mb) {
+  auto it = stored_.find({chunk, mb});
+  if (it == stored_.end())
+    throw CudaError("rank " + std::to_string(rank_) + ": chunk " + std::to_string(chunk) +
+                    " frees micro-batch " + std::to_string(mb) + ", which it does not store");
+  live_ -= it->second;
+  --storedPerChunk_[chunk];
+  stored_.erase(it);
+}
+
+// O(stages) per op: the live units are kept up to date by store/unstore.
 void RankExecutor::measureActivations() {
   if (shared_.options->model == ModelKind::Empty || !measure_)
     return; // no stage stores anything, or a captured step
-  int64_t live = 0;
-  std::map<int, size_t> perChunk;
-  for (const auto &[key, units] : stored_) {
-    live += units;
-    ++perChunk[key.first];
-  }
-  for (const auto &[chunk, stage] : stages_)
-    if (stage->storedMicroBatches() != perChunk[chunk])
+  for (const auto &[chunk, stage] : stages_) {
+    auto it = storedPerChunk_.find(chunk);
+    size_t expected = it == storedPerChunk_.end() ? 0 : it->second;
+    if (stage->storedMicroBatches() != expected)
       throw CudaError("rank " + std::to_string(rank_) + " at command " + std::to_string(pc_) + ": chunk " +
                       std::to_string(chunk) + " stores " + std::to_string(stage->storedMicroBatches()) +
-                      " micro-batches, the program's ops leave " + std::to_string(perChunk[chunk]));
-  peak_ = std::max(peak_, live);
+                      " micro-batches, the program's ops leave " + std::to_string(expected));
+  }
+  peak_ = std::max(peak_, live_);
 }
 
 // Offload: the stage's buffers of (chunk, mb) to pinned host memory, then
@@ -438,7 +456,7 @@ void RankExecutor::runMemoryOp(uint32_t i, const ProgramOp &op, cudaStream_t str
       PIPERT_CUDA(cudaFreeAsync(buffers[k].data, stream));
     }
     offloaded_[key] = i;
-    stored_.erase(key);
+    unstore(op.chunk, op.microbatch);
   } else {
     auto it = offloaded_.find(key);
     if (it == offloaded_.end())
@@ -459,7 +477,7 @@ void RankExecutor::runMemoryOp(uint32_t i, const ProgramOp &op, cudaStream_t str
         cudaFreeAsync(b.data, stream);
       throw;
     }
-    stored_[key] = shared_.unitsOf(op.microbatch);
+    store(op.chunk, op.microbatch);
   }
   measureActivations();
 }

@@ -112,6 +112,8 @@ private:
   size_t messageBytes(uint32_t id) const;
   void runMemoryOp(uint32_t i, const ProgramOp &op, cudaStream_t stream);
   void measureActivations();
+  void store(int chunk, int mb);   // (chunk, mb) is on the device now
+  void unstore(int chunk, int mb); // and now no longer
 
   int rank_;
   const StepInputs &shared_;
@@ -147,7 +149,8 @@ private:
   // the program's ops (checked against the stages' own count), and the most
   // units (micro-batch sizes) held at once this step.
   std::map<std::pair<int, int>, int64_t> stored_;
-  int64_t peak_ = 0;
+  std::map<int, size_t> storedPerChunk_; // entries of stored_ per chunk
+  int64_t live_ = 0, peak_ = 0;          // units in stored_; their most this step
   bool measure_ = true;
   // Declared last, so destroyed first: frees the handles above at destruction
   // and also when the constructor throws halfway (no destructor runs then).
