@@ -63,6 +63,11 @@ RankExecutor::RankExecutor(int rank, const StepInputs &shared, Transport &transp
     if (m.to == rank)
       incoming_[m.consumerOp] = id;
   }
+  int chunks = 0;
+  for (uint32_t i = 0; i < table.numOps; ++i)
+    chunks = std::max(chunks, int(table.ops[i].chunk) + 1);
+  storedPerChunk_.assign(size_t(chunks), 0);
+  stored_.assign(size_t(chunks) * size_t(program.numMicrobatches), 0);
   PIPERT_CUDA(cudaMalloc(&loss_, sizeof(double)));
   PIPERT_CUDA(cudaMalloc(&scratchWord_, sizeof(unsigned)));
 }
@@ -115,8 +120,8 @@ void RankExecutor::beginStep(bool timing, bool measure) {
   received_.clear();
   toSend_.clear();
   offloaded_.clear();
-  stored_.clear();
-  storedPerChunk_.clear();
+  std::fill(stored_.begin(), stored_.end(), 0);
+  std::fill(storedPerChunk_.begin(), storedPerChunk_.end(), 0);
   live_ = 0;
   peak_ = 0;
   cudaStream_t compute = computeStream();
@@ -385,23 +390,30 @@ void RankExecutor::run(const StreamCommand &c) {
     finishOp(i, op, stream);
 }
 
+// Validation has checked chunks and micro-batches against the tables, so the
+// index is in range. Nothing to follow without a model.
 void RankExecutor::store(int chunk, int mb) {
-  int64_t units = shared_.unitsOf(mb);
-  if (!stored_.emplace(std::make_pair(chunk, mb), units).second)
+  if (shared_.options->model == ModelKind::Empty)
+    return;
+  int64_t &units = stored_[size_t(chunk) * size_t(shared_.program->numMicrobatches) + size_t(mb)];
+  if (units)
     throw CudaError("rank " + std::to_string(rank_) + ": chunk " + std::to_string(chunk) + " stores micro-batch " +
                     std::to_string(mb) + " twice");
-  ++storedPerChunk_[chunk];
+  units = shared_.unitsOf(mb);
+  ++storedPerChunk_[size_t(chunk)];
   live_ += units;
 }
 
 void RankExecutor::unstore(int chunk, int mb) {
-  auto it = stored_.find({chunk, mb});
-  if (it == stored_.end())
+  if (shared_.options->model == ModelKind::Empty)
+    return;
+  int64_t &units = stored_[size_t(chunk) * size_t(shared_.program->numMicrobatches) + size_t(mb)];
+  if (!units)
     throw CudaError("rank " + std::to_string(rank_) + ": chunk " + std::to_string(chunk) +
                     " frees micro-batch " + std::to_string(mb) + ", which it does not store");
-  live_ -= it->second;
-  --storedPerChunk_[chunk];
-  stored_.erase(it);
+  live_ -= units;
+  --storedPerChunk_[size_t(chunk)];
+  units = 0;
 }
 
 // O(stages) per op: the live units are kept up to date by store/unstore.
@@ -409,8 +421,7 @@ void RankExecutor::measureActivations() {
   if (shared_.options->model == ModelKind::Empty || !measure_)
     return; // no stage stores anything, or a captured step
   for (const auto &[chunk, stage] : stages_) {
-    auto it = storedPerChunk_.find(chunk);
-    size_t expected = it == storedPerChunk_.end() ? 0 : it->second;
+    size_t expected = storedPerChunk_.at(size_t(chunk));
     if (stage->storedMicroBatches() != expected)
       throw CudaError("rank " + std::to_string(rank_) + " at command " + std::to_string(pc_) + ": chunk " +
                       std::to_string(chunk) + " stores " + std::to_string(stage->storedMicroBatches()) +

@@ -148,9 +148,9 @@ private:
   // (chunk, micro-batch) whose activations the stages hold on the device, by
   // the program's ops (checked against the stages' own count), and the most
   // units (micro-batch sizes) held at once this step.
-  std::map<std::pair<int, int>, int64_t> stored_;
-  std::map<int, size_t> storedPerChunk_; // entries of stored_ per chunk
-  int64_t live_ = 0, peak_ = 0;          // units in stored_; their most this step
+  std::vector<int64_t> stored_;          // units by chunk * M + micro-batch; 0: not stored
+  std::vector<size_t> storedPerChunk_;   // micro-batches stored per chunk
+  int64_t live_ = 0, peak_ = 0;          // units stored; their most this step
   bool measure_ = true;
   // Declared last, so destroyed first: frees the handles above at destruction
   // and also when the constructor throws halfway (no destructor runs then).
