@@ -91,10 +91,8 @@ void RankExecutor::releaseHandles() noexcept {
       cudaStreamDestroy(s);
   cudaFree(loss_);
   cudaFree(scratchWord_);
-  for (auto &[op, copy] : hostCopies_)
-    for (void *h : copy.host)
-      if (h)
-        cudaFreeHost(h);
+  for (void *h : pinned_)
+    cudaFreeHost(h);
 }
 
 void RankExecutor::forkFrom(cudaEvent_t event) {
@@ -119,7 +117,11 @@ void RankExecutor::beginStep(bool timing, bool measure) {
   lastOutputs_.clear();
   received_.clear();
   toSend_.clear();
+  for (auto &[key, copy] : offloaded_) // a step that failed halfway: the copies are free again
+    for (size_t k = 0; k < copy.host.size(); ++k)
+      pinnedFree_.emplace(std::make_pair(copy.stream, copy.layout[k].bytes), copy.host[k]);
   offloaded_.clear();
+  offloadedNow_ = mostOffloaded_ = 0;
   std::fill(stored_.begin(), stored_.end(), 0);
   std::fill(storedPerChunk_.begin(), storedPerChunk_.end(), 0);
   live_ = 0;
@@ -448,38 +450,40 @@ void RankExecutor::runMemoryOp(uint32_t i, const ProgramOp &op, cudaStream_t str
     if (offloaded_.count(key))
       throw CudaError(where + ": already offloaded");
     std::vector<StoredBuffer> buffers = stage.takeStored(op.microbatch, at);
-    HostCopy &copy = hostCopies_[i];
-    if (copy.host.empty()) { // the first step: pinned memory, kept for later steps
-      copy.layout = buffers;
-      copy.host.assign(buffers.size(), nullptr);
-      for (size_t k = 0; k < buffers.size(); ++k)
-        PIPERT_CUDA(cudaMallocHost(&copy.host[k], buffers[k].bytes));
-    }
-    if (buffers.size() != copy.layout.size())
-      throw CudaError(where + ": the stage stores " + std::to_string(buffers.size()) +
-                      " buffers, the first step stored " + std::to_string(copy.layout.size()));
+    HostCopy copy{buffers, std::vector<void *>(buffers.size(), nullptr), stream};
     for (size_t k = 0; k < buffers.size(); ++k) {
-      if (buffers[k].bytes != copy.layout[k].bytes || buffers[k].slot != copy.layout[k].slot)
-        throw CudaError(where + ": stored buffer " + std::to_string(k) +
-                        " changed its size or slot since the first step");
+      auto free = pinnedFree_.find({stream, buffers[k].bytes});
+      if (free != pinnedFree_.end()) {
+        copy.host[k] = free->second;
+        pinnedFree_.erase(free);
+      } else { // the first step only: later steps make the same choices
+        PIPERT_CUDA(cudaMallocHost(&copy.host[k], buffers[k].bytes));
+        pinned_.push_back(copy.host[k]);
+        pinnedBytes_ += buffers[k].bytes;
+      }
       PIPERT_CUDA(cudaMemcpyAsync(copy.host[k], buffers[k].data, buffers[k].bytes,
                                   cudaMemcpyDeviceToHost, stream));
       PIPERT_CUDA(cudaFreeAsync(buffers[k].data, stream));
+      copy.layout[k].data = nullptr;
     }
-    offloaded_[key] = i;
+    offloaded_.emplace(key, std::move(copy));
+    mostOffloaded_ = std::max(mostOffloaded_, ++offloadedNow_);
     unstore(op.chunk, op.microbatch);
   } else {
     auto it = offloaded_.find(key);
     if (it == offloaded_.end())
       throw CudaError(where + ": nothing of it was offloaded");
-    const HostCopy &copy = hostCopies_.at(it->second);
+    HostCopy copy = std::move(it->second);
     offloaded_.erase(it);
+    --offloadedNow_;
     std::vector<StoredBuffer> buffers = copy.layout;
     for (size_t k = 0; k < buffers.size(); ++k) {
       buffers[k].data = nullptr;
       PIPERT_CUDA(cudaMallocAsync(&buffers[k].data, buffers[k].bytes, stream));
       PIPERT_CUDA(cudaMemcpyAsync(buffers[k].data, copy.host[k], buffers[k].bytes,
                                   cudaMemcpyHostToDevice, stream));
+      // Free for a later Offload on this stream, which stream order puts after this copy.
+      pinnedFree_.emplace(std::make_pair(stream, buffers[k].bytes), copy.host[k]);
     }
     try {
       stage.putStored(op.microbatch, buffers, at);

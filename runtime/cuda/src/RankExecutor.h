@@ -90,6 +90,11 @@ public:
   // (meaningful for an eager step: a captured step's host simulation runs
   // the stages later).
   int64_t peakActivations() const { return peak_; }
+  // Pinned host memory made for Offloads so far, and the most micro-batches
+  // this step held in host memory at once.
+  size_t pinnedBytes() const { return pinnedBytes_; }
+  size_t pinnedBuffers() const { return pinned_.size(); }
+  int64_t mostOffloaded() const { return mostOffloaded_; }
 
 private:
   struct OpBuffers {
@@ -136,15 +141,22 @@ private:
   std::vector<OpInterval> intervals_;
   std::vector<cudaEvent_t> timingEvents_; // reused across steps
   uint32_t pc_ = 0;
-  // Offload/Reload: per Offload op, the stage's buffer layout and the pinned
-  // host copies (kept across steps); per step, which Offload holds each
-  // (chunk, micro-batch) until its Reload.
+  // Offload/Reload: each offloaded (chunk, micro-batch)'s buffer layout and
+  // pinned host copies until its Reload, which hands the copies back to a
+  // free list by (stream, bytes): a later Offload on the same stream reuses
+  // them (stream order puts its copy after the Reload's). Every step makes
+  // the same choices, so only the first (eager) one allocates; pinned_ owns
+  // them all.
   struct HostCopy {
-    std::vector<StoredBuffer> layout; // slots and sizes (data: the device pointers, stale)
-    std::vector<void *> host;         // cudaMallocHost, one per buffer
+    std::vector<StoredBuffer> layout; // slots and sizes (data: the device pointers, gone)
+    std::vector<void *> host;         // one pinned buffer per entry of layout
+    cudaStream_t stream;
   };
-  std::map<uint32_t, HostCopy> hostCopies_;
-  std::map<std::pair<int, int>, uint32_t> offloaded_;
+  std::map<std::pair<int, int>, HostCopy> offloaded_;
+  std::multimap<std::pair<cudaStream_t, size_t>, void *> pinnedFree_;
+  std::vector<void *> pinned_;
+  size_t pinnedBytes_ = 0;
+  int64_t offloadedNow_ = 0, mostOffloaded_ = 0; // micro-batches in host memory
   // (chunk, micro-batch) whose activations the stages hold on the device, by
   // the program's ops (checked against the stages' own count), and the most
   // units (micro-batch sizes) held at once this step.

@@ -88,6 +88,18 @@ bool StepRunner::reportActivations() const {
     match &= eagerPeaks_[k] == predicted;
   }
   std::printf(match ? ": match\n" : ": MISMATCH\n");
+  // Offloads: the pinned host copies made (reused across Offloads and steps)
+  // against the most micro-batches a rank held in host memory at once.
+  size_t pinned = 0;
+  for (const auto &rank : ranks_)
+    pinned += rank->pinnedBuffers();
+  if (pinned) {
+    std::printf("pinned host buffers per rank (bytes; most micro-batches offloaded at once):");
+    for (const auto &rank : ranks_)
+      std::printf(" %zu (%zu; %lld)", rank->pinnedBuffers(), rank->pinnedBytes(),
+                  (long long)rank->mostOffloaded());
+    std::printf("\n");
+  }
   return match;
 }
 
