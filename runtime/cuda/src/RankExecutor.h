@@ -14,9 +14,11 @@
 // program's own events): an Offload takes the stage's stored device buffers
 // of (chunk, micro-batch), copies each into pinned host memory and frees it
 // stream-ordered; a Reload allocates device buffers, copies back and hands
-// them to the stage. The pinned buffers are made on the first (eager) step,
-// one set per Offload op, and kept for the executor's life, so a captured step
-// allocates none (cudaMallocHost cannot be captured).
+// them to the stage. The pinned buffers are made on the first (eager) step
+// and kept for the executor's life, reused through a free list (Reload to a
+// later Offload on the same stream), so a captured step allocates none
+// (cudaMallocHost cannot be captured) and a rank's pinned memory is what it
+// holds offloaded at once.
 //
 // Activations live: after every command that runs an op, the micro-batches
 // the rank's stages store (host bookkeeping: what the enqueued work leaves on
