@@ -32,14 +32,15 @@ bool firstRecompute(const ScheduleIR &ir, size_t &rank, const Op *&op) {
   return firstOp(ir, [](OpKind kind) { return kind == OpKind::R; }, rank, op);
 }
 
-bool runsSizes(RuntimeTarget target) {
-  return target == RuntimeTarget::CpuProgram || target == RuntimeTarget::JsonProgram;
-}
+bool runsSizes(RuntimeTarget target) { return target != RuntimeTarget::TorchCsv; }
 bool runsRecompute(RuntimeTarget target) { return target != RuntimeTarget::TorchCsv; }
 // The JSON program writes memory ops as they are (for runtimes that read
-// them); the CPU program runs them all: Offload/Reload and BPipe's transfers.
-bool runsMemoryOp(RuntimeTarget target, OpKind) {
-  return target == RuntimeTarget::JsonProgram || target == RuntimeTarget::CpuProgram;
+// them); the CPU program runs them all (Offload/Reload and BPipe's
+// transfers), the CUDA program Offload and Reload.
+bool runsMemoryOp(RuntimeTarget target, OpKind kind) {
+  return target == RuntimeTarget::JsonProgram || target == RuntimeTarget::CpuProgram ||
+         (target == RuntimeTarget::CudaProgram &&
+          (kind == OpKind::Offload || kind == OpKind::Reload));
 }
 
 } // namespace
@@ -51,9 +52,9 @@ bool checkRuntimeSupport(const ScheduleIR &ir, RuntimeTarget target, DiagnosticE
     diags.report(DiagKind::RuntimeUnsupported, ir.source->sizes->range,
                  std::string("schedule '") + ir.name + "' declares micro-batch sizes, which " +
                      what + " cannot express: every micro-batch there has the same size")
-        .note("'pipec check' and 'pipec sim' take the sizes into account, and CPU programs "
-              "('--target cpu') and the PyTorch runtime ('--target json') run them; remove "
-              "'sizes' to build this target with equal micro-batches");
+        .note("'pipec check' and 'pipec sim' take the sizes into account, and CPU and CUDA "
+              "programs ('--target cpu', '--target cuda') and the PyTorch runtime ('--target "
+              "json') run them; remove 'sizes' to build this target with equal micro-batches");
     ok = false;
   }
   size_t rank = 0;
@@ -72,14 +73,16 @@ bool checkRuntimeSupport(const ScheduleIR &ir, RuntimeTarget target, DiagnosticE
     return ast::isMemoryOp(kind) && !runsMemoryOp(target, kind);
   };
   if (firstOp(ir, unsupported, rank, op)) {
+    bool offloads = target == RuntimeTarget::CudaProgram;
     diags.report(DiagKind::RuntimeUnsupported, ir.originOf(*op).range,
                  std::string("schedule '") + ir.name + "' moves activations (" +
-                     ast::opKindName(op->kind) + "), which " + what +
-                     " cannot express: it keeps every activation on its device from F to B")
+                     ast::opKindName(op->kind) + "), which " + what + " cannot express: " +
+                     (offloads ? "it runs Offload and Reload, not the transfers to a peer rank"
+                               : "it keeps every activation on its device from F to B"))
         .note("this op runs on rank " + std::to_string(rank) +
               "; 'pipec check' and 'pipec sim' model Offload/Reload and Evict/Hold/Return/Load, "
-              "CPU programs ('--target cpu') run them all, and 'pipec emit --target json' "
-              "exports them; CUDA programs and the PyTorch CSV run none; remove them to build "
+              "CPU programs ('--target cpu') and the PyTorch runtime ('--target json') run them "
+              "all, CUDA programs ('--target cuda') run Offload/Reload; remove them to build "
               "this target");
     ok = false;
   }

@@ -137,22 +137,26 @@ struct Comparison {
 // Runs micro-batches 0 and 1 through the GPU stage and the CPU stage, each
 // part of mb 0 next to the same part of mb 1, and compares everything the
 // stage produces. Protocol bookkeeping is checked on the way.
-std::vector<Comparison> runTwoMicroBatches(const StageSpec &spec, int tokens, DType dtype, Weights weights) {
+// `rows` may give the two micro-batches different row counts (sizes).
+std::vector<Comparison> runTwoMicroBatches(const StageSpec &spec, const cuda::MicroBatchRows &rows, DType dtype,
+                                           Weights weights) {
   ModelSpec model;
   model.seed = 11;
   model.stages = {spec};
   std::unique_ptr<Stage<double>> source = makeStage<double>(model, 0), cpu = makeStage<double>(model, 0);
   Device device;
   const size_t baseline = hostcuda::liveStreamOrderedAllocations();
-  std::unique_ptr<cuda::GpuStage> gpu = cuda::makeGpuStage(*source, spec, tokens, dtype);
-  const size_t h = size_t(spec.hidden()), n = size_t(tokens) * h, bytes = n * cuda::dtypeBytes(dtype);
+  std::unique_ptr<cuda::GpuStage> gpu = cuda::makeGpuStage(*source, spec, rows, dtype);
+  const size_t h = size_t(spec.hidden()), t0 = size_t(rows.of(0)), t1 = size_t(rows.of(1));
+  const size_t n = t0 * h, n1 = t1 * h, bytes = n * cuda::dtypeBytes(dtype), bytes1 = n1 * cuda::dtypeBytes(dtype);
 
   std::mt19937 rng(5);
-  DeviceBuffer x0d(bytes), x1d(bytes), dy0d(bytes), dy1d(bytes), y0d(bytes), y1d(bytes), dx0d(bytes), dx1d(bytes);
-  Tensor<double> x0 = uploadRandom(rng, size_t(tokens), h, dtype, x0d);
-  Tensor<double> x1 = uploadRandom(rng, size_t(tokens), h, dtype, x1d);
-  Tensor<double> dy0 = uploadRandom(rng, size_t(tokens), h, dtype, dy0d);
-  Tensor<double> dy1 = uploadRandom(rng, size_t(tokens), h, dtype, dy1d);
+  DeviceBuffer x0d(bytes), x1d(bytes1), dy0d(bytes), dy1d(bytes1), y0d(bytes), y1d(bytes1), dx0d(bytes),
+      dx1d(bytes1);
+  Tensor<double> x0 = uploadRandom(rng, t0, h, dtype, x0d);
+  Tensor<double> x1 = uploadRandom(rng, t1, h, dtype, x1d);
+  Tensor<double> dy0 = uploadRandom(rng, t0, h, dtype, dy0d);
+  Tensor<double> dy1 = uploadRandom(rng, t1, h, dtype, dy1d);
   Tensor<double> y0, y1, dx0, dx1;
 
   for (SubOp part : kForwardParts) {
@@ -187,9 +191,9 @@ std::vector<Comparison> runTwoMicroBatches(const StageSpec &spec, int tokens, DT
 
   std::vector<Comparison> out = {
       {"forward output, mb 0", relativeError(readBack(y0d.get(), n, dtype), y0.data(), n)},
-      {"forward output, mb 1", relativeError(readBack(y1d.get(), n, dtype), y1.data(), n)},
+      {"forward output, mb 1", relativeError(readBack(y1d.get(), n1, dtype), y1.data(), n1)},
       {"input gradient, mb 0", relativeError(readBack(dx0d.get(), n, dtype), dx0.data(), n)},
-      {"input gradient, mb 1", relativeError(readBack(dx1d.get(), n, dtype), dx1.data(), n)},
+      {"input gradient, mb 1", relativeError(readBack(dx1d.get(), n1, dtype), dx1.data(), n1)},
   };
   std::vector<Parameter<double>> params = cpu->parameters();
   std::vector<cuda::DeviceGradient> grads = gpu->gradients();
@@ -208,6 +212,10 @@ std::vector<Comparison> runTwoMicroBatches(const StageSpec &spec, int tokens, DT
     for (size_t i = 0; i < g.rows * g.cols; ++i)
       REQUIRE(g.data[i] == 0.0f);
   return out;
+}
+
+std::vector<Comparison> runTwoMicroBatches(const StageSpec &spec, int tokens, DType dtype, Weights weights) {
+  return runTwoMicroBatches(spec, cuda::MicroBatchRows{tokens, {}}, dtype, weights);
 }
 
 void checkAll(const std::vector<Comparison> &comparisons, DType dtype) {
@@ -255,6 +263,15 @@ TEST_CASE("MoE GPU stage, top-1 and top-all", "[cuda-emulated]") {
   const DType dtype = GENERATE(DType::F32, DType::BF16);
   SECTION("top-1 of 5, h=12") { checkAll(runTwoMicroBatches(moeSpec(12, 10, 5, 1), 33, dtype, Weights::Mixed), dtype); }
   SECTION("top-3 of 3, h=6") { checkAll(runTwoMicroBatches(moeSpec(6, 9, 3, 3), 7, dtype, Weights::Mixed), dtype); }
+}
+
+// Per-micro-batch sizes: micro-batch 0 has 3 x 5 rows, micro-batch 1 has 5
+// (the MoE capacity, expert buffers and GEMM rows follow each micro-batch).
+TEST_CASE("GPU stages run micro-batches of different sizes", "[cuda-emulated]") {
+  const DType dtype = GENERATE(DType::F32, DType::BF16);
+  const cuda::MicroBatchRows rows{5, {3, 1}};
+  SECTION("dense") { checkAll(runTwoMicroBatches(denseSpec(8, 24), rows, dtype, Weights::Mixed), dtype); }
+  SECTION("moe top-2 of 4") { checkAll(runTwoMicroBatches(moeSpec(8, 16, 4, 2), rows, dtype, Weights::Mixed), dtype); }
 }
 
 TEST_CASE("GPU MSE loss matches pipert's mseLoss", "[cuda-emulated]") {
@@ -458,4 +475,104 @@ TEST_CASE("kernel emulation: a bad configuration is reported, a captured launch 
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
+}
+
+namespace {
+
+// What an Offload and a Reload do with a stage's stored buffers (as
+// RankExecutor::runMemoryOp): each into pinned host memory, the device buffer
+// freed; then fresh device buffers filled back from the host. `damage` flips
+// one byte of the first host copy in between (a negative control).
+void offloadAndReload(cuda::GpuStage &stage, int mb, const Device &device, bool damage) {
+  std::vector<cuda::StoredBuffer> buffers = stage.takeStored(mb, device.at());
+  REQUIRE(!buffers.empty());
+  std::vector<void *> host(buffers.size());
+  for (size_t k = 0; k < buffers.size(); ++k) {
+    REQUIRE(cudaMallocHost(&host[k], buffers[k].bytes) == cudaSuccess);
+    REQUIRE(cudaMemcpyAsync(host[k], buffers[k].data, buffers[k].bytes, cudaMemcpyDeviceToHost,
+                            device.stream) == cudaSuccess);
+    REQUIRE(cudaFreeAsync(buffers[k].data, device.stream) == cudaSuccess);
+    buffers[k].data = nullptr;
+  }
+  if (damage)
+    static_cast<unsigned char *>(host[0])[0] ^= 0x40;
+  for (size_t k = 0; k < buffers.size(); ++k) {
+    REQUIRE(cudaMallocAsync(&buffers[k].data, buffers[k].bytes, device.stream) == cudaSuccess);
+    REQUIRE(cudaMemcpyAsync(buffers[k].data, host[k], buffers[k].bytes, cudaMemcpyHostToDevice,
+                            device.stream) == cudaSuccess);
+  }
+  stage.putStored(mb, buffers, device.at());
+  for (void *h : host)
+    REQUIRE(cudaFreeHost(h) == cudaSuccess);
+}
+
+// Forward mb 0 and 1, offload mb 0 (and reload it) between its forward and
+// its backward, backward both; returns the input gradient of mb 0 and every
+// parameter gradient, as bytes.
+std::vector<unsigned char> runWithOffload(const StageSpec &spec, DType dtype, bool offload, bool damage) {
+  ModelSpec model;
+  model.seed = 13;
+  model.stages = {spec};
+  std::unique_ptr<Stage<double>> source = makeStage<double>(model, 0);
+  const int tokens = 12;
+  Device device;
+  const size_t baseline = hostcuda::liveStreamOrderedAllocations();
+  const long pinnedBefore = hostcuda::liveHandles().pinned;
+  std::unique_ptr<cuda::GpuStage> gpu = cuda::makeGpuStage(*source, spec, tokens, dtype);
+  const size_t n = size_t(tokens) * size_t(spec.hidden()), bytes = n * cuda::dtypeBytes(dtype);
+  std::mt19937 rng(21);
+  DeviceBuffer x0(bytes), x1(bytes), dy0(bytes), dy1(bytes), y0(bytes), y1(bytes), dx0(bytes), dx1(bytes);
+  for (const DeviceBuffer *b : {&x0, &x1, &dy0, &dy1})
+    uploadRandom(rng, size_t(tokens), size_t(spec.hidden()), dtype, *b);
+  for (SubOp part : kForwardParts) {
+    gpu->forwardPart(0, part, x0.get(), y0.get(), device.at());
+    gpu->forwardPart(1, part, x1.get(), y1.get(), device.at());
+  }
+  if (offload) {
+    std::vector<cuda::StoredBuffer> none;
+    // Not before its forward completes, and mb 0 is not stored while it is away.
+    REQUIRE_THROWS_AS(gpu->putStored(0, none, device.at()), std::logic_error);
+    std::vector<cuda::StoredBuffer> taken = gpu->takeStored(0, device.at());
+    REQUIRE(gpu->storedMicroBatches() == 1);
+    REQUIRE_THROWS_AS(gpu->backwardPart(0, SubOp::Combine, dy0.get(), dx0.get(), WeightGrad::Now, device.at()),
+                      std::logic_error);
+    REQUIRE_THROWS_AS(gpu->takeStored(0, device.at()), std::logic_error);
+    gpu->putStored(0, taken, device.at()); // straight back: nothing moved
+    REQUIRE(gpu->storedMicroBatches() == 2);
+    offloadAndReload(*gpu, 0, device, damage);
+    REQUIRE(gpu->storedMicroBatches() == 2);
+  }
+  for (SubOp part : kBackwardParts) {
+    gpu->backwardPart(1, part, dy1.get(), dx1.get(), WeightGrad::Now, device.at());
+    gpu->backwardPart(0, part, dy0.get(), dx0.get(), WeightGrad::Deferred, device.at());
+  }
+  if (offload) // a backward part has run: too late to offload
+    REQUIRE_THROWS_AS(gpu->takeStored(0, device.at()), std::logic_error);
+  gpu->backwardWeight(0, device.at());
+  REQUIRE(gpu->storedMicroBatches() == 0);
+  REQUIRE(hostcuda::liveStreamOrderedAllocations() == baseline);
+  REQUIRE(hostcuda::liveHandles().pinned == pinnedBefore);
+  const unsigned char *dx = static_cast<const unsigned char *>(dx0.get());
+  std::vector<unsigned char> out(dx, dx + bytes);
+  for (const cuda::DeviceGradient &g : gpu->gradients()) {
+    const unsigned char *p = reinterpret_cast<const unsigned char *>(g.data);
+    out.insert(out.end(), p, p + g.rows * g.cols * sizeof(float));
+  }
+  return out;
+}
+
+} // namespace
+
+// Offload/Reload of a GPU stage's stored buffers: every buffer the backward
+// needs travels (fresh device memory is 0xFF here, so a buffer left out or
+// cut short would show), gradients come out bit for bit as without the trip,
+// and one flipped byte in a host copy changes them (the comparison can fail).
+TEST_CASE("GPU stage offload and reload keep gradients bit-identical", "[cuda-emulated]") {
+  const DType dtype = GENERATE(DType::F32, DType::BF16);
+  const bool moe = GENERATE(false, true);
+  const StageSpec spec = moe ? moeSpec(8, 16, 4, 2) : denseSpec(8, 24);
+  INFO((moe ? "moe" : "dense") << ", " << cuda::dtypeName(dtype));
+  const std::vector<unsigned char> plain = runWithOffload(spec, dtype, false, false);
+  CHECK(runWithOffload(spec, dtype, true, false) == plain);
+  CHECK(runWithOffload(spec, dtype, true, true) != plain);
 }

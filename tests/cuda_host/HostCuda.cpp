@@ -3,9 +3,11 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -30,6 +32,54 @@ std::unordered_map<void *, size_t> streamOrdered; // pointer -> bytes
 LiveHandles live;
 std::unordered_map<void *, bool> mallocked; // cudaMalloc'd, not freed yet
 long failAt = 0;                            // creations until one fails; 0: never
+std::map<const char *, size_t> device;      // every live device allocation: start -> bytes
+std::map<const char *, size_t> pinned;      // live pinned host allocations: start -> bytes
+CopyCounts copies;
+
+// Whether p lies inside one of `allocations` (start -> bytes).
+bool inside(const std::map<const char *, size_t> &allocations, const void *p) {
+  const char *c = static_cast<const char *>(p);
+  auto it = allocations.upper_bound(c);
+  if (it == allocations.begin())
+    return false;
+  --it;
+  return c < it->first + std::max<size_t>(it->second, 1);
+}
+
+// Whether a copy of `kind` between these pointers is one CUDA would run (and
+// capture, while capturing); counts it when it is. The device side must not be
+// pinned host memory, the host side not a device allocation (memory the
+// simulated stages own, such as their gradients, is neither: it passes as
+// either side).
+cudaError_t checkCopy(void *dst, const void *src, size_t count, cudaMemcpyKind kind) {
+  auto isDevice = [](const void *p) { return inside(device, p); };
+  auto isPinned = [](const void *p) { return inside(pinned, p); };
+  switch (kind) {
+  case cudaMemcpyDeviceToHost:
+    if (isPinned(src) || isDevice(dst))
+      return cudaErrorInvalidValue;
+    if (capturing && !isPinned(dst))
+      return cudaErrorStreamCaptureUnsupported;
+    ++copies.deviceToHost;
+    copies.bytesToHost += count;
+    return cudaSuccess;
+  case cudaMemcpyHostToDevice:
+    if (isDevice(src) || isPinned(dst))
+      return cudaErrorInvalidValue;
+    if (capturing && !isPinned(src))
+      return cudaErrorStreamCaptureUnsupported;
+    ++copies.hostToDevice;
+    copies.bytesToDevice += count;
+    return cudaSuccess;
+  case cudaMemcpyDeviceToDevice:
+    if (isPinned(src) || isPinned(dst))
+      return cudaErrorInvalidValue;
+    ++copies.deviceToDevice;
+    return cudaSuccess;
+  default: // HostToHost, Default: what this simulation is not asked for
+    return cudaErrorInvalidValue;
+  }
+}
 
 // Whether this creation is the one failCreation named.
 bool creationFails() { return failAt > 0 && --failAt == 0; }
@@ -49,6 +99,9 @@ struct ReportUnfreed {
     if (!streamOrdered.empty())
       std::fprintf(stderr, "host simulation: %zu stream-ordered allocations were never freed\n",
                    streamOrdered.size());
+    if (!pinned.empty())
+      std::fprintf(stderr, "host simulation: %zu pinned host allocations were never freed\n",
+                   pinned.size());
   }
 } reportUnfreed;
 
@@ -56,6 +109,7 @@ bool isCapturing() { return capturing; }
 LiveHandles liveHandles() {
   LiveHandles now = live;
   now.allocations = long(mallocked.size());
+  now.pinned = long(pinned.size());
   now.communicators = liveCommunicators();
   return now;
 }
@@ -63,6 +117,7 @@ void failCreation(long n) { failAt = n; }
 void setLastError(cudaError_t error) { lastError = error; }
 void fillNewAllocations(int byte) { fillByte = byte; }
 size_t liveStreamOrderedAllocations() { return streamOrdered.size(); }
+CopyCounts copyCounts() { return copies; }
 
 } // namespace pipert::hostcuda
 
@@ -98,6 +153,8 @@ const char *cudaGetErrorName(cudaError_t error) {
   case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
   case cudaErrorIllegalState: return "cudaErrorIllegalState";
   case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+  case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+  case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
   default: return "cudaErrorHostSimulation";
   }
 }
@@ -149,11 +206,13 @@ cudaError_t cudaMalloc(void **ptr, size_t size) {
   if (*ptr) {
     std::memset(*ptr, pipert::hostcuda::fillByte, size);
     pipert::hostcuda::mallocked[*ptr] = true;
+    pipert::hostcuda::device[static_cast<const char *>(*ptr)] = size;
   }
   return *ptr ? cudaSuccess : cudaErrorMemoryAllocation;
 }
 cudaError_t cudaFree(void *ptr) {
   pipert::hostcuda::mallocked.erase(ptr);
+  pipert::hostcuda::device.erase(static_cast<const char *>(ptr));
   pipert::hostcuda::streamOrdered.erase(ptr); // cudaFree also frees stream-ordered memory
   std::free(ptr);
   return cudaSuccess;
@@ -176,10 +235,40 @@ cudaError_t cudaFreeAsync(void *ptr, cudaStream_t) {
       std::memset(ptr, fillByte, it->second);
     streamOrdered.erase(it);
   }
+  mallocked.erase(ptr);
+  device.erase(static_cast<const char *>(ptr));
   std::free(ptr);
   return cudaSuccess;
 }
-cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, cudaMemcpyKind) {
+// Pinned host memory: host memory the simulation tells apart from pageable.
+cudaError_t cudaMallocHost(void **ptr, size_t size) {
+  using namespace pipert::hostcuda;
+  if (capturing)
+    return cudaErrorStreamCaptureUnsupported;
+  if (creationFails())
+    return cudaErrorMemoryAllocation;
+  *ptr = std::malloc(size ? size : 1);
+  if (!*ptr)
+    return cudaErrorMemoryAllocation;
+  std::memset(*ptr, fillByte, size);
+  pinned[static_cast<const char *>(*ptr)] = size;
+  return cudaSuccess;
+}
+cudaError_t cudaHostAlloc(void **ptr, size_t size, unsigned) { return cudaMallocHost(ptr, size); }
+cudaError_t cudaFreeHost(void *ptr) {
+  using namespace pipert::hostcuda;
+  if (!ptr)
+    return cudaSuccess;
+  if (!pinned.erase(static_cast<const char *>(ptr)))
+    return cudaErrorInvalidValue; // not from cudaMallocHost
+  std::free(ptr);
+  return cudaSuccess;
+}
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, cudaMemcpyKind kind) {
+  if (pipert::hostcuda::capturing)
+    return cudaErrorStreamCaptureUnsupported; // synchronous: never in a capture
+  if (cudaError_t status = pipert::hostcuda::checkCopy(dst, src, count, kind))
+    return status;
   std::memmove(dst, src, count);
   return cudaSuccess;
 }
@@ -187,8 +276,10 @@ cudaError_t cudaMemset(void *ptr, int value, size_t count) {
   std::memset(ptr, value, count);
   return cudaSuccess;
 }
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, cudaMemcpyKind,
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, cudaMemcpyKind kind,
                             cudaStream_t) {
+  if (cudaError_t status = pipert::hostcuda::checkCopy(dst, src, count, kind))
+    return status;
   enqueue([=] { std::memmove(dst, src, count); });
   return cudaSuccess;
 }

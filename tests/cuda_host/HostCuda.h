@@ -3,6 +3,13 @@
 // buffers, the in-process transport, gradient sync, CUDA-graph capture and
 // replay, the reference check) on a machine without a GPU.
 //
+// Memory kinds are kept apart as on a GPU: a copy's cudaMemcpyKind must match
+// where its pointers are (device: cudaMalloc/cudaMallocAsync, anywhere inside;
+// host: anything else), or it fails with cudaErrorInvalidValue; a capture
+// may copy between the device and pinned host memory (cudaMallocHost,
+// cudaHostAlloc) only, as a CUDA graph's memcpy node requires, and
+// cudaMallocHost cannot be captured (cudaErrorStreamCaptureUnsupported).
+//
 // Semantics: "device" memory is host memory; every stream operation runs at
 // once, when it is enqueued. That is a valid execution of a stream program:
 // each rank's commands are enqueued in an order where every wait follows its
@@ -37,12 +44,14 @@ void setLastError(cudaError_t error);
 void fillNewAllocations(int byte);
 
 // Handles alive now, to test that failures leak none: streams, events, cuBLAS
-// handles, cudaMalloc allocations, NCCL communicators (HostNccl.cpp).
+// handles, cudaMalloc allocations, pinned host allocations (cudaMallocHost,
+// cudaHostAlloc), NCCL communicators (HostNccl.cpp).
 struct LiveHandles {
-  long streams = 0, events = 0, blas = 0, allocations = 0, communicators = 0;
+  long streams = 0, events = 0, blas = 0, allocations = 0, communicators = 0, pinned = 0;
   bool operator==(const LiveHandles &o) const {
     return streams == o.streams && events == o.events && blas == o.blas &&
-           allocations == o.allocations && communicators == o.communicators;
+           allocations == o.allocations && communicators == o.communicators &&
+           pinned == o.pinned;
   }
 };
 LiveHandles liveHandles();
@@ -52,6 +61,14 @@ long abortedCommunicators(); // ncclCommAbort calls so far (HostNccl.cpp)
 // Makes the `n`-th stream, event, cuBLAS handle or cudaMalloc from now fail
 // (cudaErrorMemoryAllocation, CUBLAS_STATUS_ALLOC_FAILED); 0 turns it off.
 void failCreation(long n);
+
+// Copies by kind (cudaMemcpy and cudaMemcpyAsync) since the start, counted
+// when issued (also under capture), to test what moved where.
+struct CopyCounts {
+  long deviceToHost = 0, hostToDevice = 0, deviceToDevice = 0;
+  size_t bytesToHost = 0, bytesToDevice = 0;
+};
+CopyCounts copyCounts();
 
 // Stream-ordered allocations (cudaMallocAsync) not freed yet; those freed
 // under capture stay: the graph keeps them.

@@ -26,6 +26,7 @@
 #include <cstring>
 #include <future>
 #include <thread>
+#include <vector>
 
 using namespace pipert::cuda;
 using pipert::hostcuda::liveHandles;
@@ -362,4 +363,48 @@ TEST_CASE("bootstrap: the id exchange survives a storm of signals", "[hostnccl]"
   sigaction(SIGALRM, &previous, nullptr);
   CHECK(std::memcmp(&ids[0], &ids[1], sizeof ids[0]) == 0);
   CHECK(std::memcmp(&ids[0], &ids[2], sizeof ids[0]) == 0);
+}
+
+// The stand-ins an Offload and a Reload use: pinned host memory is counted
+// (a leak shows), copies must name the right direction, and a captured copy
+// must use pinned memory, as a CUDA graph's memcpy node requires.
+TEST_CASE("host cuda: pinned memory and copy kinds", "[hostnccl]") {
+  const long pinnedBefore = liveHandles().pinned;
+  const auto copiesBefore = pipert::hostcuda::copyCounts();
+  void *host = nullptr, *dev = nullptr;
+  std::vector<char> pageable(64, 1);
+  REQUIRE(cudaMallocHost(&host, 64) == cudaSuccess);
+  REQUIRE(liveHandles().pinned == pinnedBefore + 1);
+  REQUIRE(cudaMalloc(&dev, 64) == cudaSuccess);
+  cudaStream_t stream;
+  REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+  std::memset(host, 7, 64);
+  REQUIRE(cudaMemcpyAsync(dev, host, 64, cudaMemcpyHostToDevice, stream) == cudaSuccess);
+  REQUIRE(static_cast<char *>(dev)[63] == 7);
+  // Wrong directions: the device pointer on the host side, pinned memory on the device side.
+  CHECK(cudaMemcpyAsync(host, dev, 64, cudaMemcpyHostToDevice, stream) == cudaErrorInvalidValue);
+  CHECK(cudaMemcpyAsync(dev, host, 64, cudaMemcpyDeviceToHost, stream) == cudaErrorInvalidValue);
+  CHECK(cudaMemcpyAsync(static_cast<char *>(dev) + 8, dev, 8, cudaMemcpyDeviceToHost, stream) ==
+        cudaErrorInvalidValue); // inside an allocation is still the device
+  // Under capture: pinned copies are recorded, pageable ones and cudaMallocHost refused.
+  REQUIRE(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+  CHECK(cudaMemcpyAsync(host, dev, 64, cudaMemcpyDeviceToHost, stream) == cudaSuccess);
+  CHECK(cudaMemcpyAsync(pageable.data(), dev, 64, cudaMemcpyDeviceToHost, stream) ==
+        cudaErrorStreamCaptureUnsupported);
+  CHECK(cudaMemcpyAsync(dev, pageable.data(), 64, cudaMemcpyHostToDevice, stream) ==
+        cudaErrorStreamCaptureUnsupported);
+  void *more = nullptr;
+  CHECK(cudaMallocHost(&more, 8) == cudaErrorStreamCaptureUnsupported);
+  cudaGraph_t graph;
+  REQUIRE(cudaStreamEndCapture(stream, &graph) == cudaSuccess);
+  REQUIRE(cudaGraphDestroy(graph) == cudaSuccess);
+  const auto copies = pipert::hostcuda::copyCounts();
+  CHECK(copies.hostToDevice == copiesBefore.hostToDevice + 1);
+  CHECK(copies.deviceToHost == copiesBefore.deviceToHost + 1);
+  CHECK(copies.bytesToHost == copiesBefore.bytesToHost + 64);
+  CHECK(cudaFreeHost(dev) == cudaErrorInvalidValue); // not pinned host memory
+  REQUIRE(cudaFreeHost(host) == cudaSuccess);
+  REQUIRE(liveHandles().pinned == pinnedBefore);
+  REQUIRE(cudaFree(dev) == cudaSuccess);
+  REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
 }

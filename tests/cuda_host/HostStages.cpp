@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 
 namespace pipert::cuda {
@@ -77,9 +78,10 @@ private:
 
 class HostStage final : public GpuStage {
 public:
-  HostStage(Stage<double> &cpu, const StageSpec &spec, size_t tokens,
+  HostStage(Stage<double> &cpu, const StageSpec &spec, const MicroBatchRows &rows,
             std::shared_ptr<ExpertExchange> experts)
-      : GpuStage(cpu.stageIndex(), spec.hidden(), DType::F32), tokens_(tokens) {
+      : GpuStage(cpu.stageIndex(), spec.hidden(), DType::F32), rows_(rows) {
+    const size_t tokens = size_t(rows.most());
     ModelSpec model;
     model.seed = cpu.seed();
     model.stages.assign(size_t(cpu.stageIndex()) + 1, spec);
@@ -93,13 +95,14 @@ public:
     for (size_t p = 0; p < to.size(); ++p)
       for (size_t e = 0; e < to[p].value->size(); ++e)
         (*to[p].value)[e] = float((*from[p].value)[e]);
+    storedFloats_ = storedBound(model, experts ? size_t(experts->size()) : 1);
   }
 
   void forwardPart(int mb, SubOp part, const void *input, void *output, const Launch &at) override {
     hostcuda::enqueue([=] {
       if (comm_)
         comm_->setStream(at.stream);
-      Tensor<float> x = fromDevice(input, tokens_, size_t(hidden())), y;
+      Tensor<float> x = fromDevice(input, rows(mb), size_t(hidden())), y;
       stage_->forwardPart(mb, part, x, y);
       if (part == SubOp::Combine)
         toDevice(y, output);
@@ -110,7 +113,7 @@ public:
     hostcuda::enqueue([=] {
       if (comm_)
         comm_->setStream(at.stream);
-      Tensor<float> dy = fromDevice(gradOutput, tokens_, size_t(hidden())), dx;
+      Tensor<float> dy = fromDevice(gradOutput, rows(mb), size_t(hidden())), dx;
       stage_->backwardPart(mb, part, dy, dx, when);
       if (part == SubOp::Attention)
         toDevice(dx, gradInput);
@@ -121,6 +124,58 @@ public:
   }
   void discard(int mb, const Launch &) override {
     hostcuda::enqueue([=] { stage_->discard(mb); });
+  }
+  // Offload: the CPU stage's stored tensors of mb, packed into one device
+  // buffer of a fixed size (sizes must be known when the work is enqueued,
+  // which under capture is before the stage has run): [count, (rows, cols)
+  // per tensor, data of each in order], floats. Reload unpacks them and frees
+  // the buffer on the Reload's stream.
+  std::vector<StoredBuffer> takeStored(int mb, const Launch &at) override {
+    void *packed = nullptr;
+    if (cudaMallocAsync(&packed, storedFloats_ * sizeof(float), at.stream) != cudaSuccess)
+      throw std::runtime_error("host stage: cannot allocate an offload buffer");
+    size_t capacity = storedFloats_;
+    int index = stageIndex();
+    hostcuda::enqueue([=] {
+      std::vector<Tensor<float>> tensors = stage_->takeStored(mb);
+      float *out = static_cast<float *>(packed);
+      size_t need = 1 + 2 * tensors.size();
+      for (const Tensor<float> &t : tensors)
+        need += t.size();
+      if (need > capacity)
+        throw std::logic_error("host stage " + std::to_string(index) + ", micro-batch " +
+                               std::to_string(mb) + ": " + std::to_string(need) +
+                               " floats stored, more than the bound of " + std::to_string(capacity));
+      size_t pos = 0;
+      out[pos++] = float(tensors.size());
+      for (const Tensor<float> &t : tensors) {
+        out[pos++] = float(t.rows());
+        out[pos++] = float(t.cols());
+      }
+      for (const Tensor<float> &t : tensors) {
+        std::copy(t.data(), t.data() + t.size(), out + pos);
+        pos += t.size();
+      }
+    });
+    return {{packed, storedFloats_ * sizeof(float), 0}};
+  }
+  void putStored(int mb, std::vector<StoredBuffer> buffers, const Launch &at) override {
+    if (buffers.size() != 1 || buffers[0].bytes != storedFloats_ * sizeof(float) || buffers[0].slot != 0)
+      throw std::logic_error("host stage " + std::to_string(stageIndex()) +
+                             ": a reload gives back other buffers than the offload took");
+    const float *in = static_cast<const float *>(buffers[0].data);
+    hostcuda::enqueue([=] {
+      size_t count = size_t(in[0]), pos = 1 + 2 * count;
+      std::vector<Tensor<float>> tensors(count);
+      for (size_t k = 0; k < count; ++k) {
+        tensors[k].reset(size_t(in[1 + 2 * k]), size_t(in[2 + 2 * k]));
+        std::copy(in + pos, in + pos + tensors[k].size(), tensors[k].data());
+        pos += tensors[k].size();
+      }
+      stage_->putStored(mb, std::move(tensors));
+    });
+    if (cudaFreeAsync(buffers[0].data, at.stream) != cudaSuccess)
+      throw std::runtime_error("host stage: cannot free a reload buffer");
   }
   size_t storedMicroBatches() const override { return stage_->storedMicroBatches(); }
   void zeroGradients(const Launch &) override {
@@ -134,7 +189,26 @@ public:
   }
 
 private:
-  size_t tokens_;
+
+  // The most floats takeStored packs: a dry forward of the largest
+  // micro-batch on a scratch copy with every expert local tells the tensors' count and total
+  // size (an MoE stage routes tokens x topK rows whatever the data); a stage
+  // of an expert group of n may receive up to n times as many rows.
+  size_t storedBound(const ModelSpec &model, size_t participants) const {
+    std::unique_ptr<Stage<float>> scratch = makeStage<float>(model, stageIndex(), nullptr);
+    Tensor<float> x(size_t(rows_.most()), size_t(hidden())), y;
+    scratch->forward(0, x, y);
+    std::vector<Tensor<float>> tensors = scratch->takeStored(0);
+    size_t total = 0;
+    for (const Tensor<float> &t : tensors)
+      total += t.size();
+    return 1 + 2 * tensors.size() + participants * total;
+  }
+
+  size_t rows(int mb) const { return size_t(rows_.of(mb)); }
+
+  MicroBatchRows rows_;
+  size_t storedFloats_ = 0;
   std::shared_ptr<ExchangeAllToAll> comm_; // an MoE stage's expert group, if any
   std::unique_ptr<Stage<float>> stage_;
 };
@@ -149,19 +223,23 @@ void requireF32(DType dtype) {
 const char *dtypeName(DType dtype) { return dtype == DType::F32 ? "fp32" : "bf16"; }
 size_t dtypeBytes(DType dtype) { return dtype == DType::F32 ? 4 : 2; }
 
-std::unique_ptr<GpuStage> makeGpuStage(Stage<double> &cpu, const StageSpec &spec, int tokens,
+std::unique_ptr<GpuStage> makeGpuStage(Stage<double> &cpu, const StageSpec &spec, const MicroBatchRows &rows,
                                        DType dtype, std::shared_ptr<ExpertExchange> experts) {
   requireF32(dtype);
-  return std::make_unique<HostStage>(cpu, spec, size_t(tokens), std::move(experts));
+  return std::make_unique<HostStage>(cpu, spec, rows, std::move(experts));
 }
 
+// As the GPU kernel: the gradient scaled by 2 w / n rounded to fp32 once.
 void mseLossAndGrad(const void *output, const void *target, void *gradOutput, double *loss,
-                    size_t tokens, size_t hidden, DType dtype, cudaStream_t) {
+                    size_t tokens, size_t hidden, DType dtype, cudaStream_t, double weight) {
   requireF32(dtype);
   hostcuda::enqueue([=] {
     Tensor<float> y = fromDevice(output, tokens, hidden), t = fromDevice(target, tokens, hidden), dy;
-    *loss += mseLoss(y, t);
+    *loss += mseLoss(y, t) * weight;
     mseLossGrad(y, t, dy);
+    if (weight != 1.0)
+      for (size_t i = 0; i < dy.size(); ++i)
+        dy[i] = float(double(dy[i]) * weight);
     toDevice(dy, gradOutput);
   });
 }

@@ -7,7 +7,11 @@
 #   - step time of DualPipe on a larger MLP;
 #   - host overhead per op, eager against CUDA graphs (--model empty);
 #   - the overlap gain of F&B pairs with the MoE all-to-all on, against the
-#     same pairs run serially (--serial-pairs).
+#     same pairs run serially (--serial-pairs);
+#   - Offload/Reload (1f1b_offload, in the correctness list: peaks against the
+#     prediction are part of --check) with gradients bit-identical to plain
+#     1F1B's (the --check digest), and per-micro-batch sizes (schedules with
+#     `sizes` written in before their placement).
 #
 # Usage: tests/gpu/run_all.sh [--emit DIR] [--programs DIR]
 #   --emit DIR      only write the CUDA programs into DIR (needs pipec; no GPU)
@@ -29,8 +33,11 @@ while [ $# -gt 0 ]; do
 done
 
 # Schedule, P, M of every program this script runs.
-CORRECTNESS="gpipe:4:6 1f1b:4:6 interleaved_1f1b:4:8 zb_h1:4:6 zbv:4:9 chimera:4:8 dualpipe:4:10 dualpipev:4:9"
-EXTRA="1f1b:1:4 dualpipe:4:20 1f1b:4:256"
+CORRECTNESS="gpipe:4:6 1f1b:4:6 interleaved_1f1b:4:8 zb_h1:4:6 zbv:4:9 chimera:4:8 dualpipe:4:10 dualpipev:4:9 1f1b_offload:4:8"
+EXTRA="1f1b:1:4 dualpipe:4:20 1f1b:4:256 1f1b:4:8"
+# Written with sizes 2 3 1 2 3 1 ... (emitted as sized_<name>_P<p>_M<m>).
+SIZED="zb_h1:4:7 1f1b_offload:4:9 dualpipev:4:9"
+SIZES_LINE='  sizes i -> i % 3 == 2 ? 1 : (i % 3 == 1 ? 3 : 2);'
 
 emit_programs() { # DIR
   mkdir -p "$1" || exit 2
@@ -39,11 +46,18 @@ emit_programs() { # DIR
     "$PIPEC" emit --target cuda "$ROOT/examples/$name.pipe" -D P="$p" -D M="$m" \
       -o "$1/${name}_P${p}_M${m}.cu" || { echo "emit of $spec failed" >&2; exit 2; }
   done
+  for spec in $SIZED; do
+    IFS=: read -r name p m <<< "$spec"
+    awk -v line="$SIZES_LINE" 'BEGIN{d=0} /^  place/ && !d {print line; d=1} {print}' \
+      "$ROOT/examples/$name.pipe" > "$1/sized_$name.pipe"
+    "$PIPEC" emit --target cuda "$1/sized_$name.pipe" -D P="$p" -D M="$m" \
+      -o "$1/sized_${name}_P${p}_M${m}.cu" || { echo "emit of sized $spec failed" >&2; exit 2; }
+  done
 }
 
 if [ -n "$EMIT_ONLY" ]; then
   emit_programs "$EMIT_ONLY"
-  echo "wrote $(ls "$EMIT_ONLY" | wc -l) programs to $EMIT_ONLY"
+  echo "wrote $(ls "$EMIT_ONLY"/*.cu | wc -l) programs to $EMIT_ONLY"
   exit 0
 fi
 
@@ -110,6 +124,38 @@ for spec in $CORRECTNESS; do
       row "$name P=$p M=$m $model $dtype" FAIL "see $log"
     fi
   done
+done
+
+for spec in $SIZED; do
+  IFS=: read -r name p m <<< "$spec"
+  prog=sized_${name}_P${p}_M${m}
+  build_program "$prog" || { row "sized $name P=$p M=$m" FAIL "build failed"; continue; }
+  for variant in "mlp fp32" "moe fp32" "mlp bf16"; do
+    read -r model dtype <<< "$variant"
+    log=$WORK/$prog.$model.$dtype.log
+    if run "$prog $variant" "$log" -- "$WORK/bin/$prog" --check --cuda-graphs --steps 2 \
+        --model "$model" --dtype "$dtype" --hidden 64 --seq 32; then
+      row "sized $name P=$p M=$m $model $dtype" PASS \
+        "$(grab "$log" '^peak activations per rank (measured \/ predicted): \(.*\)$')"
+    else
+      row "sized $name P=$p M=$m $model $dtype" FAIL "see $log"
+    fi
+  done
+done
+
+# Offload/Reload leave the gradients bit for bit as the same order without them.
+build_program 1f1b_P4_M8 && for model in mlp moe; do
+  for prog in 1f1b_offload_P4_M8 1f1b_P4_M8; do
+    run "$prog digest" "$WORK/$prog.digest.$model.log" -- "$WORK/bin/$prog" --check --cuda-graphs \
+      --steps 2 --model $model --hidden 64 --seq 64
+  done
+  a=$(grab "$WORK/1f1b_offload_P4_M8.digest.$model.log" '.*gradient digest \([0-9a-f]*\).*')
+  b=$(grab "$WORK/1f1b_P4_M8.digest.$model.log" '.*gradient digest \([0-9a-f]*\).*')
+  if [ -n "$a" ] && [ "$a" = "$b" ]; then
+    row "offload gradients = 1F1B's ($model)" PASS "digest $a"
+  else
+    row "offload gradients = 1F1B's ($model)" FAIL "digests '$a' / '$b'"
+  fi
 done
 
 # NCCL, one process, rank 0 of 1: bootstrap, communicators, the loss all-reduce.

@@ -49,15 +49,6 @@ int runCudaProgram(const Program &program, const StreamProgram &streams, int arg
   // Before the device probe: a bad table is exit 2 on any machine.
   try {
     validateProgram(program, streams);
-    // The tables allow Offload/Reload (the CPU program runs them); this
-    // executor does not yet, and pipec never emits them for CUDA.
-    for (int32_t r = 0; r < program.numRanks; ++r)
-      for (uint32_t i = 0; i < program.ranks[r].numOps; ++i)
-        if (isMemoryOp(program.ranks[r].ops[i].kind))
-          throw InvalidProgram("kRank" + std::to_string(r) + "Ops[" + std::to_string(i) + "]: " +
-                               opCodeName(program.ranks[r].ops[i].kind) +
-                               " moves an activation, which the CUDA program does not run yet "
-                               "(CPU programs do)");
   } catch (const InvalidProgram &e) {
     std::fprintf(stderr, "pipert: error: %s\n", e.what());
     return kExitUsage;

@@ -333,13 +333,13 @@ __global__ void mseLossGradKernel(const AT *y, const AT *target, AT *dy, double 
 // compute stream), so the adds happen in the same order every step and graph
 // replays match eager steps bit for bit; the atomic only keeps a concurrent
 // add, should a program ever allow one, from being lost.
-__global__ void addLossKernel(const double *partials, unsigned count, double *loss, double n) {
+__global__ void addLossKernel(const double *partials, unsigned count, double *loss, double n, double weight) {
   double acc = 0.0;
   for (unsigned i = threadIdx.x; i < count; i += kThreads)
     acc += partials[i];
   const double sum = blockSum(acc);
   if (threadIdx.x == 0)
-    atomicAdd(loss, sum / n);
+    atomicAdd(loss, sum * weight / n); // weight 1: exactly sum / n
 }
 
 } // namespace
@@ -495,18 +495,20 @@ void routerLogitGradients(const float *gates, const float *dGates, const int *ch
 }
 
 template <typename AT>
-void mseLossGrad(const AT *y, const AT *target, AT *dy, double *loss, size_t n, cudaStream_t stream) {
+void mseLossGrad(const AT *y, const AT *target, AT *dy, double *loss, size_t n, cudaStream_t stream,
+                 double weight) {
   if (n == 0)
     return;
-  // The gradient's scale as Loss.cpp computes it: 2/n in double, then rounded.
-  const float scale = static_cast<float>(2.0 / static_cast<double>(n));
+  // The gradient's scale as Loss.cpp computes it: 2/n in double (times the
+  // micro-batch's loss weight, exact for 1), then rounded.
+  const float scale = static_cast<float>(2.0 * weight / static_cast<double>(n));
   // Block sums go through a scratch array rather than atomics, so the loss
   // does not depend on block timing (graph replay gives the eager bits).
   const unsigned blocks = std::min(blocksFor(n), kLossBlocks);
   double *partials = allocOn<double>(blocks, stream);
   PIPERT_LAUNCH(mseLossGradKernel, blocks, kThreads, stream, y, target, dy, partials, n, scale);
   PIPERT_CUDA_LAUNCHED();
-  PIPERT_LAUNCH(addLossKernel, 1, kThreads, stream, partials, blocks, loss, static_cast<double>(n));
+  PIPERT_LAUNCH(addLossKernel, 1, kThreads, stream, partials, blocks, loss, static_cast<double>(n), weight);
   PIPERT_CUDA_LAUNCHED();
   freeOn(partials, stream);
 }
@@ -533,7 +535,7 @@ PIPERT_CONVERT(__nv_bfloat16, __nv_bfloat16)
                                            cudaStream_t);                                          \
   template void routerLogitGradients<AT>(const float *, const float *, const int *, AT *, int, int, int, \
                                          cudaStream_t);                                            \
-  template void mseLossGrad<AT>(const AT *, const AT *, AT *, double *, size_t, cudaStream_t);
+  template void mseLossGrad<AT>(const AT *, const AT *, AT *, double *, size_t, cudaStream_t, double);
 PIPERT_KERNELS(float)
 PIPERT_KERNELS(__nv_bfloat16)
 #undef PIPERT_KERNELS

@@ -122,9 +122,11 @@ template <typename AT>
 void routerLogitGradients(const float *gates, const float *dGates, const int *chosen, AT *dz, int tokens,
                           int experts, int k, cudaStream_t stream);
 
-// loss += sum((y - t)^2) / n, summed in fp64 in a fixed order (one atomicAdd
-// per call into *loss); dy = (2 / n) (y - t).
+// loss += w sum((y - t)^2) / n, summed in fp64 in a fixed order (one atomicAdd
+// per call into *loss); dy = (2 w / n) (y - t). w: the micro-batch's loss
+// weight (1 without sizes).
 template <typename AT>
-void mseLossGrad(const AT *y, const AT *target, AT *dy, double *loss, size_t n, cudaStream_t stream);
+void mseLossGrad(const AT *y, const AT *target, AT *dy, double *loss, size_t n, cudaStream_t stream,
+                 double weight = 1.0);
 
 } // namespace pipert::cuda

@@ -72,9 +72,8 @@ template <typename AT> void DeviceWeight<AT>::zeroGradient(cudaStream_t stream) 
 // ---- GpuMlp ----
 
 template <typename AT>
-GpuMlp<AT>::GpuMlp(int hidden, int ffn, int blocks, int rowsPerBlock, const std::vector<Parameter<double>> &cpu,
-                   size_t first)
-    : hidden_(hidden), ffn_(ffn), blocks_(blocks), rows_(rowsPerBlock) {
+GpuMlp<AT>::GpuMlp(int hidden, int ffn, int blocks, const std::vector<Parameter<double>> &cpu, size_t first)
+    : hidden_(hidden), ffn_(ffn), blocks_(blocks) {
   const size_t h = static_cast<size_t>(hidden), f = static_cast<size_t>(ffn);
   const size_t count = 4 * static_cast<size_t>(blocks);
   if (cpu.size() < first + count)
@@ -106,40 +105,40 @@ GpuMlp<AT>::GpuMlp(int hidden, int ffn, int blocks, int rowsPerBlock, const std:
 }
 
 template <typename AT>
-void GpuMlp<AT>::forward(const AT *x, float *u, AT *v, float *m, const Launch &at) const {
+void GpuMlp<AT>::forward(int rows, const AT *x, float *u, AT *v, float *m, const Launch &at) const {
   const cudaDataType_t type = cudaDataTypeOf<AT>();
-  const long long R = rows_, h = hidden_, f = ffn_;
-  gemm(at.blas, type, rows_, ffn_, hidden_, {x, false, R * h}, {w1_->operand(), false, h * f}, 0.0f, u, R * f,
+  const long long R = rows, h = hidden_, f = ffn_;
+  gemm(at.blas, type, rows, ffn_, hidden_, {x, false, R * h}, {w1_->operand(), false, h * f}, 0.0f, u, R * f,
        blocks_);
-  biasGelu(u, b1_->value(), v, rows_, ffn_, blocks_, at.stream);
-  gemm(at.blas, type, rows_, hidden_, ffn_, {v, false, R * f}, {w2_->operand(), false, f * h}, 0.0f, m, R * h,
+  biasGelu(u, b1_->value(), v, rows, ffn_, blocks_, at.stream);
+  gemm(at.blas, type, rows, hidden_, ffn_, {v, false, R * f}, {w2_->operand(), false, f * h}, 0.0f, m, R * h,
        blocks_);
-  addBias(m, b2_->value(), rows_, hidden_, blocks_, at.stream);
+  addBias(m, b2_->value(), rows, hidden_, blocks_, at.stream);
 }
 
 template <typename AT>
-void GpuMlp<AT>::backwardInput(const AT *dm, const float *u, AT *du, float *dx, float dxBeta,
+void GpuMlp<AT>::backwardInput(int rows, const AT *dm, const float *u, AT *du, float *dx, float dxBeta,
                                const Launch &at) const {
   const cudaDataType_t type = cudaDataTypeOf<AT>();
-  const long long R = rows_, h = hidden_, f = ffn_;
+  const long long R = rows, h = hidden_, f = ffn_;
   float *dv = allocOn<float>(static_cast<size_t>(blocks_) * R * f, at.stream); // scratch of this call
-  gemm(at.blas, type, rows_, ffn_, hidden_, {dm, false, R * h}, {w2_->operand(), true, f * h}, 0.0f, dv, R * f,
+  gemm(at.blas, type, rows, ffn_, hidden_, {dm, false, R * h}, {w2_->operand(), true, f * h}, 0.0f, dv, R * f,
        blocks_);
   geluBackward(u, dv, du, static_cast<size_t>(blocks_) * R * f, at.stream);
   freeOn(dv, at.stream);
-  gemm(at.blas, type, rows_, hidden_, ffn_, {du, false, R * f}, {w1_->operand(), true, h * f}, dxBeta, dx, R * h,
+  gemm(at.blas, type, rows, hidden_, ffn_, {du, false, R * f}, {w1_->operand(), true, h * f}, dxBeta, dx, R * h,
        blocks_);
 }
 
 template <typename AT>
-void GpuMlp<AT>::backwardWeight(const AT *x, const AT *v, const AT *dm, const AT *du, const Launch &at) {
+void GpuMlp<AT>::backwardWeight(int rows, const AT *x, const AT *v, const AT *dm, const AT *du, const Launch &at) {
   const cudaDataType_t type = cudaDataTypeOf<AT>();
-  const long long R = rows_, h = hidden_, f = ffn_;
+  const long long R = rows, h = hidden_, f = ffn_;
   // beta = 1: the micro-batch's full product is formed in fp32, then added once.
-  gemm(at.blas, type, ffn_, hidden_, rows_, {v, true, R * f}, {dm, false, R * h}, 1.0f, w2_->grad(), f * h, blocks_);
-  addColumnSums(dm, b2_->grad(), rows_, hidden_, blocks_, at.stream);
-  gemm(at.blas, type, hidden_, ffn_, rows_, {x, true, R * h}, {du, false, R * f}, 1.0f, w1_->grad(), h * f, blocks_);
-  addColumnSums(du, b1_->grad(), rows_, ffn_, blocks_, at.stream);
+  gemm(at.blas, type, ffn_, hidden_, rows, {v, true, R * f}, {dm, false, R * h}, 1.0f, w2_->grad(), f * h, blocks_);
+  addColumnSums(dm, b2_->grad(), rows, hidden_, blocks_, at.stream);
+  gemm(at.blas, type, hidden_, ffn_, rows, {x, true, R * h}, {du, false, R * f}, 1.0f, w1_->grad(), h * f, blocks_);
+  addColumnSums(du, b1_->grad(), rows, ffn_, blocks_, at.stream);
 }
 
 template <typename AT> void GpuMlp<AT>::zeroGradients(cudaStream_t stream) {
@@ -151,12 +150,13 @@ template <typename AT> void GpuMlp<AT>::zeroGradients(cudaStream_t stream) {
 
 // ---- TrackedGpuStage ----
 
-TrackedGpuStage::TrackedGpuStage(const char *kind, int stageIndex, int hidden, int tokens, DType dtype)
-    : GpuStage(stageIndex, hidden, dtype), tokens_(tokens),
+TrackedGpuStage::TrackedGpuStage(const char *kind, int stageIndex, int hidden, const MicroBatchRows &rows,
+                                 DType dtype)
+    : GpuStage(stageIndex, hidden, dtype), rows_(rows),
       tracker_("GPU stage " + std::to_string(stageIndex) + " (" + kind + ", " + dtypeName(dtype) + ")") {
-  if (tokens <= 0)
+  if (rows.tokens <= 0)
     throw std::invalid_argument(tracker_.owner() + ": tokens per micro-batch must be positive, got " +
-                                std::to_string(tokens));
+                                std::to_string(rows.tokens));
 }
 
 namespace {
@@ -171,7 +171,7 @@ void TrackedGpuStage::forwardPart(int mb, SubOp part, const void *input, void *o
     requirePointer(input, "the forward input", tracker_.owner(), mb);
   if (part == SubOp::Combine)
     requirePointer(output, "the forward output", tracker_.owner(), mb);
-  tracker_.forwardPart(mb, part, static_cast<size_t>(tokens_));
+  tracker_.forwardPart(mb, part, static_cast<size_t>(tokens(mb)));
   runForwardPart(mb, part, input, output, at);
 }
 
@@ -194,6 +194,16 @@ void TrackedGpuStage::discard(int mb, const Launch &at) {
   tracker_.finish(mb);
 }
 
+std::vector<StoredBuffer> TrackedGpuStage::takeStored(int mb, const Launch &) {
+  tracker_.offload(mb); // throws before anything moves when mb cannot be offloaded
+  return runTakeStored(mb);
+}
+
+void TrackedGpuStage::putStored(int mb, std::vector<StoredBuffer> buffers, const Launch &) {
+  tracker_.reload(mb);
+  runPutStored(mb, buffers);
+}
+
 void TrackedGpuStage::backwardWeight(int mb, const Launch &at) {
   tracker_.backwardWeight(mb);
   runBackwardWeight(mb, at);
@@ -208,9 +218,9 @@ namespace {
 template <typename AT>
 class GpuDenseStage final : public TrackedGpuStage {
 public:
-  GpuDenseStage(Stage<double> &cpu, const DenseConfig &config, int tokens, DType dtype)
-      : TrackedGpuStage("dense", cpu.stageIndex(), config.hidden, tokens, dtype), ffn_(config.ffnHidden),
-        mlp_(config.hidden, config.ffnHidden, 1, tokens, checkedParameters(cpu), 0) {}
+  GpuDenseStage(Stage<double> &cpu, const DenseConfig &config, const MicroBatchRows &rows, DType dtype)
+      : TrackedGpuStage("dense", cpu.stageIndex(), config.hidden, rows, dtype), ffn_(config.ffnHidden),
+        mlp_(config.hidden, config.ffnHidden, 1, checkedParameters(cpu), 0) {}
 
   ~GpuDenseStage() override {
     for (auto &entry : saved_)
@@ -251,31 +261,32 @@ private:
     return params;
   }
 
-  size_t activation() const { return static_cast<size_t>(tokens()) * static_cast<size_t>(hidden()); }
-  size_t inner() const { return static_cast<size_t>(tokens()) * static_cast<size_t>(ffn_); }
+  // Elements of micro-batch mb's activations (rows x hidden) and inner ones (rows x ffn).
+  size_t activation(int mb) const { return static_cast<size_t>(tokens(mb)) * static_cast<size_t>(hidden()); }
+  size_t inner(int mb) const { return static_cast<size_t>(tokens(mb)) * static_cast<size_t>(ffn_); }
 
   void runForwardPart(int mb, SubOp part, const void *input, void *output, const Launch &at) override {
     const cudaStream_t s = at.stream;
     switch (part) {
     case SubOp::Attention: { // no attention: a = x
       Saved &st = saved_[mb];
-      st.a = allocOn<AT>(activation(), s);
-      PIPERT_CUDA(cudaMemcpyAsync(st.a, input, activation() * sizeof(AT), cudaMemcpyDeviceToDevice, s));
+      st.a = allocOn<AT>(activation(mb), s);
+      PIPERT_CUDA(cudaMemcpyAsync(st.a, input, activation(mb) * sizeof(AT), cudaMemcpyDeviceToDevice, s));
       break;
     }
     case SubOp::Dispatch:
       break;
     case SubOp::Mlp: {
       Saved &st = saved_.at(mb);
-      st.u = allocOn<float>(inner(), s);
-      st.v = allocOn<AT>(inner(), s);
-      st.m = allocOn<float>(activation(), s);
-      mlp_.forward(st.a, st.u, st.v, st.m, at);
+      st.u = allocOn<float>(inner(mb), s);
+      st.v = allocOn<AT>(inner(mb), s);
+      st.m = allocOn<float>(activation(mb), s);
+      mlp_.forward(tokens(mb), st.a, st.u, st.v, st.m, at);
       break;
     }
     case SubOp::Combine: {
       Saved &st = saved_.at(mb);
-      residualAdd(st.a, st.m, static_cast<AT *>(output), activation(), s);
+      residualAdd(st.a, st.m, static_cast<AT *>(output), activation(mb), s);
       freeOn(st.m, s); // a stays: it is the MLP input the W half needs
       break;
     }
@@ -289,23 +300,23 @@ private:
     switch (part) {
     case SubOp::Combine: { // both branches of the residual receive dy
       const AT *dy = static_cast<const AT *>(gradOutput);
-      st.dm = allocOn<AT>(activation(), s);
-      PIPERT_CUDA(cudaMemcpyAsync(st.dm, dy, activation() * sizeof(AT), cudaMemcpyDeviceToDevice, s));
-      st.da = allocOn<float>(activation(), s);
-      convert(dy, st.da, activation(), s);
+      st.dm = allocOn<AT>(activation(mb), s);
+      PIPERT_CUDA(cudaMemcpyAsync(st.dm, dy, activation(mb) * sizeof(AT), cudaMemcpyDeviceToDevice, s));
+      st.da = allocOn<float>(activation(mb), s);
+      convert(dy, st.da, activation(mb), s);
       break;
     }
     case SubOp::Mlp:
-      st.du = allocOn<AT>(inner(), s);
-      mlp_.backwardInput(st.dm, st.u, st.du, st.da, 1.0f, at); // da = dy + du W1^T
+      st.du = allocOn<AT>(inner(mb), s);
+      mlp_.backwardInput(tokens(mb), st.dm, st.u, st.du, st.da, 1.0f, at); // da = dy + du W1^T
       freeOn(st.u, s);
       if (when == WeightGrad::Now)
-        mlp_.backwardWeight(st.a, st.v, st.dm, st.du, at);
+        mlp_.backwardWeight(tokens(mb), st.a, st.v, st.dm, st.du, at);
       break;
     case SubOp::Dispatch:
       break;
     case SubOp::Attention: // no attention: dx = da
-      convert(st.da, static_cast<AT *>(gradInput), activation(), s);
+      convert(st.da, static_cast<AT *>(gradInput), activation(mb), s);
       freeOn(st.da, s);
       break;
     }
@@ -313,10 +324,31 @@ private:
 
   void runBackwardWeight(int mb, const Launch &at) override {
     Saved &st = saved_.at(mb);
-    mlp_.backwardWeight(st.a, st.v, st.dm, st.du, at);
+    mlp_.backwardWeight(tokens(mb), st.a, st.v, st.dm, st.du, at);
   }
 
   void releaseMicroBatch(int mb, cudaStream_t stream) override { releaseSaved(saved_, mb, stream); }
+
+  // Sizes of Saved's buffers in forEach's order (after a complete forward
+  // only a, u and v are set).
+  size_t savedBytes(int mb, int slot) const {
+    switch (slot) {
+    case 0: return activation(mb) * sizeof(AT);  // a
+    case 1: return inner(mb) * sizeof(float);    // u
+    case 2: return inner(mb) * sizeof(AT);       // v
+    case 3: return activation(mb) * sizeof(float); // m
+    case 4: return activation(mb) * sizeof(AT);  // dm
+    case 5: return activation(mb) * sizeof(float); // da
+    case 6: return inner(mb) * sizeof(AT);       // du
+    }
+    return 0;
+  }
+  std::vector<StoredBuffer> runTakeStored(int mb) override {
+    return takeSaved(saved_, mb, [this, mb](int slot) { return savedBytes(mb, slot); }, owner());
+  }
+  void runPutStored(int mb, const std::vector<StoredBuffer> &buffers) override {
+    putSaved(saved_, mb, buffers, owner());
+  }
 
   int ffn_;
   GpuMlp<AT> mlp_;
@@ -325,7 +357,7 @@ private:
 
 } // namespace
 
-std::unique_ptr<GpuStage> makeGpuDenseStage(Stage<double> &cpu, const DenseConfig &config, int tokens,
+std::unique_ptr<GpuStage> makeGpuDenseStage(Stage<double> &cpu, const DenseConfig &config, const MicroBatchRows &rows,
                                             DType dtype) {
   const std::string where = "GPU dense stage " + std::to_string(cpu.stageIndex()) + ": ";
   if (config.attention)
@@ -334,8 +366,8 @@ std::unique_ptr<GpuStage> makeGpuDenseStage(Stage<double> &cpu, const DenseConfi
     throw std::invalid_argument(where + "sizes hidden=" + std::to_string(config.hidden) + ", ffn=" +
                                 std::to_string(config.ffnHidden) + " do not fit the CPU stage " + cpu.describe());
   if (dtype == DType::F32)
-    return std::make_unique<GpuDenseStage<float>>(cpu, config, tokens, dtype);
-  return std::make_unique<GpuDenseStage<__nv_bfloat16>>(cpu, config, tokens, dtype);
+    return std::make_unique<GpuDenseStage<float>>(cpu, config, rows, dtype);
+  return std::make_unique<GpuDenseStage<__nv_bfloat16>>(cpu, config, rows, dtype);
 }
 
 template class DeviceWeight<float>;

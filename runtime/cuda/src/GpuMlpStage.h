@@ -20,6 +20,8 @@
 #include "pipert/cuda/GpuStage.h"
 
 #include <map>
+#include <stdexcept>
+#include <type_traits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -54,30 +56,30 @@ private:
   bool ownsOperand_ = false;
 };
 
-// E blocks of fc1 (h x f, bias f), GELU, fc2 (f x h, bias h), each over R rows.
-// Activation arguments are E x R x width, row-major, contiguous per block.
-// Every call enqueues on at.stream with at.blas.
+// E blocks of fc1 (h x f, bias f), GELU, fc2 (f x h, bias h), each over R rows
+// (`rows`, per call: a micro-batch's). Activation arguments are E x R x width,
+// row-major, contiguous per block. Every call enqueues on at.stream with at.blas.
 template <typename AT>
 class GpuMlp {
 public:
   // The CPU parameters cpu[first, first + 4E): per block fc1.weight, fc1.bias,
   // fc2.weight, fc2.bias (MlpBlock::appendParameters' order). Throws
   // std::invalid_argument on a missing or wrongly shaped one.
-  GpuMlp(int hidden, int ffn, int blocks, int rowsPerBlock, const std::vector<Parameter<double>> &cpu, size_t first);
+  GpuMlp(int hidden, int ffn, int blocks, const std::vector<Parameter<double>> &cpu, size_t first);
 
   // u = x W1 + b1 (fp32), v = gelu(u), m = v W2 + b2 (fp32).
-  void forward(const AT *x, float *u, AT *v, float *m, const Launch &at) const;
+  void forward(int rows, const AT *x, float *u, AT *v, float *m, const Launch &at) const;
   // du = (dm W2^T) * gelu'(u); dx = du W1^T + dxBeta * dx (dxBeta 1 adds into dx).
-  void backwardInput(const AT *dm, const float *u, AT *du, float *dx, float dxBeta, const Launch &at) const;
+  void backwardInput(int rows, const AT *dm, const float *u, AT *du, float *dx, float dxBeta, const Launch &at) const;
   // W2 += v^T dm, b2 += colsum(dm), W1 += x^T du, b1 += colsum(du).
-  void backwardWeight(const AT *x, const AT *v, const AT *dm, const AT *du, const Launch &at);
+  void backwardWeight(int rows, const AT *x, const AT *v, const AT *dm, const AT *du, const Launch &at);
 
   void zeroGradients(cudaStream_t stream);
   // In the CPU order given to the constructor, with the CPU names.
   const std::vector<DeviceGradient> &gradients() const { return gradients_; }
 
 private:
-  int hidden_, ffn_, blocks_, rows_;
+  int hidden_, ffn_, blocks_;
   std::unique_ptr<DeviceWeight<AT>> w1_, b1_, w2_, b2_;
   std::vector<DeviceGradient> gradients_;
 };
@@ -93,11 +95,14 @@ public:
                     const Launch &at) final;
   void backwardWeight(int mb, const Launch &at) final;
   void discard(int mb, const Launch &at) final;
+  std::vector<StoredBuffer> takeStored(int mb, const Launch &at) final;
+  void putStored(int mb, std::vector<StoredBuffer> buffers, const Launch &at) final;
   size_t storedMicroBatches() const final { return tracker_.pending(); }
 
 protected:
-  TrackedGpuStage(const char *kind, int stageIndex, int hidden, int tokens, DType dtype);
-  int tokens() const { return tokens_; }
+  TrackedGpuStage(const char *kind, int stageIndex, int hidden, const MicroBatchRows &rows, DType dtype);
+  int tokens(int mb) const { return rows_.of(mb); } // micro-batch mb's rows
+  int mostTokens() const { return rows_.most(); }
 
   virtual void runForwardPart(int mb, SubOp part, const void *input, void *output, const Launch &at) = 0;
   virtual void runBackwardPart(int mb, SubOp part, const void *gradOutput, void *gradInput, WeightGrad when,
@@ -105,9 +110,13 @@ protected:
   virtual void runBackwardWeight(int mb, const Launch &at) = 0;
   // Frees mb's remaining device state on `stream` and forgets it.
   virtual void releaseMicroBatch(int mb, cudaStream_t stream) = 0;
+  // Offload / Reload after the tracker's checks (takeSaved / putSaved).
+  virtual std::vector<StoredBuffer> runTakeStored(int mb) = 0;
+  virtual void runPutStored(int mb, const std::vector<StoredBuffer> &buffers) = 0;
+  const std::string &owner() const { return tracker_.owner(); }
 
 private:
-  int tokens_;
+  MicroBatchRows rows_;
   MicroBatchTracker tracker_;
 };
 
@@ -123,10 +132,56 @@ void releaseSaved(std::map<int, Saved> &saved, int mb, cudaStream_t stream) {
   saved.erase(it);
 }
 
+// Offload of micro-batch mb's saved device buffers (a Saved with forEach over
+// its pointers): moves out every one that is set, tagged with its position in
+// forEach's order and sized by bytesOf(position), and leaves those pointers
+// null. A set pointer with no size is a stage bug (std::logic_error).
+template <typename Saved, typename BytesOf>
+std::vector<StoredBuffer> takeSaved(std::map<int, Saved> &saved, int mb, BytesOf bytesOf,
+                                    const std::string &owner) {
+  std::vector<StoredBuffer> out;
+  int slot = 0;
+  saved.at(mb).forEach([&](auto *&p) {
+    if (p) {
+      size_t bytes = bytesOf(slot);
+      if (bytes == 0)
+        throw std::logic_error(owner + ", micro-batch " + std::to_string(mb) + ": stored buffer " +
+                               std::to_string(slot) + " has no size to offload");
+      out.push_back({p, bytes, slot});
+      p = nullptr;
+    }
+    ++slot;
+  });
+  return out;
+}
+
+// Reload: puts the buffers takeSaved handed out back in their slots (each
+// slot must be empty: it was emptied by the offload).
+template <typename Saved>
+void putSaved(std::map<int, Saved> &saved, int mb, const std::vector<StoredBuffer> &buffers,
+              const std::string &owner) {
+  Saved &st = saved.at(mb);
+  size_t next = 0;
+  int slot = 0;
+  st.forEach([&](auto *&p) {
+    if (next < buffers.size() && buffers[next].slot == slot) {
+      if (p)
+        throw std::logic_error(owner + ", micro-batch " + std::to_string(mb) + ": reloaded buffer " +
+                               std::to_string(slot) + " is already set");
+      p = static_cast<std::remove_reference_t<decltype(p)>>(buffers[next++].data);
+    }
+    ++slot;
+  });
+  if (next != buffers.size())
+    throw std::logic_error(owner + ", micro-batch " + std::to_string(mb) + ": " +
+                           std::to_string(buffers.size() - next) +
+                           " reloaded buffers name no slot the offload emptied");
+}
+
 // The dense stage (DenseConfig without attention) as a GpuStage; see
 // GpuMlpStage.cu. Throws std::invalid_argument for attention or a parameter
 // list that does not match.
-std::unique_ptr<GpuStage> makeGpuDenseStage(Stage<double> &cpu, const DenseConfig &config, int tokens,
+std::unique_ptr<GpuStage> makeGpuDenseStage(Stage<double> &cpu, const DenseConfig &config, const MicroBatchRows &rows,
                                             DType dtype);
 
 } // namespace pipert::cuda

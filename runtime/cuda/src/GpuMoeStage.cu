@@ -47,10 +47,10 @@ namespace {
 template <typename AT>
 class GpuMoeStage final : public TrackedGpuStage {
 public:
-  GpuMoeStage(Stage<double> &cpu, const MoeConfig &config, int tokens, DType dtype,
+  GpuMoeStage(Stage<double> &cpu, const MoeConfig &config, const MicroBatchRows &rows, DType dtype,
               const std::shared_ptr<ExpertExchange> &exchange)
       : GpuMoeStage(checkedParameters(cpu, config, exchange ? exchange->size() : 1), cpu.stageIndex(), config,
-                    tokens, dtype, exchange) {}
+                    rows, dtype, exchange) {}
 
   ~GpuMoeStage() override {
     for (auto &entry : saved_)
@@ -110,14 +110,13 @@ private:
     }
   };
 
-  GpuMoeStage(const std::vector<Parameter<double>> &params, int stageIndex, const MoeConfig &config, int tokens,
-              DType dtype, const std::shared_ptr<ExpertExchange> &exchange)
-      : TrackedGpuStage("moe", stageIndex, config.hidden, tokens, dtype), expertCount_(config.experts),
+  GpuMoeStage(const std::vector<Parameter<double>> &params, int stageIndex, const MoeConfig &config,
+              const MicroBatchRows &rows, DType dtype, const std::shared_ptr<ExpertExchange> &exchange)
+      : TrackedGpuStage("moe", stageIndex, config.hidden, rows, dtype), expertCount_(config.experts),
         k_(config.topK), ffn_(config.expertHidden), participants_(exchange ? exchange->size() : 1),
         exchange_(exchange), routerName_(params[0].name),
         router_({params[0].value}, static_cast<size_t>(config.hidden), static_cast<size_t>(config.experts), true),
-        experts_(config.hidden, config.expertHidden, config.experts / participants_, participants_ * tokens,
-                 params, 1) {}
+        experts_(config.hidden, config.expertHidden, config.experts / participants_, params, 1) {}
 
   // router.gate.weight (h x E), then the local experts' MLP parameters
   // (checked by GpuMlp); anything else means attention or a different stage.
@@ -143,24 +142,28 @@ private:
     return params;
   }
 
-  size_t T() const { return static_cast<size_t>(tokens()); }
+  // Micro-batch mb's tokens T (rows), its slots T x k, its expert buffers'
+  // rows E x capacity (capacity T).
+  size_t T(int mb) const { return static_cast<size_t>(tokens(mb)); }
   size_t h() const { return static_cast<size_t>(hidden()); }
-  size_t slots() const { return T() * static_cast<size_t>(k_); }
-  size_t expertRows() const { return static_cast<size_t>(expertCount_) * T(); } // E x capacity
+  size_t slots(int mb) const { return T(mb) * static_cast<size_t>(k_); }
+  size_t expertRows(int mb) const { return static_cast<size_t>(expertCount_) * T(mb); }
+  // Rows of each local expert's block on the experts' side (N sources x capacity).
+  int blockRows(int mb) const { return participants_ * tokens(mb); }
 
   // Source side (expert, capacity) -> experts' side (local expert, source,
   // capacity), and back; the identity without expert parallelism. The
   // buffer given goes (freed on `s`); the one returned replaces it.
-  template <typename E> E *toExperts(E *rows, cudaStream_t s) { return exchanged(rows, true, s); }
-  template <typename E> E *toSources(E *rows, cudaStream_t s) { return exchanged(rows, false, s); }
-  template <typename E> E *exchanged(E *rows, bool toExperts, cudaStream_t s) {
+  template <typename E> E *toExperts(int mb, E *rows, cudaStream_t s) { return exchanged(mb, rows, true, s); }
+  template <typename E> E *toSources(int mb, E *rows, cudaStream_t s) { return exchanged(mb, rows, false, s); }
+  template <typename E> E *exchanged(int mb, E *rows, bool toExperts, cudaStream_t s) {
     if (!exchange_)
       return rows;
     using L = ExpertExchange::Layout;
-    E *out = allocOn<E>(expertRows() * h(), s);
+    E *out = allocOn<E>(expertRows(mb) * h(), s);
     exchange_->allToAll(rows, toExperts ? L::PeerMajor : L::PieceMajor, out,
                         toExperts ? L::PieceMajor : L::PeerMajor,
-                        static_cast<size_t>(expertCount_ / participants_), T() * h() * sizeof(E), s);
+                        static_cast<size_t>(expertCount_ / participants_), T(mb) * h() * sizeof(E), s);
     freeOn(rows, s);
     return out;
   }
@@ -170,40 +173,40 @@ private:
     switch (part) {
     case SubOp::Attention: { // no attention: a = x; then the router
       Saved &st = saved_[mb];
-      st.a = allocOn<AT>(T() * h(), s);
-      PIPERT_CUDA(cudaMemcpyAsync(st.a, input, T() * h() * sizeof(AT), cudaMemcpyDeviceToDevice, s));
-      float *logits = allocOn<float>(T() * static_cast<size_t>(expertCount_), s);
-      gemm(at.blas, cudaDataTypeOf<AT>(), tokens(), expertCount_, hidden(), {st.a, false, 0},
+      st.a = allocOn<AT>(T(mb) * h(), s);
+      PIPERT_CUDA(cudaMemcpyAsync(st.a, input, T(mb) * h() * sizeof(AT), cudaMemcpyDeviceToDevice, s));
+      float *logits = allocOn<float>(T(mb) * static_cast<size_t>(expertCount_), s);
+      gemm(at.blas, cudaDataTypeOf<AT>(), tokens(mb), expertCount_, hidden(), {st.a, false, 0},
            {router_.operand(), false, 0}, 0.0f, logits, 0);
-      st.chosen = allocOn<int>(slots(), s);
-      st.gates = allocOn<float>(slots(), s);
-      routeTopK(logits, tokens(), expertCount_, k_, st.chosen, st.gates, s);
+      st.chosen = allocOn<int>(slots(mb), s);
+      st.gates = allocOn<float>(slots(mb), s);
+      routeTopK(logits, tokens(mb), expertCount_, k_, st.chosen, st.gates, s);
       freeOn(logits, s);
       break;
     }
     case SubOp::Dispatch: {
       Saved &st = saved_.at(mb);
-      st.slotRow = allocOn<int>(slots(), s);
-      st.rowSlot = allocOn<int>(expertRows(), s);
-      planExpertRows(st.chosen, tokens(), k_, expertCount_, tokens(), st.slotRow, st.rowSlot, s);
-      AT *xe = allocOn<AT>(expertRows() * h(), s);
-      gatherExpertInputs(st.a, st.rowSlot, k_, xe, expertRows(), h(), s);
-      st.xe = toExperts(xe, s);
+      st.slotRow = allocOn<int>(slots(mb), s);
+      st.rowSlot = allocOn<int>(expertRows(mb), s);
+      planExpertRows(st.chosen, tokens(mb), k_, expertCount_, tokens(mb), st.slotRow, st.rowSlot, s);
+      AT *xe = allocOn<AT>(expertRows(mb) * h(), s);
+      gatherExpertInputs(st.a, st.rowSlot, k_, xe, expertRows(mb), h(), s);
+      st.xe = toExperts(mb, xe, s);
       break;
     }
     case SubOp::Mlp: {
       Saved &st = saved_.at(mb);
-      const size_t inner = expertRows() * static_cast<size_t>(ffn_);
+      const size_t inner = expertRows(mb) * static_cast<size_t>(ffn_);
       st.u = allocOn<float>(inner, s);
       st.v = allocOn<AT>(inner, s);
-      st.f = allocOn<float>(expertRows() * h(), s);
-      experts_.forward(st.xe, st.u, st.v, st.f, at);
+      st.f = allocOn<float>(expertRows(mb) * h(), s);
+      experts_.forward(blockRows(mb), st.xe, st.u, st.v, st.f, at);
       break;
     }
     case SubOp::Combine: {
       Saved &st = saved_.at(mb);
-      st.f = toSources(st.f, s);
-      combineExpertOutputs(st.a, st.f, st.slotRow, st.gates, static_cast<AT *>(output), tokens(), k_, h(), s);
+      st.f = toSources(mb, st.f, s);
+      combineExpertOutputs(st.a, st.f, st.slotRow, st.gates, static_cast<AT *>(output), tokens(mb), k_, h(), s);
       break; // f stays for the gate gradient
     }
     }
@@ -216,60 +219,91 @@ private:
     switch (part) {
     case SubOp::Combine: {
       const AT *dy = static_cast<const AT *>(gradOutput);
-      st.da = allocOn<float>(T() * h(), s); // the residual branch
-      convert(dy, st.da, T() * h(), s);
-      st.dGates = allocOn<float>(slots(), s); // dg_tj = dy_t . f_tj
-      gateGradients(dy, st.f, st.slotRow, st.dGates, tokens(), k_, h(), s);
-      AT *dm = allocOn<AT>(expertRows() * h(), s); // g_tj dy_t into the slot's expert row
-      scatterExpertGradients(dy, st.gates, st.rowSlot, k_, dm, expertRows(), h(), s);
-      st.dm = toExperts(dm, s);
+      st.da = allocOn<float>(T(mb) * h(), s); // the residual branch
+      convert(dy, st.da, T(mb) * h(), s);
+      st.dGates = allocOn<float>(slots(mb), s); // dg_tj = dy_t . f_tj
+      gateGradients(dy, st.f, st.slotRow, st.dGates, tokens(mb), k_, h(), s);
+      AT *dm = allocOn<AT>(expertRows(mb) * h(), s); // g_tj dy_t into the slot's expert row
+      scatterExpertGradients(dy, st.gates, st.rowSlot, k_, dm, expertRows(mb), h(), s);
+      st.dm = toExperts(mb, dm, s);
       freeOn(st.f, s);
       freeOn(st.rowSlot, s);
       break;
     }
     case SubOp::Mlp:
-      st.du = allocOn<AT>(expertRows() * static_cast<size_t>(ffn_), s);
-      st.dxe = allocOn<float>(expertRows() * h(), s);
-      experts_.backwardInput(st.dm, st.u, st.du, st.dxe, 0.0f, at);
+      st.du = allocOn<AT>(expertRows(mb) * static_cast<size_t>(ffn_), s);
+      st.dxe = allocOn<float>(expertRows(mb) * h(), s);
+      experts_.backwardInput(blockRows(mb), st.dm, st.u, st.du, st.dxe, 0.0f, at);
       freeOn(st.u, s);
       if (when == WeightGrad::Now)
-        experts_.backwardWeight(st.xe, st.v, st.dm, st.du, at);
+        experts_.backwardWeight(blockRows(mb), st.xe, st.v, st.dm, st.du, at);
       break;
     case SubOp::Dispatch: // each token's k expert-input gradients return, ascending j
-      st.dxe = toSources(st.dxe, s);
-      addExpertInputGradients(st.dxe, st.slotRow, st.da, tokens(), k_, h(), s);
+      st.dxe = toSources(mb, st.dxe, s);
+      addExpertInputGradients(st.dxe, st.slotRow, st.da, tokens(mb), k_, h(), s);
       freeOn(st.dxe, s);
       freeOn(st.slotRow, s);
       break;
     case SubOp::Attention: // the router, then no attention: dx = da
-      st.dz = allocOn<AT>(T() * static_cast<size_t>(expertCount_), s);
-      routerLogitGradients(st.gates, st.dGates, st.chosen, st.dz, tokens(), expertCount_, k_, s);
-      gemm(at.blas, cudaDataTypeOf<AT>(), tokens(), hidden(), expertCount_, {st.dz, false, 0},
+      st.dz = allocOn<AT>(T(mb) * static_cast<size_t>(expertCount_), s);
+      routerLogitGradients(st.gates, st.dGates, st.chosen, st.dz, tokens(mb), expertCount_, k_, s);
+      gemm(at.blas, cudaDataTypeOf<AT>(), tokens(mb), hidden(), expertCount_, {st.dz, false, 0},
            {router_.operand(), true, 0}, 1.0f, st.da, 0); // da += dz Wr^T
-      convert(st.da, static_cast<AT *>(gradInput), T() * h(), s);
+      convert(st.da, static_cast<AT *>(gradInput), T(mb) * h(), s);
       freeOn(st.da, s);
       freeOn(st.dGates, s);
       freeOn(st.gates, s);
       freeOn(st.chosen, s);
       if (when == WeightGrad::Now)
-        routerWeightGrad(st, at);
+        routerWeightGrad(mb, st, at);
       break;
     }
   }
 
   // Wr += a^T dz.
-  void routerWeightGrad(const Saved &st, const Launch &at) {
-    gemm(at.blas, cudaDataTypeOf<AT>(), hidden(), expertCount_, tokens(), {st.a, true, 0}, {st.dz, false, 0}, 1.0f,
+  void routerWeightGrad(int mb, const Saved &st, const Launch &at) {
+    gemm(at.blas, cudaDataTypeOf<AT>(), hidden(), expertCount_, tokens(mb), {st.a, true, 0}, {st.dz, false, 0}, 1.0f,
          router_.grad(), 0);
   }
 
   void runBackwardWeight(int mb, const Launch &at) override {
     Saved &st = saved_.at(mb);
-    experts_.backwardWeight(st.xe, st.v, st.dm, st.du, at);
-    routerWeightGrad(st, at);
+    experts_.backwardWeight(blockRows(mb), st.xe, st.v, st.dm, st.du, at);
+    routerWeightGrad(mb, st, at);
   }
 
   void releaseMicroBatch(int mb, cudaStream_t stream) override { releaseSaved(saved_, mb, stream); }
+
+  // Sizes of Saved's buffers in forEach's order (expert buffers are E x
+  // capacity rows on either side of the exchange).
+  size_t savedBytes(int mb, int slot) const {
+    const size_t rows = expertRows(mb), ffn = static_cast<size_t>(ffn_);
+    const size_t logits = T(mb) * static_cast<size_t>(expertCount_);
+    switch (slot) {
+    case 0: return T(mb) * h() * sizeof(AT);     // a
+    case 1: return slots(mb) * sizeof(int);      // chosen
+    case 2: return slots(mb) * sizeof(float);    // gates
+    case 3: return slots(mb) * sizeof(int);      // slotRow
+    case 4: return rows * sizeof(int);         // rowSlot
+    case 5: return rows * h() * sizeof(AT);    // xe
+    case 6: return rows * ffn * sizeof(float); // u
+    case 7: return rows * ffn * sizeof(AT);    // v
+    case 8: return rows * h() * sizeof(float); // f
+    case 9: return T(mb) * h() * sizeof(float);  // da
+    case 10: return slots(mb) * sizeof(float);   // dGates
+    case 11: return rows * h() * sizeof(AT);   // dm
+    case 12: return rows * ffn * sizeof(AT);   // du
+    case 13: return rows * h() * sizeof(float); // dxe
+    case 14: return logits * sizeof(AT);       // dz
+    }
+    return 0;
+  }
+  std::vector<StoredBuffer> runTakeStored(int mb) override {
+    return takeSaved(saved_, mb, [this, mb](int slot) { return savedBytes(mb, slot); }, owner());
+  }
+  void runPutStored(int mb, const std::vector<StoredBuffer> &buffers) override {
+    putSaved(saved_, mb, buffers, owner());
+  }
 
   int expertCount_, k_, ffn_;
   int participants_; // of the expert group; 1 without expert parallelism
@@ -282,7 +316,7 @@ private:
 
 } // namespace
 
-std::unique_ptr<GpuStage> makeGpuMoeStage(Stage<double> &cpu, const MoeConfig &config, int tokens, DType dtype,
+std::unique_ptr<GpuStage> makeGpuMoeStage(Stage<double> &cpu, const MoeConfig &config, const MicroBatchRows &rows, DType dtype,
                                           std::shared_ptr<ExpertExchange> experts) {
   const std::string where = "GPU moe stage " + std::to_string(cpu.stageIndex()) + ": ";
   if (config.attention)
@@ -308,12 +342,13 @@ std::unique_ptr<GpuStage> makeGpuMoeStage(Stage<double> &cpu, const MoeConfig &c
                                 ", but participant " + std::to_string(participant) + " of " +
                                 std::to_string(participants) + " holds " + std::to_string(participant * local) +
                                 ".." + std::to_string(participant * local + local - 1));
-  if (tokens > 0 && static_cast<long long>(config.experts) * tokens > INT_MAX)
-    throw std::invalid_argument(where + std::to_string(config.experts) + " experts x " + std::to_string(tokens) +
+  const int most = rows.most(); // the largest micro-batch's tokens
+  if (most > 0 && static_cast<long long>(config.experts) * most * participants > INT_MAX)
+    throw std::invalid_argument(where + std::to_string(config.experts) + " experts x " + std::to_string(most) +
                                 " tokens of expert capacity exceed the int row index");
   if (dtype == DType::F32)
-    return std::make_unique<GpuMoeStage<float>>(cpu, config, tokens, dtype, experts);
-  return std::make_unique<GpuMoeStage<__nv_bfloat16>>(cpu, config, tokens, dtype, experts);
+    return std::make_unique<GpuMoeStage<float>>(cpu, config, rows, dtype, experts);
+  return std::make_unique<GpuMoeStage<__nv_bfloat16>>(cpu, config, rows, dtype, experts);
 }
 
 } // namespace pipert::cuda

@@ -15,7 +15,7 @@ namespace pipert::cuda {
 // experts->rank() (all of them when `experts` is null). Throws
 // std::invalid_argument for attention, a shard that does not match `experts`,
 // sizes that do not match `cpu`, or E * tokens rows beyond int range.
-std::unique_ptr<GpuStage> makeGpuMoeStage(Stage<double> &cpu, const MoeConfig &config, int tokens, DType dtype,
+std::unique_ptr<GpuStage> makeGpuMoeStage(Stage<double> &cpu, const MoeConfig &config, const MicroBatchRows &rows, DType dtype,
                                           std::shared_ptr<ExpertExchange> experts = nullptr);
 
 } // namespace pipert::cuda

@@ -16,25 +16,30 @@ const char *dtypeName(DType dtype) { return dtype == DType::F32 ? "fp32" : "bf16
 
 size_t dtypeBytes(DType dtype) { return dtype == DType::F32 ? sizeof(float) : sizeof(__nv_bfloat16); }
 
-std::unique_ptr<GpuStage> makeGpuStage(Stage<double> &cpu, const StageSpec &spec, int tokens, DType dtype,
-                                       std::shared_ptr<ExpertExchange> experts) {
-  if (tokens <= 0)
+std::unique_ptr<GpuStage> makeGpuStage(Stage<double> &cpu, const StageSpec &spec, const MicroBatchRows &rows,
+                                       DType dtype, std::shared_ptr<ExpertExchange> experts) {
+  if (rows.tokens <= 0)
     throw std::invalid_argument("GPU stage " + std::to_string(cpu.stageIndex()) +
-                                ": tokens per micro-batch must be positive, got " + std::to_string(tokens));
+                                ": tokens per micro-batch must be positive, got " + std::to_string(rows.tokens));
+  for (int size : rows.sizes)
+    if (size <= 0 || static_cast<long long>(size) * rows.tokens > (1 << 24))
+      throw std::invalid_argument("GPU stage " + std::to_string(cpu.stageIndex()) + ": a micro-batch of size " +
+                                  std::to_string(size) + " x " + std::to_string(rows.tokens) +
+                                  " tokens is out of range (1 .. 2^24 rows)");
   if (spec.kind == StageKind::Dense)
-    return makeGpuDenseStage(cpu, spec.dense, tokens, dtype);
-  return makeGpuMoeStage(cpu, spec.moe, tokens, dtype, std::move(experts));
+    return makeGpuDenseStage(cpu, spec.dense, rows, dtype);
+  return makeGpuMoeStage(cpu, spec.moe, rows, dtype, std::move(experts));
 }
 
 void mseLossAndGrad(const void *output, const void *target, void *gradOutput, double *loss, size_t tokens,
-                    size_t hidden, DType dtype, cudaStream_t stream) {
+                    size_t hidden, DType dtype, cudaStream_t stream, double weight) {
   const size_t n = tokens * hidden;
   if (dtype == DType::F32)
     mseLossGrad(static_cast<const float *>(output), static_cast<const float *>(target),
-                static_cast<float *>(gradOutput), loss, n, stream);
+                static_cast<float *>(gradOutput), loss, n, stream, weight);
   else
     mseLossGrad(static_cast<const __nv_bfloat16 *>(output), static_cast<const __nv_bfloat16 *>(target),
-                static_cast<__nv_bfloat16 *>(gradOutput), loss, n, stream);
+                static_cast<__nv_bfloat16 *>(gradOutput), loss, n, stream, weight);
 }
 
 // Converted on the host (double straight to the target type: one rounding),

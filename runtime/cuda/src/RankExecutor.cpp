@@ -63,6 +63,11 @@ RankExecutor::RankExecutor(int rank, const StepInputs &shared, Transport &transp
     if (m.to == rank)
       incoming_[m.consumerOp] = id;
   }
+  int chunks = 0;
+  for (uint32_t i = 0; i < table.numOps; ++i)
+    chunks = std::max(chunks, int(table.ops[i].chunk) + 1);
+  storedPerChunk_.assign(size_t(chunks), 0);
+  stored_.assign(size_t(chunks) * size_t(program.numMicrobatches), 0);
   PIPERT_CUDA(cudaMalloc(&loss_, sizeof(double)));
   PIPERT_CUDA(cudaMalloc(&scratchWord_, sizeof(unsigned)));
 }
@@ -86,6 +91,8 @@ void RankExecutor::releaseHandles() noexcept {
       cudaStreamDestroy(s);
   cudaFree(loss_);
   cudaFree(scratchWord_);
+  for (void *h : pinned_)
+    cudaFreeHost(h);
 }
 
 void RankExecutor::forkFrom(cudaEvent_t event) {
@@ -100,15 +107,25 @@ void RankExecutor::joinInto(cudaStream_t origin) {
   }
 }
 
-void RankExecutor::beginStep(bool timing) {
+void RankExecutor::beginStep(bool timing, bool measure) {
   pc_ = 0;
   timing_ = timing;
+  measure_ = measure;
   intervals_.clear();
   buffers_.assign(shared_.program->ranks[rank_].numOps, OpBuffers());
   local_.clear();
   lastOutputs_.clear();
   received_.clear();
   toSend_.clear();
+  for (auto &[key, copy] : offloaded_) // a step that failed halfway: the copies are free again
+    for (size_t k = 0; k < copy.host.size(); ++k)
+      pinnedFree_.emplace(std::make_pair(copy.stream, copy.layout[k].bytes), copy.host[k]);
+  offloaded_.clear();
+  offloadedNow_ = mostOffloaded_ = 0;
+  std::fill(stored_.begin(), stored_.end(), 0);
+  std::fill(storedPerChunk_.begin(), storedPerChunk_.end(), 0);
+  live_ = 0;
+  peak_ = 0;
   cudaStream_t compute = computeStream();
   PIPERT_CUDA(cudaMemsetAsync(loss_, 0, sizeof(double), compute));
   for (auto &[chunk, stage] : stages_)
@@ -148,14 +165,14 @@ bool RankExecutor::advance() {
       if (it == toSend_.end())
         throw CudaError("rank " + std::to_string(rank_) + " sends message " +
                         std::to_string(c.arg) + " before an op produced it");
-      transport_.send(c.arg, it->second, shared_.activationBytes, stream);
+      transport_.send(c.arg, it->second, messageBytes(c.arg), stream);
       toSend_.erase(it);
       break;
     }
     case StreamCmd::Receive:
       if (!transport_.canReceive(c.arg))
         return false;
-      received_[c.arg] = transport_.receive(c.arg, shared_.activationBytes, stream);
+      received_[c.arg] = transport_.receive(c.arg, messageBytes(c.arg), stream);
       break;
     }
   }
@@ -176,10 +193,19 @@ std::string RankExecutor::position() const {
   return text;
 }
 
-void *RankExecutor::allocate(cudaStream_t stream) {
+void *RankExecutor::allocate(int mb, cudaStream_t stream) {
   void *buffer = nullptr;
-  PIPERT_CUDA(cudaMallocAsync(&buffer, shared_.activationBytes, stream));
+  PIPERT_CUDA(cudaMallocAsync(&buffer, shared_.activationBytes.at(size_t(mb)), stream));
   return buffer;
+}
+
+size_t RankExecutor::messageBytes(uint32_t id) const {
+  if (id >= shared_.program->numMessages)
+    throw CudaError("rank " + std::to_string(rank_) + " names message " + std::to_string(id) + " of " +
+                    std::to_string(shared_.program->numMessages));
+  const ProgramMessage &m = shared_.program->messages[id];
+  const ProgramOp &producer = shared_.program->ranks[m.from].ops[m.producerOp];
+  return shared_.activationBytes.at(size_t(producer.microbatch));
 }
 
 void *RankExecutor::take(uint32_t i, bool gradient, int producerStage, int mb) {
@@ -232,34 +258,35 @@ void RankExecutor::startOp(uint32_t i, const ProgramOp &op, cudaStream_t stream)
       b.input = empty ? nullptr : shared_.inputs[size_t(op.microbatch)];
     else
       b.input = take(i, false, op.stage - 1, op.microbatch);
-    b.output = allocate(stream);
+    b.output = allocate(op.microbatch, stream);
     break;
   case OpCode::B:
   case OpCode::I:
     if (op.stage == last) {
-      b.input = allocate(stream);
+      b.input = allocate(op.microbatch, stream);
       auto it = lastOutputs_.find(op.microbatch);
       if (it == lastOutputs_.end())
         throw CudaError("rank " + std::to_string(rank_) + ": backward of micro-batch " +
                         std::to_string(op.microbatch) + " before its forward's output");
       if (!empty)
         mseLossAndGrad(it->second, shared_.targets[size_t(op.microbatch)], b.input, loss_,
-                       shared_.tokens, shared_.hidden, shared_.options->dtype, stream);
+                       size_t(shared_.rows.of(op.microbatch)), shared_.hidden, shared_.options->dtype, stream,
+                       shared_.lossWeights.at(size_t(op.microbatch)));
       PIPERT_CUDA(cudaFreeAsync(it->second, stream));
       lastOutputs_.erase(it);
     } else {
       b.input = take(i, true, op.stage + 1, op.microbatch);
     }
-    b.output = allocate(stream);
+    b.output = allocate(op.microbatch, stream);
     break;
   case OpCode::R: // the input was left by the forward it replays
     if (!b.input && !(empty && op.stage == 0))
       throw CudaError("rank " + std::to_string(rank_) + ": op " + std::to_string(i) +
                       " replays micro-batch " + std::to_string(op.microbatch) + " before its forward");
-    b.output = allocate(stream);
+    b.output = allocate(op.microbatch, stream);
     break;
   case OpCode::W:
-  case OpCode::Offload: // refused before a step (CudaRun.cpp)
+  case OpCode::Offload: // runMemoryOp, not here
   case OpCode::Reload:
     break;
   }
@@ -300,6 +327,15 @@ void RankExecutor::run(const StreamCommand &c) {
   uint32_t i = c.arg;
   const ProgramOp &op = table.ops[i];
   uint16_t s = streamOf(c);
+  if (isMemoryOp(op.kind)) {
+    if (c.part != RunPart::Whole || buffers_[i].partsDone != 0)
+      throw CudaError("rank " + std::to_string(rank_) + ": command " + std::to_string(pc_) +
+                      " runs op " + std::to_string(i) + " (" + opCodeName(op.kind) +
+                      ") in parts or twice");
+    buffers_[i].partsDone = 4;
+    runMemoryOp(i, op, streams_[s]);
+    return;
+  }
   if (s > kExpertStream) // the cuBLAS handles are bound to these two streams
     throw CudaError("rank " + std::to_string(rank_) + ": command " + std::to_string(pc_) +
                     " runs op " + std::to_string(i) + " on a channel stream");
@@ -317,7 +353,8 @@ void RankExecutor::run(const StreamCommand &c) {
   if (!expected)
     throw CudaError("rank " + std::to_string(rank_) + ": command " + std::to_string(pc_) +
                     " runs a part of op " + std::to_string(i) + " out of its order");
-  if (b.partsDone == 0)
+  const bool first = b.partsDone == 0;
+  if (first)
     startOp(i, op, stream);
   if (shared_.options->model == ModelKind::Empty) {
     touch(scratchWord_, stream);
@@ -340,10 +377,124 @@ void RankExecutor::run(const StreamCommand &c) {
     }
   }
   b.partsDone += parts;
-  if (b.partsDone >= 4 && replayOf_[i] != kNone && shared_.options->model != ModelKind::Empty)
-    stages_.at(op.chunk)->discard(op.microbatch, at); // its R stores it again
+  const bool done = b.partsDone >= 4;
+  if (first && (op.kind == OpCode::F || op.kind == OpCode::R))
+    store(op.chunk, op.microbatch);
+  else if (done && (op.kind == OpCode::B || op.kind == OpCode::W))
+    unstore(op.chunk, op.microbatch);
+  measureActivations(); // a recomputed forward counts before it drops its state
+  if (done && replayOf_[i] != kNone) {
+    if (shared_.options->model != ModelKind::Empty)
+      stages_.at(op.chunk)->discard(op.microbatch, at); // its R stores it again
+    unstore(op.chunk, op.microbatch);
+  }
   if (b.partsDone >= 4)
     finishOp(i, op, stream);
+}
+
+// Validation has checked chunks and micro-batches against the tables, so the
+// index is in range. Nothing to follow without a model.
+void RankExecutor::store(int chunk, int mb) {
+  if (shared_.options->model == ModelKind::Empty)
+    return;
+  int64_t &units = stored_[size_t(chunk) * size_t(shared_.program->numMicrobatches) + size_t(mb)];
+  if (units)
+    throw CudaError("rank " + std::to_string(rank_) + ": chunk " + std::to_string(chunk) + " stores micro-batch " +
+                    std::to_string(mb) + " twice");
+  units = shared_.unitsOf(mb);
+  ++storedPerChunk_[size_t(chunk)];
+  live_ += units;
+}
+
+void RankExecutor::unstore(int chunk, int mb) {
+  if (shared_.options->model == ModelKind::Empty)
+    return;
+  int64_t &units = stored_[size_t(chunk) * size_t(shared_.program->numMicrobatches) + size_t(mb)];
+  if (!units)
+    throw CudaError("rank " + std::to_string(rank_) + ": chunk " + std::to_string(chunk) +
+                    " frees micro-batch " + std::to_string(mb) + ", which it does not store");
+  live_ -= units;
+  --storedPerChunk_[size_t(chunk)];
+  units = 0;
+}
+
+// O(stages) per op: the live units are kept up to date by store/unstore.
+void RankExecutor::measureActivations() {
+  if (shared_.options->model == ModelKind::Empty || !measure_)
+    return; // no stage stores anything, or a captured step
+  for (const auto &[chunk, stage] : stages_) {
+    size_t expected = storedPerChunk_.at(size_t(chunk));
+    if (stage->storedMicroBatches() != expected)
+      throw CudaError("rank " + std::to_string(rank_) + " at command " + std::to_string(pc_) + ": chunk " +
+                      std::to_string(chunk) + " stores " + std::to_string(stage->storedMicroBatches()) +
+                      " micro-batches, the program's ops leave " + std::to_string(expected));
+  }
+  peak_ = std::max(peak_, live_);
+}
+
+// Offload: the stage's buffers of (chunk, mb) to pinned host memory, then
+// freed; Reload: back into fresh device buffers, handed to the stage. Both
+// on `stream` (the copy stream), after the waits the program put before them.
+void RankExecutor::runMemoryOp(uint32_t i, const ProgramOp &op, cudaStream_t stream) {
+  if (shared_.options->model == ModelKind::Empty) { // no stage stores anything
+    touch(scratchWord_, stream);
+    return;
+  }
+  GpuStage &stage = *stages_.at(op.chunk);
+  const Launch at{stream, nullptr}; // a copy stream has no cuBLAS handle
+  const std::pair<int, int> key{op.chunk, op.microbatch};
+  const std::string where = "rank " + std::to_string(rank_) + ": op " + std::to_string(i) + " (" +
+                            opCodeName(op.kind) + " of chunk " + std::to_string(op.chunk) +
+                            ", micro-batch " + std::to_string(op.microbatch) + ")";
+  if (op.kind == OpCode::Offload) {
+    if (offloaded_.count(key))
+      throw CudaError(where + ": already offloaded");
+    std::vector<StoredBuffer> buffers = stage.takeStored(op.microbatch, at);
+    HostCopy copy{buffers, std::vector<void *>(buffers.size(), nullptr), stream};
+    for (size_t k = 0; k < buffers.size(); ++k) {
+      auto free = pinnedFree_.find({stream, buffers[k].bytes});
+      if (free != pinnedFree_.end()) {
+        copy.host[k] = free->second;
+        pinnedFree_.erase(free);
+      } else { // the first step only: later steps make the same choices
+        PIPERT_CUDA(cudaMallocHost(&copy.host[k], buffers[k].bytes));
+        pinned_.push_back(copy.host[k]);
+        pinnedBytes_ += buffers[k].bytes;
+      }
+      PIPERT_CUDA(cudaMemcpyAsync(copy.host[k], buffers[k].data, buffers[k].bytes,
+                                  cudaMemcpyDeviceToHost, stream));
+      PIPERT_CUDA(cudaFreeAsync(buffers[k].data, stream));
+      copy.layout[k].data = nullptr;
+    }
+    offloaded_.emplace(key, std::move(copy));
+    mostOffloaded_ = std::max(mostOffloaded_, ++offloadedNow_);
+    unstore(op.chunk, op.microbatch);
+  } else {
+    auto it = offloaded_.find(key);
+    if (it == offloaded_.end())
+      throw CudaError(where + ": nothing of it was offloaded");
+    HostCopy copy = std::move(it->second);
+    offloaded_.erase(it);
+    --offloadedNow_;
+    std::vector<StoredBuffer> buffers = copy.layout;
+    for (size_t k = 0; k < buffers.size(); ++k) {
+      buffers[k].data = nullptr;
+      PIPERT_CUDA(cudaMallocAsync(&buffers[k].data, buffers[k].bytes, stream));
+      PIPERT_CUDA(cudaMemcpyAsync(buffers[k].data, copy.host[k], buffers[k].bytes,
+                                  cudaMemcpyHostToDevice, stream));
+      // Free for a later Offload on this stream, which stream order puts after this copy.
+      pinnedFree_.emplace(std::make_pair(stream, buffers[k].bytes), copy.host[k]);
+    }
+    try {
+      stage.putStored(op.microbatch, buffers, at);
+    } catch (...) { // the stage did not take them
+      for (StoredBuffer &b : buffers)
+        cudaFreeAsync(b.data, stream);
+      throw;
+    }
+    store(op.chunk, op.microbatch);
+  }
+  measureActivations();
 }
 
 } // namespace pipert::cuda

@@ -8,6 +8,23 @@
 // Buffers are allocated and freed stream-ordered (cudaMallocAsync): an op's
 // output on the stream of its first part, its inputs freed on the stream of
 // its last, so a whole step can be captured into a CUDA graph.
+//
+// Offload and Reload run on the rank's copy stream (the stream lowering's
+// RankStreamProgram::copyStream, ordered against the compute stream by the
+// program's own events): an Offload takes the stage's stored device buffers
+// of (chunk, micro-batch), copies each into pinned host memory and frees it
+// stream-ordered; a Reload allocates device buffers, copies back and hands
+// them to the stage. The pinned buffers are made on the first (eager) step
+// and kept for the executor's life, reused through a free list (Reload to a
+// later Offload on the same stream), so a captured step allocates none
+// (cudaMallocHost cannot be captured) and a rank's pinned memory is what it
+// holds offloaded at once.
+//
+// Activations live: after every command that runs an op, the micro-batches
+// the rank's stages store (host bookkeeping: what the enqueued work leaves on
+// the device), each counted by its size, and the step's peak of it, as the
+// CPU program measures it against the compiler's prediction. The executor
+// follows them op by op and checks its list against the stages' own count.
 #pragma once
 
 #include "CudaOptions.h"
@@ -29,9 +46,13 @@ struct StepInputs {
   const Program *program;
   const StreamProgram *streams;
   const CudaOptions *options;
-  size_t tokens, hidden;
-  size_t activationBytes;            // one activation or gradient
+  MicroBatchRows rows;               // each micro-batch's tokens (sizes x --seq)
+  size_t hidden;
+  std::vector<size_t> activationBytes; // per micro-batch: one activation or gradient
+  std::vector<double> lossWeights;     // per micro-batch (BatchSpec::lossWeight)
   std::vector<void *> inputs, targets; // per micro-batch, dtype; empty for --model empty
+  // Micro-batch sizes (the schedule's `sizes`) weight the activation count.
+  int64_t unitsOf(int mb) const { return rows.sizes.empty() ? 1 : rows.sizes.at(size_t(mb)); }
 };
 
 struct OpInterval {
@@ -51,7 +72,10 @@ public:
   void forkFrom(cudaEvent_t event);
   // Records the end of every stream; `origin` waits for all of them.
   void joinInto(cudaStream_t origin);
-  void beginStep(bool timing);
+  // `measure`: follow the activations the stages store (eager steps; a
+  // captured step enqueues the same commands, and the host simulation's
+  // stages only run them at replay).
+  void beginStep(bool timing, bool measure = true);
   // Enqueues commands until done (true) or blocked on a receive (false).
   bool advance();
   bool done() const { return pc_ == numCommands(); }
@@ -64,6 +88,15 @@ public:
   std::map<int, std::unique_ptr<GpuStage>> &stages() { return stages_; }
   double *deviceLoss() const { return loss_; }
   const std::vector<OpInterval> &intervals() const { return intervals_; }
+  // The most micro-batches the rank's stages stored at once in this step
+  // (meaningful for an eager step: a captured step's host simulation runs
+  // the stages later).
+  int64_t peakActivations() const { return peak_; }
+  // Pinned host memory made for Offloads so far, and the most micro-batches
+  // this step held in host memory at once.
+  size_t pinnedBytes() const { return pinnedBytes_; }
+  size_t pinnedBuffers() const { return pinned_.size(); }
+  int64_t mostOffloaded() const { return mostOffloaded_; }
 
 private:
   struct OpBuffers {
@@ -81,7 +114,13 @@ private:
   void finishOp(uint32_t i, const ProgramOp &op, cudaStream_t stream);
   void *take(uint32_t i, bool gradient, int producerStage, int mb);
   void deliver(uint32_t i, bool gradient, int stage, int mb, void *buffer);
-  void *allocate(cudaStream_t stream);
+  void *allocate(int mb, cudaStream_t stream);
+  // Bytes of message id (its micro-batch's activation).
+  size_t messageBytes(uint32_t id) const;
+  void runMemoryOp(uint32_t i, const ProgramOp &op, cudaStream_t stream);
+  void measureActivations();
+  void store(int chunk, int mb);   // (chunk, mb) is on the device now
+  void unstore(int chunk, int mb); // and now no longer
 
   int rank_;
   const StepInputs &shared_;
@@ -104,6 +143,29 @@ private:
   std::vector<OpInterval> intervals_;
   std::vector<cudaEvent_t> timingEvents_; // reused across steps
   uint32_t pc_ = 0;
+  // Offload/Reload: each offloaded (chunk, micro-batch)'s buffer layout and
+  // pinned host copies until its Reload, which hands the copies back to a
+  // free list by (stream, bytes): a later Offload on the same stream reuses
+  // them (stream order puts its copy after the Reload's). Every step makes
+  // the same choices, so only the first (eager) one allocates; pinned_ owns
+  // them all.
+  struct HostCopy {
+    std::vector<StoredBuffer> layout; // slots and sizes (data: the device pointers, gone)
+    std::vector<void *> host;         // one pinned buffer per entry of layout
+    cudaStream_t stream;
+  };
+  std::map<std::pair<int, int>, HostCopy> offloaded_;
+  std::multimap<std::pair<cudaStream_t, size_t>, void *> pinnedFree_;
+  std::vector<void *> pinned_;
+  size_t pinnedBytes_ = 0;
+  int64_t offloadedNow_ = 0, mostOffloaded_ = 0; // micro-batches in host memory
+  // (chunk, micro-batch) whose activations the stages hold on the device, by
+  // the program's ops (checked against the stages' own count), and the most
+  // units (micro-batch sizes) held at once this step.
+  std::vector<int64_t> stored_;          // units by chunk * M + micro-batch; 0: not stored
+  std::vector<size_t> storedPerChunk_;   // micro-batches stored per chunk
+  int64_t live_ = 0, peak_ = 0;          // units stored; their most this step
+  bool measure_ = true;
   // Declared last, so destroyed first: frees the handles above at destruction
   // and also when the constructor throws halfway (no destructor runs then).
   void releaseHandles() noexcept;

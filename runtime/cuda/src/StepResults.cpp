@@ -71,6 +71,38 @@ void StepRunner::printGradientSquares() {
     }
 }
 
+// Each rank's peak stored micro-batches in the eager steps against the
+// compiler's prediction (as the CPU program reports them); false on a
+// mismatch. Nothing is stored without a model.
+bool StepRunner::reportActivations() const {
+  if (options_.model == ModelKind::Empty)
+    return true;
+  bool match = true;
+  std::printf("peak activations per rank (measured / predicted):");
+  for (size_t k = 0; k < ranks_.size(); ++k) {
+    int r = ranks_[k]->rank();
+    int64_t predicted = program_.predictedPeakActivations[r];
+    if (nccl_)
+      std::printf(" rank %d", r);
+    std::printf(" %lld/%lld", (long long)eagerPeaks_[k], (long long)predicted);
+    match &= eagerPeaks_[k] == predicted;
+  }
+  std::printf(match ? ": match\n" : ": MISMATCH\n");
+  // Offloads: the pinned host copies made (reused across Offloads and steps)
+  // against the most micro-batches a rank held in host memory at once.
+  size_t pinned = 0;
+  for (const auto &rank : ranks_)
+    pinned += rank->pinnedBuffers();
+  if (pinned) {
+    std::printf("pinned host buffers per rank (bytes; most micro-batches offloaded at once):");
+    for (const auto &rank : ranks_)
+      std::printf(" %zu (%zu; %lld)", rank->pinnedBuffers(), rank->pinnedBytes(),
+                  (long long)rank->mostOffloaded());
+    std::printf("\n");
+  }
+  return match;
+}
+
 // The ops' CUDA-event times of the last eager step with --trace, in the trace's form.
 std::vector<OpTiming> StepRunner::timings() {
   std::vector<OpTiming> out;
@@ -88,8 +120,7 @@ int StepRunner::check(double loss, const GradientSet<double> &got) {
   ModelSpec model = modelSpec();
   auto stages = makeAllStages<double>(model);
   // Every replica's micro-batches: the gradients are summed over the replicas.
-  BatchSpec batch{program_.numMicrobatches * options_.ep, options_.seq, options_.hidden,
-                  options_.seed + 1};
+  BatchSpec batch = batchSpec();
   ReferenceResult<double> reference = Reference<double>(stagePointers(stages)).run(batch);
   // With NCCL a process holds some stages, and with expert parallelism only
   // its replica's share of their experts: compare those.
@@ -111,7 +142,18 @@ int StepRunner::check(double loss, const GradientSet<double> &got) {
   for (const StageError &e : comparison.stages)
     if (!got[size_t(e.stage)].empty())
       std::printf(" %d: %.3g", e.stage, e.maxRelError);
-  bool ok = comparison.passed && lossError <= tolerance;
+  // The gradients' bits (FNV-1a over the fp64 values read back), to compare
+  // runs that must agree exactly, such as a schedule with and without its
+  // Offload/Reload ops.
+  uint64_t digest = 1469598103934665603ull;
+  for (const auto &stage : got)
+    for (const NamedTensor<double> &g : stage) {
+      const unsigned char *bytes = reinterpret_cast<const unsigned char *>(g.value.data());
+      for (size_t b = 0; b < g.value.size() * sizeof(double); ++b)
+        digest = (digest ^ bytes[b]) * 1099511628211ull;
+    }
+  std::printf("\ncheck: gradient digest %016llx", (unsigned long long)digest);
+  bool ok = comparison.passed && lossError <= tolerance && peaksMatch_;
   std::printf("\ncheck: tolerance %g (%s): %s\n", tolerance, dtypeName(options_.dtype),
               ok ? "PASS" : "FAIL");
   if (!comparison.passed)

@@ -74,11 +74,20 @@ StepRunner::StepRunner(const Program &program, const StreamProgram &streams,
   shared_.program = &program;
   shared_.streams = &streams;
   shared_.options = &options;
-  shared_.tokens = size_t(options.seq);
+  // Micro-batch mb has sizes[mb] x --seq tokens (the schedule's `sizes`; 1
+  // each without), as the CPU program's BatchSpec::tokensOf.
+  shared_.rows.tokens = options.seq;
+  if (program.microbatchSizes)
+    shared_.rows.sizes.assign(program.microbatchSizes, program.microbatchSizes + program.numMicrobatches);
   shared_.hidden = size_t(options.hidden);
-  shared_.activationBytes = options.model == ModelKind::Empty
-                                ? sizeof(float)
-                                : shared_.tokens * shared_.hidden * dtypeBytes(options.dtype);
+  BatchSpec batch = batchSpec();
+  for (int mb = 0; mb < program.numMicrobatches; ++mb) {
+    shared_.activationBytes.push_back(options.model == ModelKind::Empty
+                                          ? sizeof(float)
+                                          : size_t(shared_.rows.of(mb)) * shared_.hidden *
+                                                dtypeBytes(options.dtype));
+    shared_.lossWeights.push_back(batch.lossWeight(replica_ * program.numMicrobatches + mb));
+  }
   origin_ = makeStream();
   fork_ = makeEvent();
   done_ = makeEvent();
@@ -100,17 +109,29 @@ ModelSpec StepRunner::modelSpec() const {
                       options_.model == ModelKind::Moe, /*attention=*/false);
 }
 
+// Expert-parallel replica e runs micro-batches e*M .. e*M+M-1 of the global
+// batch, as the CPU runtime's replicas do; sizes repeat per replica.
+BatchSpec StepRunner::batchSpec() const {
+  BatchSpec batch{program_.numMicrobatches * options_.ep, options_.seq, options_.hidden,
+                  options_.seed + 1};
+  if (program_.microbatchSizes) {
+    batch.sizes = program_.microbatchSizes;
+    batch.sizesPeriod = program_.numMicrobatches;
+    batch.sizesTotal = 0;
+    for (int mb = 0; mb < program_.numMicrobatches; ++mb)
+      batch.sizesTotal += program_.microbatchSizes[mb];
+  }
+  return batch;
+}
+
 void StepRunner::uploadData() {
   if (options_.model == ModelKind::Empty)
     return;
-  // Expert-parallel replica e runs micro-batches e*M .. e*M+M-1 of the global
-  // batch, as the CPU runtime's replicas do.
-  BatchSpec batch{program_.numMicrobatches * options_.ep, options_.seq, options_.hidden,
-                  options_.seed + 1};
+  BatchSpec batch = batchSpec();
   validateBatch(batch);
-  size_t bytes = shared_.activationBytes;
   for (int mb = 0; mb < program_.numMicrobatches; ++mb)
     for (auto *list : {&shared_.inputs, &shared_.targets}) {
+      size_t bytes = shared_.activationBytes[size_t(mb)];
       int global = replica_ * program_.numMicrobatches + mb;
       Tensor<double> host = list == &shared_.inputs ? microBatchInput<double>(batch, global)
                                                     : microBatchTarget<double>(batch, global);
@@ -143,7 +164,7 @@ void StepRunner::buildRanks() {
           shard = std::make_shared<ShardOnly>(experts->rank(), experts->size());
         }
         std::unique_ptr<Stage<double>> cpu = makeStage<double>(model, op.stage, shard);
-        stages[op.chunk] = makeGpuStage(*cpu, model.stages[size_t(op.stage)], shared_.tokens,
+        stages[op.chunk] = makeGpuStage(*cpu, model.stages[size_t(op.stage)], shared_.rows,
                                         options_.dtype, experts);
       }
     ranks_.push_back(std::make_unique<RankExecutor>(r, shared_, *transport_, std::move(stages)));
@@ -160,14 +181,14 @@ int64_t StepRunner::totalOps() const {
 
 // Enqueues one whole step on every stream of this process, forked from and
 // joined into the origin stream (so it can be captured as one graph).
-void StepRunner::enqueueStep(bool timing) {
+void StepRunner::enqueueStep(bool timing, bool measure) {
   transport_->beginStep();
   PIPERT_CUDA(cudaEventRecord(fork_, origin_));
   if (timing)
     PIPERT_CUDA(cudaEventRecord(stepStart_, origin_));
   for (auto &rank : ranks_) {
     rank->forkFrom(fork_);
-    rank->beginStep(timing);
+    rank->beginStep(timing, measure);
   }
   // Round robin: a rank stops only at a receive whose send is not enqueued
   // yet; a proved schedule always lets some rank go on.
@@ -277,7 +298,7 @@ StepRunner::StepTimes StepRunner::graphStep() {
     cudaGraph_t graph;
     PIPERT_CUDA(cudaStreamBeginCapture(origin_, cudaStreamCaptureModeThreadLocal));
     try {
-      enqueueStep(false);
+      enqueueStep(false, false);
     } catch (...) {
       cudaStreamEndCapture(origin_, &graph); // leave the stream usable for the error path
       throw;
@@ -320,14 +341,23 @@ int StepRunner::run() {
               options_.hidden, options_.seq, transport_->name(),
               whichRank().c_str(),
               properties.name, options_.serialPairs ? "; overlap pairs serial" : "");
+  if (!shared_.rows.sizes.empty()) { // the tokens above are a unit's
+    std::printf("micro-batch sizes (x %d tokens):", options_.seq);
+    for (int size : shared_.rows.sizes)
+      std::printf(" %d", size);
+    std::printf("\n");
+  }
   int64_t ops = totalOps();
   bool timing = !options_.tracePath.empty();
   // Eager steps (all of them without --cuda-graphs; the first one with it).
   int eagerSteps = options_.graphs ? 1 : options_.steps;
   StepTimes last;
   double eagerLoss = 0;
+  eagerPeaks_.assign(ranks_.size(), 0);
   for (int step = 1; step <= eagerSteps; ++step) {
     last = eagerStep(timing);
+    for (size_t r = 0; r < ranks_.size(); ++r)
+      eagerPeaks_[r] = std::max(eagerPeaks_[r], ranks_[r]->peakActivations());
     eagerLoss = loss();
     std::printf("step %d (eager): loss %.9g, %.3f ms; host enqueue %.2f us per op\n", step,
                 eagerLoss, last.totalMicros / 1000, last.hostMicros / double(std::max<int64_t>(ops, 1)));
@@ -337,6 +367,7 @@ int StepRunner::run() {
                                 : options_.tracePath;
   if (timing && !writeTrace(tracePath, program_, timings()))
     return 2;
+  peaksMatch_ = reportActivations();
   GradientSet<double> eagerGradients = gradients();
   if (options_.ep > 1)
     printGradientSquares();

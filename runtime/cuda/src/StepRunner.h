@@ -10,6 +10,7 @@
 #include "NcclTransport.h"
 #include "RankExecutor.h"
 
+#include "pipert/Batch.h"
 #include "pipert/Gradients.h"
 #include "pipert/Model.h"
 #include "pipert/Trace.h"
@@ -34,9 +35,10 @@ private:
   };
 
   ModelSpec modelSpec() const;
+  BatchSpec batchSpec() const; // every replica's micro-batches, with the schedule's sizes
   void buildRanks();
   void uploadData();
-  void enqueueStep(bool timing);
+  void enqueueStep(bool timing, bool measure = true);
   StepTimes eagerStep(bool timing);
   StepTimes graphStep();
   void waitForStep(const char *what);
@@ -48,6 +50,7 @@ private:
   int64_t totalOps() const;
   std::string whichRank() const;
   void printGradientSquares();
+  bool reportActivations() const;
 
   // Declared in the order they are made, so they go in reverse: the ranks
   // before the transport and the streams their work runs on.
@@ -69,6 +72,8 @@ private:
   NcclTransport *ncclTransport_ = nullptr; // transport_, when it is NCCL
   std::vector<std::unique_ptr<RankExecutor>> ranks_;
   UniqueGraphExec graph_;
+  std::vector<int64_t> eagerPeaks_; // per entry of ranks_: the most activations an eager step stored
+  bool peaksMatch_ = true;
 };
 
 } // namespace pipert::cuda

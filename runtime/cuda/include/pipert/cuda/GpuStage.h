@@ -40,6 +40,29 @@ struct Launch {
   cublasHandle_t blas;
 };
 
+// One device buffer of a micro-batch's stored state, as an Offload moves it:
+// `slot` is the stage's own tag for it (putStored puts it back there).
+struct StoredBuffer {
+  void *data;
+  size_t bytes;
+  int slot;
+};
+
+// The rows (tokens) of each micro-batch's activations: `tokens` times the
+// micro-batch's size (the schedule's `sizes`, by micro-batch index; empty:
+// every size is 1), as the CPU program's BatchSpec::tokensOf.
+struct MicroBatchRows {
+  int tokens = 0;
+  std::vector<int> sizes;
+  int of(int mb) const { return sizes.empty() ? tokens : tokens * sizes.at(static_cast<size_t>(mb)); }
+  int most() const {
+    int size = 1;
+    for (int s : sizes)
+      size = s > size ? s : size;
+    return tokens * size;
+  }
+};
+
 // A parameter's fp32 gradient on the device, named as the CPU stage names it.
 struct DeviceGradient {
   std::string name;
@@ -66,6 +89,20 @@ public:
   // (an R replays the forward before the backward).
   virtual void discard(int mb, const Launch &at) = 0;
 
+  // Offload and Reload (the schedule's memory ops), the device twin of
+  // Stage::takeStored/putStored. takeStored hands over every device buffer
+  // mb stores (mb's forward complete, no backward part run; the buffers' data
+  // is ready after the work enqueued so far on the stream that ran the
+  // forward), and mb counts as not stored: any call on it but putStored then
+  // throws std::logic_error. The caller copies them and frees them
+  // stream-ordered. putStored(mb, buffers, at) gives back buffers of the same
+  // slots and sizes, holding the same bytes once the work enqueued on
+  // at.stream so far is done; the stage owns them again and mb is stored as
+  // before. Neither enqueues device work of its own on a GPU stage (the host
+  // simulation's stage may).
+  virtual std::vector<StoredBuffer> takeStored(int mb, const Launch &at) = 0;
+  virtual void putStored(int mb, std::vector<StoredBuffer> buffers, const Launch &at) = 0;
+
   // Micro-batches with stored state (host bookkeeping, like Stage).
   virtual size_t storedMicroBatches() const = 0;
   virtual void zeroGradients(const Launch &at) = 0;
@@ -83,20 +120,26 @@ private:
 };
 
 // The device twin of `cpu` (a DenseStage without attention, or an MoeStage
-// without attention): same parameters, copied from it. `tokens` is the rows of
-// every activation. An MoE stage's dispatch and combine go through `experts`
+// without attention): same parameters, copied from it. `rows` gives each
+// micro-batch's activation rows (an int: the same for every micro-batch). An MoE stage's dispatch and combine go through `experts`
 // (null: all experts local), and `cpu` must hold that participant's shard.
 // Throws std::invalid_argument for a stage kind or option the GPU does not
 // support (attention) or a shard that does not match `experts`.
-std::unique_ptr<GpuStage> makeGpuStage(Stage<double> &cpu, const StageSpec &spec, int tokens,
+std::unique_ptr<GpuStage> makeGpuStage(Stage<double> &cpu, const StageSpec &spec, const MicroBatchRows &rows,
                                        DType dtype,
                                        std::shared_ptr<ExpertExchange> experts = nullptr);
+inline std::unique_ptr<GpuStage> makeGpuStage(Stage<double> &cpu, const StageSpec &spec, int tokens,
+                                              DType dtype,
+                                              std::shared_ptr<ExpertExchange> experts = nullptr) {
+  return makeGpuStage(cpu, spec, MicroBatchRows{tokens, {}}, dtype, std::move(experts));
+}
 
-// The loss of the last stage: loss += sum((y - t)^2) / (tokens * hidden) in
-// fp64 on the device, and dy = 2 (y - t) / (tokens * hidden), as pipert's
-// mseLoss and mseLossGrad. y, dy: dtype; target: dtype.
+// The loss of the last stage: loss += w sum((y - t)^2) / (tokens * hidden) in
+// fp64 on the device, and dy = 2 w (y - t) / (tokens * hidden), as pipert's
+// mseLoss and mseLossGrad scaled by the micro-batch's loss weight w
+// (BatchSpec::lossWeight: 1 without sizes). y, dy: dtype; target: dtype.
 void mseLossAndGrad(const void *output, const void *target, void *gradOutput, double *loss,
-                    size_t tokens, size_t hidden, DType dtype, cudaStream_t stream);
+                    size_t tokens, size_t hidden, DType dtype, cudaStream_t stream, double weight = 1.0);
 
 // dst[i] = src[i] converted to dtype (upload of inputs and targets).
 void uploadActivation(const std::vector<double> &host, void *device, DType dtype, cudaStream_t stream);
