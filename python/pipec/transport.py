@@ -8,6 +8,11 @@ ranks on one communicator and stream, a channel gets its own two-rank process
 group, so the activations one way and the gradients the other never queue
 behind each other (see ``channel_groups``).
 
+BPipe's evicted and returned messages (a (stage, micro-batch)'s saved tensors
+on their way to the partner rank and back) use the same channels, posting rule
+and deadlines; they always travel with a description of their tensors and the
+activation's identity (saved_wire.py), which the receiver checks.
+
 Receives follow the posting rule of the communication model: before a step,
 every receive of a channel up to and including the one the step needs is
 posted, in the sender's order; a message that arrives before its op is held.
@@ -27,6 +32,7 @@ import torch
 import torch.distributed as dist
 
 from .errors import PipelineError, PipelineTimeout
+from . import saved_wire
 from .program import Message, Program
 from .wire import (HEADER_LEN, TensorMeta, decode_header, describe, empty_like_metas,
                    encode_header, metas_of)
@@ -57,7 +63,7 @@ class _Posted:
     message: Message
     buffers: List[torch.Tensor]
     works: List[object]
-    metas: List[TensorMeta]
+    metas: list  # TensorMeta per tensor; for saved tensors (identity, [SavedMeta])
 
 
 @dataclass
@@ -139,12 +145,45 @@ class Transport:
 
     @staticmethod
     def describe_message(m: Message) -> str:
-        return (f"the {m.kind} of stage {m.stage}, micro-batch {m.mb} "
+        what = f"the {m.kind} saved tensors" if m.saved else f"the {m.kind}"
+        return (f"{what} of stage {m.stage}, micro-batch {m.mb} "
                 f"(message {m.id}, rank {m.src} -> rank {m.dst})")
 
+    @staticmethod
+    def owner_of(m: Message) -> saved_wire.Identity:
+        """The activation an evicted or returned message carries: (owner, stage, mb)."""
+        return (m.src if m.kind == "evicted" else m.dst, m.stage, m.mb)
+
     # --- receives -----------------------------------------------------------------
+    def _post_saved(self, m: Message, waiting_op: str) -> None:
+        """An evicted or returned message: header, description, then the tensors."""
+        what = f"{waiting_op}: {self.describe_message(m)}"
+        head = torch.empty(saved_wire.HEAD_LEN, dtype=torch.int64, device=self.device)
+        self._wait(self._p2p(False, head, m), f"{what}: receiving the header")
+        try:
+            sent_id, ident, count, length = saved_wire.decode_head(head.cpu())
+        except ValueError as error:
+            raise PipelineError(f"{what}: {error}") from None
+        if (sent_id, ident) != (m.id, self.owner_of(m)):
+            raise PipelineError(
+                f"{what}: rank {m.src} sent {saved_wire.describe_identity(ident)} as message "
+                f"{sent_id}, not {saved_wire.describe_identity(self.owner_of(m))}: the ranks "
+                "disagree on which activation this is")
+        description = torch.empty(max(1, length), dtype=torch.int64, device=self.device)
+        self._wait(self._p2p(False, description, m), f"{what}: receiving the description")
+        try:
+            metas = saved_wire.decode_description(description.cpu(), count)
+        except ValueError as error:
+            raise PipelineError(f"{what}: {error}") from None
+        buffers = [torch.empty(meta.shape, dtype=meta.dtype, device=self.device) for meta in metas]
+        works = self._batch(False, saved_wire.nonempty(buffers), m)
+        self._posted[m.id] = _Posted(m, buffers, works, (ident, metas))
+
     def _post_one(self, mid: int, waiting_op: str) -> None:
         m = self.program.messages[mid]
+        if m.saved:
+            self._post_saved(m, waiting_op)
+            return
         key = (m.channel, m.stage, self.program.size_of(m.mb))  # sizes: a shape per size
         metas = self._metas.get(key) if self.static_shapes else None
         if metas is None:
@@ -200,6 +239,25 @@ class Transport:
                 "(the default) stage outputs keep their shapes; pass static_shapes=False to "
                 "send a header with every message")
         pending.works += self._batch(True, tensors, m)
+        self._pending_sends.append(pending)
+        self._reap()
+
+    def send_saved(self, mid: int, tensors: Sequence[torch.Tensor],
+                   ident: saved_wire.Identity, sending_op: str) -> None:
+        """An Evict's or a Return's message: activation `ident`'s saved tensors."""
+        m = self.program.messages[mid]
+        try:
+            metas = saved_wire.metas_of_saved(tensors)
+        except TypeError as error:
+            raise PipelineError(f"{sending_op}: {error}") from None
+        head, description = saved_wire.encode(mid, ident, metas, self.device)
+        tensors = [t.detach().contiguous() for t in tensors]
+        pending = _Pending(m, [head, description] + tensors)
+        pending.works.append(self._p2p(True, head, m))
+        pending.works.append(self._p2p(True, description, m))
+        body = saved_wire.nonempty(tensors)
+        if body:
+            pending.works += self._batch(True, body, m)
         self._pending_sends.append(pending)
         self._reap()
 
