@@ -79,7 +79,8 @@ class ActivationTracker:
         self.offloaded = set()  # keys whose saved tensors are on the host
         # Evicted keys: per moved holder (its weak reference, dtype, shape, strides).
         self.evicted: Dict[Key, List[Tuple[weakref.ref, torch.dtype, Tuple, Tuple]]] = {}
-        self.held: Dict[Identity, List[torch.Tensor]] = {}  # a partner's, between Hold and Return
+        # A partner's activations between Hold and Return: (identity sent, tensors).
+        self.held: Dict[Identity, Tuple[Identity, List[torch.Tensor]]] = {}
         self.samples: List[int] = []  # live count after each op (pairs: see executor)
         self.peak = 0
 
@@ -177,17 +178,18 @@ class ActivationTracker:
             put += 1
         return put
 
-    def hold(self, ident: Identity, tensors: List[torch.Tensor]) -> None:
-        """Hold: a partner's activation (owner, stage, mb), kept until its Return."""
-        if ident in self.held:
+    def hold(self, key: Identity, tensors: List[torch.Tensor], sent_as: Identity) -> None:
+        """Hold: a partner's activation key = (owner, stage, mb), kept until its
+        Return, with the identity it travelled under (sent back with it)."""
+        if key in self.held:
             raise ValueError("it is held already")
-        self.held[ident] = list(tensors)
+        self.held[key] = (sent_as, list(tensors))
 
-    def give_back(self, ident: Identity) -> List[torch.Tensor]:
-        """Return: the held tensors, no longer kept here."""
-        if ident not in self.held:
+    def give_back(self, key: Identity) -> Tuple[Identity, List[torch.Tensor]]:
+        """Return: the held tensors and their identity, no longer kept here."""
+        if key not in self.held:
             raise ValueError("it is not held here (no Hold before it)")
-        return self.held.pop(ident)
+        return self.held.pop(key)
 
     def live(self) -> int:
         dead = []

@@ -109,7 +109,7 @@ class Executor:
         self._side_stream = None
         self._copy_stream = None  # CUDA: Offload and Reload's stream
         self._reloads: Dict[Tuple[int, int], Any] = {}  # CUDA: event after a Reload's copies
-        self.transferred = {"evicted": 0, "tensors": 0, "bytes": 0}  # this step's Evicts
+        self.transferred = {"evicted": 0, "tensors": 0, "empty": 0, "bytes": 0}  # this step's Evicts
 
     # --- helpers ------------------------------------------------------------------
     def _local(self, stage: int, mb: int) -> bool:
@@ -127,7 +127,7 @@ class Executor:
         self.mailbox: Dict[Tuple[str, int, int], Tuple[List[torch.Tensor], list]] = {}
         self.replays.clear()
         self._reloads.clear()
-        self.transferred = {"evicted": 0, "tensors": 0, "bytes": 0}
+        self.transferred = {"evicted": 0, "tensors": 0, "empty": 0, "bytes": 0}
         self.data = data
         for step in self.me.steps:
             received = {}
@@ -144,9 +144,9 @@ class Executor:
                     self.tracker.sample()
             for mid, tensors, op in sorted(outgoing, key=lambda item: item[0]):
                 if op.kind in TRANSFER_KINDS:  # an Evict's or a Return's saved tensors
+                    ident, saved = tensors
                     with self._stream_of(op):
-                        self.transport.send_saved(mid, tensors, self._identity(op),
-                                                  self._where(op))
+                        self.transport.send_saved(mid, saved, ident, self._where(op))
                 else:
                     self.transport.send(mid, tensors, self._where(op))
         self.transport.finish()
@@ -342,28 +342,28 @@ class Executor:
         tensors = self.tracker.evict(key)
         self.transferred["evicted"] += 1
         self.transferred["tensors"] += len(tensors)
+        self.transferred["empty"] += sum(1 for t in tensors if t.numel() == 0)
         self.transferred["bytes"] += sum(t.numel() * t.element_size() for t in tensors)
         (mid,) = op.sends
-        outgoing.append((mid, tensors, op))
+        outgoing.append((mid, (self._identity(op), tensors), op))
 
     def _hold(self, op: Op, received) -> None:
         (mid,) = op.needs
-        tensors, (ident, _) = received[mid]
+        tensors, (sent_as, _) = received[mid]  # the transport checked sent_as is the op's
         try:
-            self.tracker.hold(ident, tensors)
+            self.tracker.hold(self._identity(op), tensors, sent_as)
         except ValueError as error:
             raise PipelineError(f"{self._where(op)}: holds rank {op.peer}'s activation: "
                                 f"{error}") from None
 
     def _return(self, op: Op, outgoing) -> None:
-        ident = self._identity(op)
-        try:
-            tensors = self.tracker.give_back(ident)
+        try:  # sent back under the identity it came with: the owner's Load checks it
+            sent_as, tensors = self.tracker.give_back(self._identity(op))
         except ValueError as error:
             raise PipelineError(f"{self._where(op)}: returns rank {op.peer}'s activation: "
                                 f"{error}") from None
         (mid,) = op.sends
-        outgoing.append((mid, tensors, op))
+        outgoing.append((mid, (sent_as, tensors), op))
 
     def _load(self, op: Op, received) -> None:
         (mid,) = op.needs

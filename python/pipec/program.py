@@ -183,6 +183,12 @@ def parse_program(doc: dict) -> Program:
                     f"rank {r}, op {i}: op kind '{o['kind']}' is not run by this runtime "
                     f"(it runs {', '.join(RUNNABLE_KINDS)}); 'pipec check' and 'pipec sim' "
                     "model memory ops")
+            # Memory ops run on the copy stream (the export says so); others name none.
+            memory = o["kind"] in ("Offload", "Reload") + TRANSFER_KINDS
+            if o.get("stream") != ("copy" if memory else None):
+                raise ProgramFormatError(
+                    f"rank {r}, op {i} ({o['kind']}): \"stream\" is {o.get('stream')!r}; memory "
+                    "ops run on the \"copy\" stream and other ops name none")
         ops = [
             Op(i, o["kind"], o["stage"], o["chunk"], o["copy"], o["mb"], o["step"], o["pair"],
                o["frees"], o["live"], tuple(o["needs"]), tuple(o["sends"]),

@@ -97,8 +97,14 @@ def nonempty(tensors: Sequence[torch.Tensor]) -> List[torch.Tensor]:
 
 def restore_layout(tensor: torch.Tensor, stride: Tuple[int, ...]) -> torch.Tensor:
     """A received (contiguous) tensor with the strides the evicted one had, when those
-    describe a dense, non-overlapping layout (what Tensor.clone keeps); otherwise as is."""
-    if tuple(tensor.stride()) == tuple(stride) or not _dense(tuple(tensor.shape), stride):
+    describe a dense, non-overlapping layout (what Tensor.clone keeps) or the tensor
+    has no elements (any strides hold none); otherwise as is."""
+    if tuple(tensor.stride()) == tuple(stride):
+        return tensor
+    if tensor.numel() == 0:
+        return torch.empty_strided(tuple(tensor.shape), stride, dtype=tensor.dtype,
+                                   device=tensor.device)
+    if not _dense(tuple(tensor.shape), stride):
         return tensor
     out = torch.empty_strided(tuple(tensor.shape), stride, dtype=tensor.dtype,
                               device=tensor.device)
