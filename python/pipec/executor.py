@@ -370,7 +370,8 @@ class Executor:
         tensors, _ = received[mid]
         key = (op.chunk, op.mb)
         try:
-            self.tracker.load(key, tensors)
+            with self._stream_of(op):  # CUDA: a strided copy after the receive, not before
+                self.tracker.load(key, tensors)
         except LoadMismatch as error:
             raise PipelineError(f"{self._where(op)}: rank {op.peer} returned tensors that are "
                                 f"not the ones evicted: {error}") from None
