@@ -165,7 +165,9 @@ def memory_set(P: int):
         transfers += [bpipe(cfg("bpipe", P=P, M=P), bpipe_path),
                       bpipe(cfg("bpipe", P=P, M=2 * P), bpipe_path),
                       bpipe(cfg("bpipe", "float32", P=P, M=2 * P + 1), bpipe_path),
-                      bpipe(dict(cfg("bpipe", P=P, M=2 * P), static_shapes=False), bpipe_path)]
+                      bpipe(dict(cfg("bpipe", P=P, M=2 * P), static_shapes=False), bpipe_path),
+                      # NCCL's layout on gloo: a process group per channel, batched sends
+                      bpipe(dict(cfg("bpipe", P=P, M=2 * P + 1), channel_groups=True), bpipe_path)]
     return offload + transfers + [
             cfg(offload_all, P=P, M=P + 1, S=0), cfg(offload_all, P=P, M=2 * P, S=1),
             dict(cfg(offload_all, P=P, M=2 * P, S=1), static_shapes=False),
