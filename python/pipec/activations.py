@@ -79,8 +79,10 @@ class ActivationTracker:
         self.offloaded = set()  # keys whose saved tensors are on the host
         # Evicted keys: per moved holder (its weak reference, dtype, shape, strides).
         self.evicted: Dict[Key, List[Tuple[weakref.ref, torch.dtype, Tuple, Tuple]]] = {}
-        # A partner's activations between Hold and Return: (identity sent, tensors).
-        self.held: Dict[Identity, Tuple[Identity, List[torch.Tensor]]] = {}
+        # A partner's activations between Hold and Return: (identity sent, tensors),
+        # None while they arrive.
+        self.held: Dict[Identity, Optional[Tuple[Identity, List[torch.Tensor]]]] = {}
+        self.loading = set()  # evicted keys whose Load is posted: they count again
         self.samples: List[int] = []  # live count after each op (pairs: see executor)
         self.peak = 0
 
@@ -90,6 +92,7 @@ class ActivationTracker:
         self.offloaded.clear()
         self.evicted.clear()
         self.held.clear()
+        self.loading.clear()
         self.samples = []
         self.peak = 0
 
@@ -178,16 +181,18 @@ class ActivationTracker:
             put += 1
         return put
 
-    def hold(self, key: Identity, tensors: List[torch.Tensor], sent_as: Identity) -> None:
+    def hold(self, key: Identity, tensors: Optional[List[torch.Tensor]] = None,
+             sent_as: Optional[Identity] = None) -> None:
         """Hold: a partner's activation key = (owner, stage, mb), kept until its
-        Return, with the identity it travelled under (sent back with it)."""
-        if key in self.held:
+        Return, with the identity it travelled under (sent back with it). Without
+        tensors it is arriving: it counts, and a second call gives its tensors."""
+        if self.held.get(key) is not None or (tensors is None and key in self.held):
             raise ValueError("it is held already")
-        self.held[key] = (sent_as, list(tensors))
+        self.held[key] = None if tensors is None else (sent_as, list(tensors))
 
     def give_back(self, key: Identity) -> Tuple[Identity, List[torch.Tensor]]:
         """Return: the held tensors and their identity, no longer kept here."""
-        if key not in self.held:
+        if self.held.get(key) is None:
             raise ValueError("it is not held here (no Hold before it)")
         return self.held.pop(key)
 
@@ -196,7 +201,8 @@ class ActivationTracker:
         count = 0
         for key, refs in self._saved.items():
             holders = [r() for r in refs]
-            if key in self.offloaded or key in self.evicted:  # live while a device tensor is left
+            if key in self.offloaded or (key in self.evicted and key not in self.loading):
+                # live only while a device tensor is left
                 on_device = any(h is not None and not h.on_host and not h.away and not h.parameter
                                 for h in holders)
             else:
@@ -209,7 +215,7 @@ class ActivationTracker:
             del self._saved[key]
         count += sum(self.size_of(key[1]) for key in self.records
                      if key not in self._saved and key not in self.offloaded
-                     and key not in self.evicted)
+                     and (key not in self.evicted or key in self.loading))
         count += sum(self.size_of(mb) for _, _, mb in self.held)  # a partner's, held here
         return count
 

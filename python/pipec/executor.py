@@ -110,6 +110,8 @@ class Executor:
         self._copy_stream = None  # CUDA: Offload and Reload's stream
         self._reloads: Dict[Tuple[int, int], Any] = {}  # CUDA: event after a Reload's copies
         self.transferred = {"evicted": 0, "tensors": 0, "empty": 0, "bytes": 0}  # this step's Evicts
+        self._holds: Dict[Tuple[int, int, int], Op] = {}  # Holds whose tensors are arriving
+        self._loads: Dict[Tuple[int, int], Op] = {}       # Loads whose tensors are arriving
 
     # --- helpers ------------------------------------------------------------------
     def _local(self, stage: int, mb: int) -> bool:
@@ -128,13 +130,16 @@ class Executor:
         self.replays.clear()
         self._reloads.clear()
         self.transferred = {"evicted": 0, "tensors": 0, "empty": 0, "bytes": 0}
+        self._loads.clear()
+        self._holds.clear()
         self.data = data
         for step in self.me.steps:
             received = {}
             for op in step:
+                if op.kind in ("Hold", "Load"):  # posted by the op, taken when needed
+                    continue
                 for mid in op.needs:
-                    with self._stream_of(op):
-                        received[mid] = self.transport.take(mid, self._where(op))
+                    received[mid] = self.transport.take(mid, self._where(op))
             outgoing: List[Tuple[int, List[torch.Tensor], Op]] = []
             if len(step) == 2 and step[0].pair == "first":
                 self._run_pair(step[0], step[1], received, outgoing)
@@ -142,6 +147,9 @@ class Executor:
                 for op in step:
                     self._run_op(op, received, outgoing)
                     self.tracker.sample()
+            if self.transport.unfinished:  # saved tensors arriving: post their next parts
+                with self._stream_of(step[0], always=True):
+                    self.transport.poll()
             for mid, tensors, op in sorted(outgoing, key=lambda item: item[0]):
                 if op.kind in TRANSFER_KINDS:  # an Evict's or a Return's saved tensors
                     ident, saved = tensors
@@ -153,7 +161,7 @@ class Executor:
         if self.tracker.records:
             raise PipelineError(f"rank {self.rank}: end of step: activations of "
                                 f"{sorted(self.tracker.records)} were never freed")
-        if self.tracker.evicted or self.tracker.held:
+        if self.tracker.evicted or self.tracker.held or self._loads or self._holds:
             raise PipelineError(f"rank {self.rank}: end of step: evicted {sorted(self.tracker.evicted)} "
                                 f"and held {sorted(self.tracker.held)} were never loaded or returned")
         return self.losses
@@ -175,11 +183,11 @@ class Executor:
             elif op.kind == "Evict":
                 self._evict(op, outgoing)
             elif op.kind == "Hold":
-                self._hold(op, received)
+                self._hold(op)
             elif op.kind == "Return":
                 self._return(op, outgoing)
             elif op.kind == "Load":
-                self._load(op, received)
+                self._load(op)
             else:
                 self._weight(op)
         except (PipelineError, PipelineTimeout):
@@ -321,10 +329,10 @@ class Executor:
             self._reloads[key] = self._copy_stream.record_event()
 
     # --- Evict, Hold, Return and Load (BPipe) ----------------------------------------
-    def _stream_of(self, op: Op):
+    def _stream_of(self, op: Op, always: bool = False):
         """Where a transfer's messages are posted: on CUDA the copy stream (after the
         compute stream's work so far), as Offload's copies; elsewhere as they come."""
-        if op.kind in TRANSFER_KINDS and self.device.type == "cuda":
+        if (always or op.kind in TRANSFER_KINDS) and self.device.type == "cuda":
             return torch.cuda.stream(self._copies())
         return nullcontext()
 
@@ -347,40 +355,64 @@ class Executor:
         (mid,) = op.sends
         outgoing.append((mid, (self._identity(op), tensors), op))
 
-    def _hold(self, op: Op, received) -> None:
+    def _hold(self, op: Op) -> None:
+        """Posts the receive (its header now, the rest as it arrives); the tensors
+        count here from now on and are taken by the Return."""
         (mid,) = op.needs
-        tensors, (sent_as, _) = received[mid]  # the transport checked sent_as is the op's
+        ident = self._identity(op)
+        with self._stream_of(op):
+            self.transport.post_until(mid, self._where(op))
         try:
-            self.tracker.hold(self._identity(op), tensors, sent_as)
+            self.tracker.hold(ident)
         except ValueError as error:
             raise PipelineError(f"{self._where(op)}: holds rank {op.peer}'s activation: "
                                 f"{error}") from None
+        self._holds[ident] = op
 
     def _return(self, op: Op, outgoing) -> None:
+        ident = self._identity(op)
+        hold = self._holds.pop(ident, None)
+        if hold is not None:  # its tensors, received (the transport checked sent_as)
+            with self._stream_of(op):
+                tensors, (sent_as, _) = self.transport.take(hold.needs[0], self._where(hold))
+            self.tracker.hold(ident, tensors, sent_as)
         try:  # sent back under the identity it came with: the owner's Load checks it
-            sent_as, tensors = self.tracker.give_back(self._identity(op))
+            sent_as, tensors = self.tracker.give_back(ident)
         except ValueError as error:
             raise PipelineError(f"{self._where(op)}: returns rank {op.peer}'s activation: "
                                 f"{error}") from None
         (mid,) = op.sends
         outgoing.append((mid, (sent_as, tensors), op))
 
-    def _load(self, op: Op, received) -> None:
-        (mid,) = op.needs
-        tensors, _ = received[mid]
+    def _load(self, op: Op) -> None:
+        """Posts the receive; the tensors go into the holders before the backward."""
         key = (op.chunk, op.mb)
-        try:
-            with self._stream_of(op):  # CUDA: a strided copy after the receive, not before
+        if key not in self.tracker.evicted or key in self._loads:
+            raise PipelineError(f"{self._where(op)}: loads an activation that is not evicted")
+        (mid,) = op.needs
+        with self._stream_of(op):
+            self.transport.post_until(mid, self._where(op))
+        self.tracker.loading.add(key)  # counted from the Load on, as the compiler counts
+        self._loads[key] = op
+
+    def _finish_load(self, key) -> None:
+        op = self._loads.pop(key)
+        with self._stream_of(op):
+            tensors, _ = self.transport.take(op.needs[0], self._where(op))
+            try:  # CUDA: strided copies after the receive the copy stream waited for
                 self.tracker.load(key, tensors)
-        except LoadMismatch as error:
-            raise PipelineError(f"{self._where(op)}: rank {op.peer} returned tensors that are "
-                                f"not the ones evicted: {error}") from None
+            except LoadMismatch as error:
+                raise PipelineError(f"{self._where(op)}: rank {op.peer} returned tensors that "
+                                    f"are not the ones evicted: {error}") from None
+        self.tracker.loading.discard(key)
         if self._copy_stream is not None and self.device.type == "cuda":
             self._reloads[key] = self._copy_stream.record_event()
 
     def _reloaded(self, op: Op) -> None:
         """Before a backward or W: its activation is back (CUDA: its copies have ended)."""
         key = (op.chunk, op.mb)
+        if key in self._loads:
+            self._finish_load(key)
         if key in self.tracker.offloaded:
             raise PipelineError(f"{self._where(op)}: runs while its activation is offloaded "
                                 "(no Reload before it)")

@@ -15,9 +15,9 @@ without torch.distributed):
 In four gloo processes (worker_bpipe.py, examples/bpipe.pipe at P = 4, M = 8):
   - plain: bit for bit equal to the same order without the transfers, rank 0
     evicting 6 micro-batches (zero-size tensors among what moves);
-  - negative controls: a Return that hands back another micro-batch (with its
-    identity) is refused by the owner's Load naming both; one that sends another
-    micro-batch's tensors under the right identity makes the gradients differ
+  - negative controls: Returns that hand back another micro-batch (with its
+    identity) are refused by the owner's Load naming both; ones that send another
+    micro-batch's tensors under the right identity make the gradients differ
     from the twin's, which is what the memory suite's bit-for-bit check catches.
 
     test_bpipe.py   (the torch environment's Python; $PIPEC: the compiler)
@@ -201,8 +201,9 @@ def process_tests() -> None:
         if mode == "plain":
             ok = ok and all(code == 0 and "RESULT SAME" in out for code, out in results)
         if mode == "swap-identity":
-            ok = ok and any("micro-batch 3" in line and "not rank 0's stage 0, micro-batch 2"
-                            in line for line in lines)
+            ok = ok and any("Load of micro-batch 3" in line and "sent rank 0's stage 0, "
+                            "micro-batch 2 as message" in line and "not rank 0's stage 0, "
+                            "micro-batch 3" in line for line in lines)
         check(ok, f"4 processes, {mode}: rank 0 {' | '.join(lines) or rank0[-2000:]}")
         if not ok:
             for rank, (code, out) in enumerate(results):

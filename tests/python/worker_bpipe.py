@@ -9,13 +9,13 @@ MODE:
   plain          gradients and parameters after 2 SGD steps equal the twin's
                  bit for bit; rank 0's Evicts moved tensors, zero-size ones
                  among them; every rank prints RESULT SAME.
-  swap-identity  rank 3's Return hands back the last micro-batch it holds in
-                 place of the one asked for (with that one's identity): rank 0's
-                 Load must refuse it naming both; prints RESULT REFUSED <error>.
-  swap-tensors   rank 3's Return sends another held micro-batch's tensors under
-                 the right identity (undetectable on the wire): the gradients
-                 must then differ from the twin's (the suite's bit-for-bit check
-                 catches it); rank 0 prints RESULT DIFFERS.
+  swap-identity  rank 3's Returns from the second on send the micro-batch the
+                 Return before sent (with its identity): rank 0's Load of
+                 micro-batch 3 must refuse micro-batch 2's, naming both; prints
+                 RESULT REFUSED <error>.
+  swap-tensors   the same tensors under the right identity (undetectable on the
+                 wire): the gradients must then differ from the twin's (the
+                 suite's bit-for-bit check catches it); rank 0 prints RESULT DIFFERS.
 """
 
 from __future__ import annotations
@@ -52,23 +52,24 @@ class ZeroStage(models.Stage):
         return out + extra
 
 
-def patch_return(tracker, mode: str) -> None:
-    """Rank 3's Returns go wrong, as a bookkeeping bug would make them."""
-    give_back = tracker.give_back
+def patch_return(transport, mode: str) -> None:
+    """Rank 3's Returns go wrong from the second on, as a bookkeeping bug would
+    make them: each sends what the Return before it sent."""
+    send = transport.send_saved
+    last = {}
 
-    def wrong(key):
-        others = [k for k in tracker.held if k != key]
-        if not others:
-            return give_back(key)
-        other = others[-1]
-        if mode == "swap-identity":  # another held activation, with its own identity
-            return tracker.held.pop(other)
-        sent_as, mine = tracker.held.pop(key)  # the right identity, another's tensors
-        other_as, theirs = tracker.held[other]
-        tracker.held[other] = (other_as, mine)
-        return sent_as, theirs
+    def wrong(mid, tensors, ident, sending_op):
+        if transport.program.messages[mid].kind != "returned":
+            return send(mid, tensors, ident, sending_op)
+        previous = last.get("previous")
+        last["previous"] = (ident, tensors)
+        if previous is None:
+            return send(mid, tensors, ident, sending_op)
+        if mode == "swap-identity":  # another micro-batch, honestly labelled
+            return send(mid, previous[1], previous[0], sending_op)
+        return send(mid, previous[1], ident, sending_op)  # another's tensors, this label
 
-    tracker.give_back = wrong
+    transport.send_saved = wrong
 
 
 def main() -> int:
@@ -80,7 +81,7 @@ def main() -> int:
     timeout = 60 if mode != "swap-identity" else 8
     pipe = pipec.torch.Pipeline("bpipe", SIZES, stage_fn, models.loss_fn, timeout=timeout)
     if mode != "plain" and rank == 3:
-        patch_return(pipe._tracker, mode)
+        patch_return(pipe._transport, mode)
     twin = pipec.torch.Pipeline(run_suite.without_transfers(BPIPE), SIZES, stage_fn,
                                 models.loss_fn, timeout=timeout)
     opts = [torch.optim.SGD([p for _, m in pp.modules() for p in m.parameters()], lr=0.1)
