@@ -8,9 +8,12 @@ travels with a description and the receiver never guesses:
 
   1. a fixed int64 header of ``HEAD_LEN`` words: magic, message id, the
      activation's identity (owner rank, stage, micro-batch), the tensor count
-     and the length of the description;
-  2. the description, int64 words: per tensor its dtype code and shape;
+     and the length of the description, then the description itself (per
+     tensor its dtype code and shape) when it fits (``INLINE`` words);
+  2. only when it does not fit, the description as a message of its own;
   3. the tensors of at least one element, in order, each contiguous.
+One header round trip before the tensors' receives can be posted, two for a
+stage that saves very many tensors.
 
 Zero-size tensors travel in the description only and are rebuilt empty with
 their shape. The identity travels with the tensors (a Hold keeps the one it
@@ -22,13 +25,15 @@ naming both.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import torch
 
 from .wire import _CODE, DTYPES
 
-HEAD_LEN = 7
+HEAD_LEN = 256
+_FIXED = 7
+INLINE = HEAD_LEN - _FIXED  # description words that travel in the header
 _MAGIC = 0x62706970  # "bpip"
 
 Identity = Tuple[int, int, int]  # (owner rank, stage, micro-batch)
@@ -58,23 +63,31 @@ def metas_of_saved(tensors: Sequence[torch.Tensor]) -> List[SavedMeta]:
 
 
 def encode(message_id: int, ident: Identity, metas: Sequence[SavedMeta],
-           device) -> Tuple[torch.Tensor, torch.Tensor]:
-    """The header and the description (at least one word, so both can be sent)."""
+           device) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+    """The header, and the description when it does not fit the header (else None)."""
     words: List[int] = []
     for m in metas:
         words += [_CODE[m.dtype], len(m.shape), *m.shape]
-    head = [_MAGIC, message_id, *ident, len(metas), len(words)]
-    description = torch.tensor(words or [0], dtype=torch.int64)
-    return torch.tensor(head, dtype=torch.int64).to(device), description.to(device)
+    head = torch.zeros(HEAD_LEN, dtype=torch.int64)
+    head[:_FIXED] = torch.tensor([_MAGIC, message_id, *ident, len(metas), len(words)],
+                                 dtype=torch.int64)
+    if len(words) <= INLINE:
+        if words:
+            head[_FIXED:_FIXED + len(words)] = torch.tensor(words, dtype=torch.int64)
+        return head.to(device), None
+    return head.to(device), torch.tensor(words, dtype=torch.int64).to(device)
 
 
-def decode_head(head: torch.Tensor) -> Tuple[int, Identity, int, int]:
-    """(message id, identity, tensor count, description length), or ValueError."""
+def decode_head(head: torch.Tensor) -> Tuple[int, Identity, int, int, Optional[torch.Tensor]]:
+    """(message id, identity, tensor count, description length, the description if
+    inline else None), or ValueError."""
     words = head.tolist()
     if len(words) != HEAD_LEN or words[0] != _MAGIC:
         raise ValueError("the saved tensors' header is corrupt (the peer runs another "
                          "program or pipec version)")
-    return words[1], (words[2], words[3], words[4]), words[5], words[6]
+    length = words[6]
+    inline = head[_FIXED:_FIXED + length] if length <= INLINE else None
+    return words[1], (words[2], words[3], words[4]), words[5], length, inline
 
 
 def decode_description(description: torch.Tensor, count: int) -> List[SavedMeta]:

@@ -199,7 +199,7 @@ class Transport:
                 return False
             self._wait(p.head_work, f"{what}: receiving the header")
             try:
-                sent_id, ident, p.count, length = saved_wire.decode_head(p.head.cpu())
+                sent_id, ident, p.count, length, inline = saved_wire.decode_head(p.head.cpu())
             except ValueError as error:
                 raise PipelineError(f"{what}: {error}") from None
             if (sent_id, ident) != (m.id, self.owner_of(m)):
@@ -208,11 +208,15 @@ class Transport:
                     f"{sent_id}, not {saved_wire.describe_identity(self.owner_of(m))}: the ranks "
                     "disagree on which activation this is")
             p.metas = [ident]
-            p.description = torch.empty(max(1, length), dtype=torch.int64, device=self.device)
-            p.description_work = self._p2p(False, p.description, m)
-        if not block and not p.description_work.is_completed():
-            return False
-        self._wait(p.description_work, f"{what}: receiving the description")
+            if inline is not None:
+                p.description = inline
+            else:  # a long description: a message of its own
+                p.description = torch.empty(length, dtype=torch.int64, device=self.device)
+                p.description_work = self._p2p(False, p.description, m)
+        if p.description_work is not None:
+            if not block and not p.description_work.is_completed():
+                return False
+            self._wait(p.description_work, f"{what}: receiving the description")
         try:
             metas = saved_wire.decode_description(p.description.cpu(), p.count)
         except ValueError as error:
@@ -313,9 +317,10 @@ class Transport:
             raise PipelineError(f"{sending_op}: {error}") from None
         head, description = saved_wire.encode(mid, ident, metas, self.device)
         tensors = [t.detach().contiguous() for t in tensors]
-        pending = _Pending(m, [head, description] + tensors)
+        pending = _Pending(m, [head] + ([description] if description is not None else []) + tensors)
         pending.works.append(self._p2p(True, head, m))
-        pending.works.append(self._p2p(True, description, m))
+        if description is not None:
+            pending.works.append(self._p2p(True, description, m))
         body = saved_wire.nonempty(tensors)
         if body:
             pending.works += self._batch(True, body, m)

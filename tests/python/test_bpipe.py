@@ -78,9 +78,11 @@ def over_the_wire(tensors, ident):
     buffers, without torch.distributed (each tensor copied as a send would)."""
     metas = saved_wire.metas_of_saved(tensors)
     head, description = saved_wire.encode(41, ident, metas, "cpu")
-    mid, got_ident, count, length = saved_wire.decode_head(head)
+    mid, got_ident, count, length, inline = saved_wire.decode_head(head)
     assert (mid, got_ident, count) == (41, ident, len(tensors))
-    assert len(description) == max(1, length)
+    assert (inline is None) == (description is not None)
+    description = inline if inline is not None else description
+    assert len(description) == length
     got = saved_wire.decode_description(description, count)
     buffers = [torch.empty(m.shape, dtype=m.dtype) for m in got]
     body = saved_wire.nonempty([t.contiguous() for t in tensors])
@@ -156,6 +158,13 @@ def unit_tests() -> None:
     check(back.stride() == t.stride() and torch.equal(back, t), "a transposed tensor's strides restored")
     e = torch.empty(4, 0, 3)
     check(tuple(over_the_wire([e], (1, 2, 3))[0].shape) == (4, 0, 3), "a 4x0x3 tensor keeps its shape")
+    # More tensors than the header's description fits: a description of its own.
+    many = [torch.full((i % 3, 2, i), float(i), dtype=torch.float64) for i in range(80)]
+    _, description = saved_wire.encode(0, (0, 0, 0), saved_wire.metas_of_saved(many), "cpu")
+    back = over_the_wire(many, (0, 1, 2))
+    check(description is not None and all(a.shape == b.shape and torch.equal(a, b)
+                                          for a, b in zip(many, back)),
+          "80 saved tensors (a description of its own) come back equal")
 
     # Loads of other tensors are refused, naming what differs.
     tracker = ActivationTracker()
