@@ -135,6 +135,9 @@ class Executor:
         self.data = data
         for step in self.me.steps:
             received = {}
+            if self.transport.unfinished:  # saved tensors arriving: post their next parts
+                with self._stream_of(step[0], always=True):
+                    self.transport.poll()
             for op in step:
                 if op.kind in ("Hold", "Load"):  # posted by the op, taken when needed
                     continue
