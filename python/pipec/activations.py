@@ -23,6 +23,16 @@ then. Leaves that autograd saves stay (parameters, and the stage inputs the
 executor's record holds anyway: moving them would free nothing). While a
 holder has its host copy it does not count: an offloaded micro-batch is live
 only if a holder of it still has a device tensor.
+
+BPipe's transfers use the same holders. Evict (``evict``) takes the movable
+holders' tensors out for the partner rank, leaving the holders empty (the
+device tensors go with the transport's send buffers), and remembers each
+holder's dtype, shape and strides; Load (``load``) puts the tensors the partner
+sent back into those holders, refusing any that do not match. On the partner a
+Hold keeps the received tensors (``hold``) and they count as live there, under
+the owner's micro-batch, until its Return hands them back (``give_back``).
+The hooks are installed whenever the program moves activations, even with
+tracking off, since the holders are what Offload and Evict move.
 """
 
 from __future__ import annotations
@@ -33,16 +43,23 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
 
+from .saved_wire import Identity, restore_layout
+
 Key = Tuple[int, int]  # (chunk, micro-batch)
 
 
 class _Saved:
-    __slots__ = ("tensor", "parameter", "on_host", "__weakref__")
+    __slots__ = ("tensor", "parameter", "on_host", "away", "__weakref__")
 
     def __init__(self, tensor, parameter: bool):
         self.tensor = tensor
         self.parameter = parameter  # a leaf that requires grad, or its view: never moved
         self.on_host = False        # the tensor is a host copy (Offload)
+        self.away = False           # the tensor is on the partner rank (Evict): None here
+
+
+class LoadMismatch(ValueError):
+    """A Load was handed tensors that are not the ones its Evict sent."""
 
 
 def _stays(tensor: torch.Tensor) -> bool:
@@ -52,12 +69,20 @@ def _stays(tensor: torch.Tensor) -> bool:
 
 
 class ActivationTracker:
-    def __init__(self, enabled: bool = True, size_of: Optional[Callable[[int], int]] = None):
+    def __init__(self, enabled: bool = True, size_of: Optional[Callable[[int], int]] = None,
+                 moves: bool = False):
         self.enabled = enabled
+        self.hooks = enabled or moves  # memory ops move the holders: they must exist
         self.size_of = size_of or (lambda mb: 1)  # micro-batch -> its size in units
         self.records: Dict[Key, object] = {}
         self._saved: Dict[Key, List[weakref.ref]] = {}
         self.offloaded = set()  # keys whose saved tensors are on the host
+        # Evicted keys: per moved holder (its weak reference, dtype, shape, strides).
+        self.evicted: Dict[Key, List[Tuple[weakref.ref, torch.dtype, Tuple, Tuple]]] = {}
+        # A partner's activations between Hold and Return: (identity sent, tensors),
+        # None while they arrive.
+        self.held: Dict[Identity, Optional[Tuple[Identity, List[torch.Tensor]]]] = {}
+        self.loading = set()  # evicted keys whose Load is posted: they count again
         self.samples: List[int] = []  # live count after each op (pairs: see executor)
         self.peak = 0
 
@@ -65,12 +90,15 @@ class ActivationTracker:
         self.records.clear()
         self._saved.clear()
         self.offloaded.clear()
+        self.evicted.clear()
+        self.held.clear()
+        self.loading.clear()
         self.samples = []
         self.peak = 0
 
     def saving(self, key: Key):
         """Context for a forward: tracks what autograd saves for `key`."""
-        if not self.enabled:
+        if not self.hooks:
             return nullcontext()
         refs = self._saved.setdefault(key, [])
 
@@ -114,13 +142,68 @@ class ActivationTracker:
         self.offloaded.discard(key)
         return self._moved(key, False, to_device)
 
+    def evict(self, key: Key) -> List[torch.Tensor]:
+        """Evict: `key`'s movable saved tensors, taken out of their holders (in the
+        order autograd saved them) for the partner rank."""
+        entries, tensors = [], []
+        for holder in self._holders(key):
+            if holder.parameter:
+                continue
+            t = holder.tensor
+            entries.append((weakref.ref(holder), t.dtype, tuple(t.shape), tuple(t.stride())))
+            tensors.append(t)
+            holder.tensor = None
+            holder.away = True
+        self.evicted[key] = entries
+        return tensors
+
+    def load(self, key: Key, tensors: List[torch.Tensor]) -> int:
+        """Load: the tensors the partner returned, back into `key`'s holders, each
+        checked against what its Evict sent; returns how many holders got one."""
+        entries = self.evicted.get(key)
+        if entries is None:
+            raise LoadMismatch("nothing of it was evicted")
+        if len(tensors) != len(entries):
+            raise LoadMismatch(f"{len(entries)} saved tensors were evicted, {len(tensors)} came back")
+        for i, ((_, dtype, shape, _), t) in enumerate(zip(entries, tensors)):
+            if (t.dtype, tuple(t.shape)) != (dtype, shape):
+                raise LoadMismatch(f"saved tensor {i} was evicted as {shape} "
+                                   f"{str(dtype).replace('torch.', '')} and came back as "
+                                   f"{tuple(t.shape)} {str(t.dtype).replace('torch.', '')}")
+        del self.evicted[key]
+        put = 0
+        for (ref, _, _, stride), t in zip(entries, tensors):
+            holder = ref()
+            if holder is None:  # autograd let it go meanwhile: nothing to put back
+                continue
+            holder.tensor = restore_layout(t, stride)
+            holder.away = False
+            put += 1
+        return put
+
+    def hold(self, key: Identity, tensors: Optional[List[torch.Tensor]] = None,
+             sent_as: Optional[Identity] = None) -> None:
+        """Hold: a partner's activation key = (owner, stage, mb), kept until its
+        Return, with the identity it travelled under (sent back with it). Without
+        tensors it is arriving: it counts, and a second call gives its tensors."""
+        if self.held.get(key) is not None or (tensors is None and key in self.held):
+            raise ValueError("it is held already")
+        self.held[key] = None if tensors is None else (sent_as, list(tensors))
+
+    def give_back(self, key: Identity) -> Tuple[Identity, List[torch.Tensor]]:
+        """Return: the held tensors and their identity, no longer kept here."""
+        if self.held.get(key) is None:
+            raise ValueError("it is not held here (no Hold before it)")
+        return self.held.pop(key)
+
     def live(self) -> int:
         dead = []
         count = 0
         for key, refs in self._saved.items():
             holders = [r() for r in refs]
-            if key in self.offloaded:  # live only while a device tensor is left
-                on_device = any(h is not None and not h.on_host and not h.parameter
+            if key in self.offloaded or (key in self.evicted and key not in self.loading):
+                # live only while a device tensor is left
+                on_device = any(h is not None and not h.on_host and not h.away and not h.parameter
                                 for h in holders)
             else:
                 on_device = key in self.records or any(h is not None for h in holders)
@@ -131,7 +214,9 @@ class ActivationTracker:
         for key in dead:
             del self._saved[key]
         count += sum(self.size_of(key[1]) for key in self.records
-                     if key not in self._saved and key not in self.offloaded)
+                     if key not in self._saved and key not in self.offloaded
+                     and (key not in self.evicted or key in self.loading))
+        count += sum(self.size_of(mb) for _, _, mb in self.held)  # a partner's, held here
         return count
 
     def touch(self) -> int:

@@ -28,6 +28,16 @@ rank (V shapes, interleaving) outputs are handed over in memory.
      for that stream until its copy ends, and the backward or W of a reloaded
      micro-batch waits for its copy; on CPU into separate buffers (clones).
      The values come back exactly, so the gradients are the same bit for bit.
+  Evict / Hold / Return / Load (BPipe) move the same saved tensors to a partner
+     rank and back: the owner's Evict takes them out of their holders and sends
+     them (an evicted message, saved_wire.py) to the partner, whose Hold receives
+     and keeps them; the partner's Return sends them back (a returned message)
+     and the owner's Load puts them into the holders before the backward. The
+     messages are posted with the F/B messages' machinery (transport.py), in the
+     send and receive orders the compiler proved deadlock-free. On CUDA they are
+     posted from the copy stream, which first waits for the compute stream, and a
+     backward after a Load waits for the Load's event, as for Reload (written
+     like Offload's path, not run on a GPU yet).
 Activations are freed exactly where the compiler's memory check frees them,
 and measured (activations.py) after every op.
 
@@ -38,15 +48,16 @@ of the mean over samples of the whole batch.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
-from .activations import ActivationTracker
+from .activations import ActivationTracker, LoadMismatch
 from .errors import PipelineError, PipelineTimeout
 from .overlap import run_pair
-from .program import Op, Program, RankProgram
+from .program import TRANSFER_KINDS, Op, Program, RankProgram
 from .splitbackward import input_half, weight_half
 from .transport import Transport
 from .wire import as_tensors, describe, metas_of
@@ -98,6 +109,9 @@ class Executor:
         self._side_stream = None
         self._copy_stream = None  # CUDA: Offload and Reload's stream
         self._reloads: Dict[Tuple[int, int], Any] = {}  # CUDA: event after a Reload's copies
+        self.transferred = {"evicted": 0, "tensors": 0, "empty": 0, "bytes": 0}  # this step's Evicts
+        self._holds: Dict[Tuple[int, int, int], Op] = {}  # Holds whose tensors are arriving
+        self._loads: Dict[Tuple[int, int], Op] = {}       # Loads whose tensors are arriving
 
     # --- helpers ------------------------------------------------------------------
     def _local(self, stage: int, mb: int) -> bool:
@@ -115,10 +129,18 @@ class Executor:
         self.mailbox: Dict[Tuple[str, int, int], Tuple[List[torch.Tensor], list]] = {}
         self.replays.clear()
         self._reloads.clear()
+        self.transferred = {"evicted": 0, "tensors": 0, "empty": 0, "bytes": 0}
+        self._loads.clear()
+        self._holds.clear()
         self.data = data
         for step in self.me.steps:
             received = {}
+            if self.transport.unfinished:  # saved tensors arriving: post their next parts
+                with self._stream_of(step[0], always=True):
+                    self.transport.poll()
             for op in step:
+                if op.kind in ("Hold", "Load"):  # posted by the op, taken when needed
+                    continue
                 for mid in op.needs:
                     received[mid] = self.transport.take(mid, self._where(op))
             outgoing: List[Tuple[int, List[torch.Tensor], Op]] = []
@@ -128,12 +150,23 @@ class Executor:
                 for op in step:
                     self._run_op(op, received, outgoing)
                     self.tracker.sample()
+            if self.transport.unfinished:  # saved tensors arriving: post their next parts
+                with self._stream_of(step[0], always=True):
+                    self.transport.poll()
             for mid, tensors, op in sorted(outgoing, key=lambda item: item[0]):
-                self.transport.send(mid, tensors, self._where(op))
+                if op.kind in TRANSFER_KINDS:  # an Evict's or a Return's saved tensors
+                    ident, saved = tensors
+                    with self._stream_of(op):
+                        self.transport.send_saved(mid, saved, ident, self._where(op))
+                else:
+                    self.transport.send(mid, tensors, self._where(op))
         self.transport.finish()
         if self.tracker.records:
             raise PipelineError(f"rank {self.rank}: end of step: activations of "
                                 f"{sorted(self.tracker.records)} were never freed")
+        if self.tracker.evicted or self.tracker.held or self._loads or self._holds:
+            raise PipelineError(f"rank {self.rank}: end of step: evicted {sorted(self.tracker.evicted)} "
+                                f"and held {sorted(self.tracker.held)} were never loaded or returned")
         return self.losses
 
     def _run_op(self, op: Op, received, outgoing) -> None:
@@ -150,6 +183,14 @@ class Executor:
                 self._offload(op)
             elif op.kind == "Reload":
                 self._reload(op)
+            elif op.kind == "Evict":
+                self._evict(op, outgoing)
+            elif op.kind == "Hold":
+                self._hold(op)
+            elif op.kind == "Return":
+                self._return(op, outgoing)
+            elif op.kind == "Load":
+                self._load(op)
             else:
                 self._weight(op)
         except (PipelineError, PipelineTimeout):
@@ -290,12 +331,97 @@ class Executor:
         if self._copy_stream is not None and self.device.type == "cuda":
             self._reloads[key] = self._copy_stream.record_event()
 
+    # --- Evict, Hold, Return and Load (BPipe) ----------------------------------------
+    def _stream_of(self, op: Op, always: bool = False):
+        """Where a transfer's messages are posted: on CUDA the copy stream (after the
+        compute stream's work so far), as Offload's copies; elsewhere as they come."""
+        if (always or op.kind in TRANSFER_KINDS) and self.device.type == "cuda":
+            return torch.cuda.stream(self._copies())
+        return nullcontext()
+
+    def _identity(self, op: Op) -> Tuple[int, int, int]:
+        """The activation a transfer moves: (owner rank, stage, micro-batch)."""
+        owner = self.rank if op.kind in ("Evict", "Load") else op.peer
+        return owner, op.stage, op.mb
+
+    def _evict(self, op: Op, outgoing) -> None:
+        key = (op.chunk, op.mb)
+        if key not in self.tracker.records or key in self.tracker.offloaded \
+                or key in self.tracker.evicted:
+            raise PipelineError(f"{self._where(op)}: evicts an activation that is not stored "
+                                "here (its forward did not run, or it was moved already)")
+        tensors = self.tracker.evict(key)
+        self.transferred["evicted"] += 1
+        self.transferred["tensors"] += len(tensors)
+        self.transferred["empty"] += sum(1 for t in tensors if t.numel() == 0)
+        self.transferred["bytes"] += sum(t.numel() * t.element_size() for t in tensors)
+        (mid,) = op.sends
+        outgoing.append((mid, (self._identity(op), tensors), op))
+
+    def _hold(self, op: Op) -> None:
+        """Posts the receive (its header now, the rest as it arrives); the tensors
+        count here from now on and are taken by the Return."""
+        (mid,) = op.needs
+        ident = self._identity(op)
+        with self._stream_of(op):
+            self.transport.post_until(mid, self._where(op))
+        try:
+            self.tracker.hold(ident)
+        except ValueError as error:
+            raise PipelineError(f"{self._where(op)}: holds rank {op.peer}'s activation: "
+                                f"{error}") from None
+        self._holds[ident] = op
+
+    def _return(self, op: Op, outgoing) -> None:
+        ident = self._identity(op)
+        hold = self._holds.pop(ident, None)
+        if hold is not None:  # its tensors, received (the transport checked sent_as)
+            with self._stream_of(op):
+                tensors, (sent_as, _) = self.transport.take(hold.needs[0], self._where(hold))
+            self.tracker.hold(ident, tensors, sent_as)
+        try:  # sent back under the identity it came with: the owner's Load checks it
+            sent_as, tensors = self.tracker.give_back(ident)
+        except ValueError as error:
+            raise PipelineError(f"{self._where(op)}: returns rank {op.peer}'s activation: "
+                                f"{error}") from None
+        (mid,) = op.sends
+        outgoing.append((mid, (sent_as, tensors), op))
+
+    def _load(self, op: Op) -> None:
+        """Posts the receive; the tensors go into the holders before the backward."""
+        key = (op.chunk, op.mb)
+        if key not in self.tracker.evicted or key in self._loads:
+            raise PipelineError(f"{self._where(op)}: loads an activation that is not evicted")
+        (mid,) = op.needs
+        with self._stream_of(op):
+            self.transport.post_until(mid, self._where(op))
+        self.tracker.loading.add(key)  # counted from the Load on, as the compiler counts
+        self._loads[key] = op
+
+    def _finish_load(self, key) -> None:
+        op = self._loads.pop(key)
+        with self._stream_of(op):
+            tensors, _ = self.transport.take(op.needs[0], self._where(op))
+            try:  # CUDA: strided copies after the receive the copy stream waited for
+                self.tracker.load(key, tensors)
+            except LoadMismatch as error:
+                raise PipelineError(f"{self._where(op)}: rank {op.peer} returned tensors that "
+                                    f"are not the ones evicted: {error}") from None
+        self.tracker.loading.discard(key)
+        if self._copy_stream is not None and self.device.type == "cuda":
+            self._reloads[key] = self._copy_stream.record_event()
+
     def _reloaded(self, op: Op) -> None:
         """Before a backward or W: its activation is back (CUDA: its copies have ended)."""
         key = (op.chunk, op.mb)
+        if key in self._loads:
+            self._finish_load(key)
         if key in self.tracker.offloaded:
             raise PipelineError(f"{self._where(op)}: runs while its activation is offloaded "
                                 "(no Reload before it)")
+        if key in self.tracker.evicted:
+            raise PipelineError(f"{self._where(op)}: runs while its activation is evicted "
+                                f"to another rank (no Load before it)")
         event = self._reloads.pop(key, None)
         if event is not None:
             torch.cuda.current_stream(self.device).wait_event(event)

@@ -128,7 +128,8 @@ class Pipeline:
                 g = dist.new_group([pipeline[r] for r in loss_ranks], timeout=timeout_td)
                 if tuple(pipeline) == tuple(mine):
                     self._loss_group = g
-        self._tracker = ActivationTracker(track_activations, self.program.size_of)
+        moves = any(op.kind in ("Offload", "Evict") for r in self.program.ranks for op in r.ops)
+        self._tracker = ActivationTracker(track_activations, self.program.size_of, moves=moves)
         self._executor = Executor(self.program, self.rank, self._modules, loss_fn,
                                   self._transport, self._tracker, overlap_fn, self.device)
         self.stats: Dict[str, Any] = {}
@@ -201,6 +202,8 @@ class Pipeline:
             "measured_live": list(self._tracker.samples) if self._tracker.enabled else None,
             "predicted_live": predicted,
             "peak_held_messages": self._transport.held_peak,
+            # BPipe: what this rank's Evicts sent to their partners this step
+            "evicted": dict(self._executor.transferred),
         }
         if not self.computes_loss:
             return None

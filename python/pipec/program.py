@@ -24,11 +24,18 @@ FORMAT = "pipec-program"
 VERSION = 2  # codegen/ProgramJson.h kProgramJsonVersion; version 1 documents read alike
 
 
-# The op kinds this package runs; the export may hold others (memory ops).
-# R replays a forward before its backward; Offload and Reload move its saved
-# tensors to host memory and back. BPipe's transfers (Evict, Hold, Return, Load)
-# are refused by name.
-RUNNABLE_KINDS = ("F", "B", "I", "W", "R", "Offload", "Reload")
+# The op kinds this package runs. R replays a forward before its backward;
+# Offload and Reload move its saved tensors to host memory and back; BPipe's
+# transfers move them to a partner rank and back: the owner's Evict sends them to
+# the partner's Hold, the partner's Return sends them back to the owner's Load.
+TRANSFER_KINDS = ("Evict", "Hold", "Return", "Load")
+RUNNABLE_KINDS = ("F", "B", "I", "W", "R", "Offload", "Reload") + TRANSFER_KINDS
+MESSAGE_KINDS = ("activation", "gradient", "evicted", "returned")
+# A transfer op: the message kind it sends or needs, and whether the rank is the
+# message's sender; the owner of the activation is the op's rank for Evict and
+# Load, its peer for Hold and Return.
+_TRANSFERS = {"Evict": ("evicted", True), "Hold": ("evicted", False),
+              "Return": ("returned", True), "Load": ("returned", False)}
 
 
 class ProgramFormatError(ValueError):
@@ -38,7 +45,7 @@ class ProgramFormatError(ValueError):
 @dataclass(frozen=True)
 class Message:
     id: int
-    gradient: bool  # False: activation (stage -> stage+1); True: gradient (stage -> stage-1)
+    kind: str  # activation (stage -> stage+1), gradient (stage -> stage-1), evicted, returned
     src: int
     dst: int
     channel: int
@@ -48,14 +55,19 @@ class Message:
     consumer_op: int
 
     @property
-    def kind(self) -> str:
-        return "gradient" if self.gradient else "activation"
+    def gradient(self) -> bool:
+        return self.kind == "gradient"
+
+    @property
+    def saved(self) -> bool:
+        """An evicted or returned message: a (stage, mb)'s saved tensors, not a stage's I/O."""
+        return self.kind in ("evicted", "returned")
 
 
 @dataclass(frozen=True)
 class Op:
     index: int
-    kind: str  # "F", "B", "I", "W" or "R" (replays the forward before its backward)
+    kind: str  # "F", "B", "I", "W", "R" (replays the forward) or a memory op (RUNNABLE_KINDS)
     stage: int
     chunk: int
     copy: int
@@ -67,6 +79,7 @@ class Op:
     needs: Tuple[int, ...]  # message ids this op consumes
     sends: Tuple[int, ...]  # message ids this op produces
     recomputed: bool = False  # an F that an R replays: it keeps only its inputs
+    peer: Optional[int] = None  # a transfer's partner rank (Evict/Return: to, Hold/Load: from)
 
     def describe(self) -> str:
         text = f"{self.kind}(stage {self.stage}, micro-batch {self.mb}"
@@ -148,8 +161,12 @@ def parse_program(doc: dict) -> Program:
         raise ProgramFormatError(
             f"program format version {version}, but this pipec package reads version 1 or {VERSION}: "
             "use the pipec compiler that matches this package")
+    for i, m in enumerate(_need(doc, "messages", "program")):
+        if m.get("kind") not in MESSAGE_KINDS:
+            raise ProgramFormatError(f"message {i}: kind {m.get('kind')!r} is not one of "
+                                     f"{', '.join(MESSAGE_KINDS)}")
     messages = [
-        Message(m["id"], m["kind"] == "gradient", m["from"], m["to"], m["channel"], m["stage"],
+        Message(m["id"], m["kind"], m["from"], m["to"], m["channel"], m["stage"],
                 m["mb"], m["producer_op"], m["consumer_op"])
         for m in _need(doc, "messages", "program")
     ]
@@ -159,18 +176,23 @@ def parse_program(doc: dict) -> Program:
     ranks = []
     for r, p in enumerate(_need(doc, "programs", "program")):
         for i, o in enumerate(p["ops"]):
-            # The export also carries BPipe's transfers (Evict, Hold, Return, Load:
-            # "stream": "copy"); this runtime does not run them yet, and running a
-            # program without them would keep activations the schedule moved away.
+            # A kind this runtime does not know is refused by name: running the
+            # program without it would keep activations the schedule moved away.
             if o["kind"] not in RUNNABLE_KINDS:
                 raise ProgramFormatError(
                     f"rank {r}, op {i}: op kind '{o['kind']}' is not run by this runtime "
                     f"(it runs {', '.join(RUNNABLE_KINDS)}); 'pipec check' and 'pipec sim' "
                     "model memory ops")
+            # Memory ops run on the copy stream (the export says so); others name none.
+            memory = o["kind"] in ("Offload", "Reload") + TRANSFER_KINDS
+            if o.get("stream") != ("copy" if memory else None):
+                raise ProgramFormatError(
+                    f"rank {r}, op {i} ({o['kind']}): \"stream\" is {o.get('stream')!r}; memory "
+                    "ops run on the \"copy\" stream and other ops name none")
         ops = [
             Op(i, o["kind"], o["stage"], o["chunk"], o["copy"], o["mb"], o["step"], o["pair"],
                o["frees"], o["live"], tuple(o["needs"]), tuple(o["sends"]),
-               bool(o.get("recomputed", False)))
+               bool(o.get("recomputed", False)), o.get("peer"))
             for i, o in enumerate(p["ops"])
         ]
         rank = RankProgram(p["rank"], p["peak_activations"], p["peak_held_messages"],
@@ -199,7 +221,47 @@ def parse_program(doc: dict) -> Program:
         raise ProgramFormatError("microbatch_sizes must give every micro-batch a size of at least 1")
     if len(ranks) != program.num_ranks or len(program.stage_copies) != program.num_stages:
         raise ProgramFormatError("rank or stage count does not match the tables")
+    for rank in program.ranks:
+        for op in rank.ops:
+            _check_transfer(program, rank.rank, op)
     return program
+
+
+def _check_transfer(program: Program, r: int, op: Op) -> None:
+    """A transfer names a partner rank and the one message it sends or needs, both
+    agreeing with the op (kind, ranks, stage, micro-batch, op index), and the
+    activation's owner (this rank for Evict/Load, the peer for Hold/Return) holds
+    (stage, mb) in the op's chunk; any other op names no peer."""
+    where = f"rank {r}, op {op.index} ({op.kind} of stage {op.stage}, micro-batch {op.mb})"
+    if op.kind not in _TRANSFERS:
+        if op.peer is not None:
+            raise ProgramFormatError(f"{where}: has a 'peer', which only Evict, Hold, Return "
+                                     "and Load have")
+        return
+    kind, sends = _TRANSFERS[op.kind]
+    if not isinstance(op.peer, int) or isinstance(op.peer, bool) \
+            or not 0 <= op.peer < program.num_ranks or op.peer == r:
+        raise ProgramFormatError(f"{where}: 'peer' must be another rank of the program "
+                                 f"(0..{program.num_ranks - 1}, not {r}), not {op.peer!r}")
+    mine, other = (op.sends, op.needs) if sends else (op.needs, op.sends)
+    if len(mine) != 1 or other:
+        raise ProgramFormatError(f"{where}: must {'send' if sends else 'need'} exactly one "
+                                 f"{kind} message and {'need' if sends else 'send'} none")
+    if not 0 <= mine[0] < len(program.messages):
+        raise ProgramFormatError(f"{where}: message {mine[0]} does not exist")
+    m = program.messages[mine[0]]
+    src, dst = (r, op.peer) if sends else (op.peer, r)
+    at = m.producer_op if sends else m.consumer_op
+    if (m.kind, m.src, m.dst, m.stage, m.mb, at) != (kind, src, dst, op.stage, op.mb, op.index):
+        raise ProgramFormatError(
+            f"{where}: its message {m.id} is the {m.kind} of stage {m.stage}, micro-batch {m.mb} "
+            f"from rank {m.src} to rank {m.dst} (op {at}), not the {kind} of stage {op.stage}, "
+            f"micro-batch {op.mb} from rank {src} to rank {dst} (op {op.index})")
+    owner = r if op.kind in ("Evict", "Load") else op.peer
+    if not 0 <= op.stage < program.num_stages or \
+            program.holder(op.stage, op.mb) != (owner, op.chunk):
+        raise ProgramFormatError(f"{where}: rank {owner}'s chunk {op.chunk} does not hold "
+                                 f"stage {op.stage} of micro-batch {op.mb}")
 
 
 def load_program(path: str) -> Program:

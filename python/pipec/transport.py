@@ -8,6 +8,16 @@ ranks on one communicator and stream, a channel gets its own two-rank process
 group, so the activations one way and the gradients the other never queue
 behind each other (see ``channel_groups``).
 
+BPipe's evicted and returned messages (a (stage, micro-batch)'s saved tensors
+on their way to the partner rank and back) use the same channels, posting rule
+and deadlines; they always travel with a description of their tensors and the
+activation's identity (saved_wire.py), which the receiver checks. Posting one
+does not wait: its header receive is posted (after the receives of the
+channel's messages before it), and the description's and the tensors' receives
+as the parts before them arrive (``poll`` between ops; taking the message waits
+for them), so a Hold or a Load does not stall the rank's compute until its tensors
+are needed, as the compiler's model has it (a copy-stream op).
+
 Receives follow the posting rule of the communication model: before a step,
 every receive of a channel up to and including the one the step needs is
 posted, in the sender's order; a message that arrives before its op is held.
@@ -27,6 +37,7 @@ import torch
 import torch.distributed as dist
 
 from .errors import PipelineError, PipelineTimeout
+from . import saved_wire
 from .program import Message, Program
 from .wire import (HEADER_LEN, TensorMeta, decode_header, describe, empty_like_metas,
                    encode_header, metas_of)
@@ -57,7 +68,16 @@ class _Posted:
     message: Message
     buffers: List[torch.Tensor]
     works: List[object]
-    metas: List[TensorMeta]
+    metas: list  # TensorMeta per tensor; for saved tensors (identity, [SavedMeta])
+    # Saved tensors are posted in three parts, each once the one before arrived:
+    # the header, the description, the tensors (ready: all posted).
+    ready: bool = True
+    waiting_op: str = ""
+    head: Optional[torch.Tensor] = None
+    head_work: object = None
+    description: Optional[torch.Tensor] = None
+    description_work: object = None
+    count: int = 0
 
 
 @dataclass
@@ -90,6 +110,7 @@ class Transport:
         for mid in self.program.ranks[self.rank].receive_order:
             self._unposted.setdefault(messages[mid].channel, deque()).append(mid)
         self._posted: Dict[int, _Posted] = {}
+        self._unfinished: Dict[int, deque] = {}  # channel -> its saved messages still posting
         self._pending_sends: List[_Pending] = []
         self.held_peak = 0
 
@@ -139,12 +160,94 @@ class Transport:
 
     @staticmethod
     def describe_message(m: Message) -> str:
-        return (f"the {m.kind} of stage {m.stage}, micro-batch {m.mb} "
+        what = f"the {m.kind} saved tensors" if m.saved else f"the {m.kind}"
+        return (f"{what} of stage {m.stage}, micro-batch {m.mb} "
                 f"(message {m.id}, rank {m.src} -> rank {m.dst})")
 
+    @staticmethod
+    def owner_of(m: Message) -> saved_wire.Identity:
+        """The activation an evicted or returned message carries: (owner, stage, mb)."""
+        return (m.src if m.kind == "evicted" else m.dst, m.stage, m.mb)
+
     # --- receives -----------------------------------------------------------------
+    def _post_saved(self, m: Message, waiting_op: str) -> None:
+        """An evicted or returned message: queued on its channel; its header receive
+        is posted once the messages before it on the channel have posted theirs."""
+        posted = _Posted(m, [], [], [], ready=False, waiting_op=waiting_op)
+        self._posted[m.id] = posted
+        self._unfinished.setdefault(m.channel, deque()).append(posted)
+        self._advance(posted, block=False)
+
+    def _advance(self, p: _Posted, block: bool) -> bool:
+        """Posts what it can of a saved-tensor message's receives (all of them,
+        waiting, with block); True once all are posted. A channel's receives are
+        matched in posting order, so a message's header is posted only after every
+        receive of the messages before it on the channel."""
+        if p.ready:
+            return True
+        m = p.message
+        queue = self._unfinished[m.channel]
+        while queue[0] is not p:
+            if not self._advance(queue[0], block):
+                return False
+        what = f"{p.waiting_op}: {self.describe_message(m)}"
+        if p.head is None:
+            p.head = torch.empty(saved_wire.HEAD_LEN, dtype=torch.int64, device=self.device)
+            p.head_work = self._p2p(False, p.head, m)
+        if p.description is None:
+            if not block and not p.head_work.is_completed():
+                return False
+            self._wait(p.head_work, f"{what}: receiving the header")
+            try:
+                sent_id, ident, p.count, length, inline = saved_wire.decode_head(p.head.cpu())
+            except ValueError as error:
+                raise PipelineError(f"{what}: {error}") from None
+            if (sent_id, ident) != (m.id, self.owner_of(m)):
+                raise PipelineError(
+                    f"{what}: rank {m.src} sent {saved_wire.describe_identity(ident)} as message "
+                    f"{sent_id}, not {saved_wire.describe_identity(self.owner_of(m))}: the ranks "
+                    "disagree on which activation this is")
+            p.metas = [ident]
+            if inline is not None:
+                p.description = inline
+            else:  # a long description: a message of its own
+                p.description = torch.empty(length, dtype=torch.int64, device=self.device)
+                p.description_work = self._p2p(False, p.description, m)
+        if p.description_work is not None:
+            if not block and not p.description_work.is_completed():
+                return False
+            self._wait(p.description_work, f"{what}: receiving the description")
+        try:
+            metas = saved_wire.decode_description(p.description.cpu(), p.count)
+        except ValueError as error:
+            raise PipelineError(f"{what}: {error}") from None
+        p.buffers = [torch.empty(meta.shape, dtype=meta.dtype, device=self.device)
+                     for meta in metas]
+        p.works = self._batch(False, saved_wire.nonempty(p.buffers), m)
+        p.metas = (p.metas[0], metas)
+        p.ready = True
+        queue.popleft()
+        if not queue:
+            del self._unfinished[m.channel]
+        return True
+
+    def poll(self) -> None:
+        """Posts the next receives of saved-tensor messages whose parts have arrived."""
+        for queue in list(self._unfinished.values()):
+            while queue and self._advance(queue[0], block=False):
+                pass
+
+    @property
+    def unfinished(self) -> bool:
+        return bool(self._unfinished)
+
     def _post_one(self, mid: int, waiting_op: str) -> None:
         m = self.program.messages[mid]
+        if m.saved:
+            self._post_saved(m, waiting_op)
+            return
+        if m.channel in self._unfinished:  # (the export gives saved tensors channels of their own)
+            self._advance(self._unfinished[m.channel][-1], block=True)
         key = (m.channel, m.stage, self.program.size_of(m.mb))  # sizes: a shape per size
         metas = self._metas.get(key) if self.static_shapes else None
         if metas is None:
@@ -174,6 +277,7 @@ class Transport:
     def take(self, mid: int, waiting_op: str) -> Tuple[List[torch.Tensor], List[TensorMeta]]:
         self.post_until(mid, waiting_op)
         posted = self._posted.pop(mid)
+        self._advance(posted, block=True)
         for work in posted.works:
             self._wait(work, f"{waiting_op}: waiting for {self.describe_message(posted.message)}")
         return posted.buffers, posted.metas
@@ -200,6 +304,26 @@ class Transport:
                 "(the default) stage outputs keep their shapes; pass static_shapes=False to "
                 "send a header with every message")
         pending.works += self._batch(True, tensors, m)
+        self._pending_sends.append(pending)
+        self._reap()
+
+    def send_saved(self, mid: int, tensors: Sequence[torch.Tensor],
+                   ident: saved_wire.Identity, sending_op: str) -> None:
+        """An Evict's or a Return's message: activation `ident`'s saved tensors."""
+        m = self.program.messages[mid]
+        try:
+            metas = saved_wire.metas_of_saved(tensors)
+        except TypeError as error:
+            raise PipelineError(f"{sending_op}: {error}") from None
+        head, description = saved_wire.encode(mid, ident, metas, self.device)
+        tensors = [t.detach().contiguous() for t in tensors]
+        pending = _Pending(m, [head] + ([description] if description is not None else []) + tensors)
+        pending.works.append(self._p2p(True, head, m))
+        if description is not None:
+            pending.works.append(self._p2p(True, description, m))
+        body = saved_wire.nonempty(tensors)
+        if body:
+            pending.works += self._batch(True, body, m)
         self._pending_sends.append(pending)
         self._reap()
 

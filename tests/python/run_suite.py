@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -107,20 +108,67 @@ def variants(P: int):
 
 
 INPUTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "Inputs")
+EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples")
+TRANSFER_OP = re.compile(r"\b(Evict|Hold|Return|Load)\s*\(")
+
+
+def without_transfers(path: str) -> str:
+    """`path` with every line that holds a BPipe transfer (Evict, Hold, Return,
+    Load) removed: the same order of F and B with the activations kept where they
+    are (worker_equivalence.py checks that the orders agree). Written once per run
+    into a temporary folder."""
+    import atexit
+    import shutil
+    import tempfile
+    global _STRIPPED_DIR
+    if _STRIPPED_DIR is None:
+        _STRIPPED_DIR = tempfile.mkdtemp(prefix="pipec-no-transfers-")
+        atexit.register(shutil.rmtree, _STRIPPED_DIR, True)
+    with open(path, encoding="utf-8") as f:
+        kept = [line for line in f if not TRANSFER_OP.search(line)]
+    out = os.path.join(_STRIPPED_DIR, os.path.basename(path))
+    with open(out, "w", encoding="utf-8") as f:
+        f.writelines(kept)
+    return out
+
+
+_STRIPPED_DIR = None
+
+
+def bpipe(config: dict, path: str) -> dict:
+    """A BPipe configuration: also bit for bit against the order without its
+    transfers ("twin"), and at least one Evict must move tensors ("evicts")."""
+    return dict(config, twin=without_transfers(path), evicts=True)
 
 
 def memory_set(P: int):
-    """Recomputation (R), per-micro-batch sizes and Offload/Reload: gradients
-    equal to the single-process reference (sizes: the mean over the whole
-    batch's samples) and measured live activations equal to the prediction
-    after every op."""
+    """Recomputation (R), per-micro-batch sizes, Offload/Reload and BPipe's
+    Evict/Hold/Return/Load: gradients equal to the single-process reference
+    (sizes: the mean over the whole batch's samples) and measured live
+    activations equal to the prediction after every op. BPipe's configurations
+    are also compared bit for bit with the same order without its transfers."""
     recompute = "1f1b_recompute"
     sizes = os.path.join(INPUTS, "1f1b_sizes.pipe")
     split = os.path.join(INPUTS, "zb_recompute_sizes.pipe")
     offload_all = os.path.join(INPUTS, "offload_all.pipe")
     # 1f1b_offload moves activations only where P - r > K (none at P = 2, K = 2).
     offload = [cfg("1f1b_offload", P=P, M=2 * P, K=2), cfg("1f1b_offload", "float32", P=P, M=2 * P + 1, K=2)]
-    return offload + [
+    # examples/bpipe.pipe evicts only where P - r > T = ceil((P+2)/2): rank 0 at
+    # P = 4 (T = 3), none at P = 2; Inputs/evict_all.pipe evicts from every rank of
+    # the first half, at P = 2 too.
+    bpipe_path = os.path.join(EXAMPLES, "bpipe.pipe")
+    evict_all = os.path.join(INPUTS, "evict_all.pipe")
+    transfers = [bpipe(cfg(evict_all, P=P, M=P), evict_all),
+                 bpipe(cfg(evict_all, P=P, M=2 * P + 1), evict_all),
+                 bpipe(dict(cfg(evict_all, P=P, M=2 * P), static_shapes=False), evict_all)]
+    if P >= 4:
+        transfers += [bpipe(cfg("bpipe", P=P, M=P), bpipe_path),
+                      bpipe(cfg("bpipe", P=P, M=2 * P), bpipe_path),
+                      bpipe(cfg("bpipe", "float32", P=P, M=2 * P + 1), bpipe_path),
+                      bpipe(dict(cfg("bpipe", P=P, M=2 * P), static_shapes=False), bpipe_path),
+                      # NCCL's layout on gloo: a process group per channel, batched sends
+                      bpipe(dict(cfg("bpipe", P=P, M=2 * P + 1), channel_groups=True), bpipe_path)]
+    return offload + transfers + [
             cfg(offload_all, P=P, M=P + 1, S=0), cfg(offload_all, P=P, M=2 * P, S=1),
             dict(cfg(offload_all, P=P, M=2 * P, S=1), static_shapes=False),
             cfg(recompute, P=P, M=P), cfg(recompute, P=P, M=2 * P + 1),

@@ -123,8 +123,8 @@ def main() -> int:
         if "version 99" not in str(error) or "reads version 1" not in str(error):
             raise SystemExit(f"FAIL: unclear version error: {error}")
         print(f"PASS refused: {error}")
-    # Offload and Reload are read (the executor runs them); BPipe's transfers are
-    # exported but not run yet: the reader names the op it refuses.
+    # Offload and Reload are read (the executor runs them), and BPipe's transfers:
+    # each with its partner, validated against its message.
     text = subprocess.run([os.environ["PIPEC"], "emit", "--target", "json",
                            str(resolve_schedule("1f1b_offload")), "-D", "P=4", "-D", "M=4"],
                           capture_output=True, text=True, check=True).stdout
@@ -135,13 +135,63 @@ def main() -> int:
     text = subprocess.run([os.environ["PIPEC"], "emit", "--target", "json",
                            str(resolve_schedule("bpipe")), "-D", "P=4", "-D", "M=8"],
                           capture_output=True, text=True, check=True).stdout
-    try:
-        parse_program(json.loads(text))
-        raise SystemExit("FAIL: a program with Evict was accepted")
-    except ProgramFormatError as error:
-        if "op kind 'Evict'" not in str(error) and "op kind 'Hold'" not in str(error):
-            raise SystemExit(f"FAIL: unclear memory-op error: {error}")
-        print(f"PASS refused: {error}")
+    check_bpipe(text)
+    return 0
+
+
+def check_bpipe(text: str) -> None:
+    """bpipe at P = 4: rank 0 evicts to rank 3 (T = 3), every transfer read with its
+    partner and message; a document that breaks a transfer's rules is refused
+    naming the op and what is wrong."""
+    program = parse_program(json.loads(text))
+    transfers = [(r.rank, op) for r in program.ranks for op in r.ops if op.peer is not None]
+    by_kind = {}
+    for r, op in transfers:
+        by_kind.setdefault(op.kind, []).append((r, op.peer))
+    # mb 2..7 of rank 0 leave and come back (T - 1 = 2 stay)
+    if sorted(by_kind) != ["Evict", "Hold", "Load", "Return"] or \
+            any(len(v) != 6 for v in by_kind.values()) or \
+            set(by_kind["Evict"]) != {(0, 3)} or set(by_kind["Hold"]) != {(3, 0)}:
+        raise SystemExit(f"FAIL: bpipe P=4 M=8 transfers read as {by_kind}")
+    kinds = sorted({m.kind for m in program.messages})
+    if kinds != ["activation", "evicted", "gradient", "returned"]:
+        raise SystemExit(f"FAIL: bpipe's message kinds read as {kinds}")
+    print(f"PASS read: bpipe P=4 M=8: {len(transfers)} transfers between ranks 0 and 3")
+
+    def refused(change, wanted: str, what: str) -> None:
+        doc = json.loads(text)
+        change(doc)
+        try:
+            parse_program(doc)
+        except ProgramFormatError as error:
+            if wanted not in str(error):
+                raise SystemExit(f"FAIL: {what}: unclear error: {error}")
+            print(f"PASS refused ({what}): {error}")
+            return
+        raise SystemExit(f"FAIL: {what}: accepted")
+
+    def op(doc, rank, kind, nth=0):
+        return [o for o in doc["programs"][rank]["ops"] if o["kind"] == kind][nth]
+
+    refused(lambda d: op(d, 0, "Evict").update(peer=0), "'peer' must be another rank",
+            "an Evict to itself")
+    refused(lambda d: op(d, 0, "Load").pop("peer"), "'peer' must be another rank",
+            "a Load without a peer")
+    refused(lambda d: op(d, 3, "Hold").update(peer=4), "'peer' must be another rank",
+            "a Hold from rank 4 of 4")
+    refused(lambda d: op(d, 1, "F").update(peer=2), "has a 'peer'", "an F with a peer")
+    refused(lambda d: op(d, 3, "Hold").update(mb=op(d, 3, "Hold", 1)["mb"]),
+            "its message", "a Hold of another micro-batch than its message's")
+    refused(lambda d: op(d, 0, "Load").update(needs=list(op(d, 3, "Hold")["needs"])),
+            "is the evicted", "a Load that needs an evicted message")
+    refused(lambda d: op(d, 0, "Evict").update(peer=2), "from rank 0 to rank 3",
+            "an Evict to a rank its message does not go to")
+    refused(lambda d: op(d, 3, "Return").update(sends=[]), "must send exactly one",
+            "a Return that sends nothing")
+    refused(lambda d: op(d, 3, "Return").pop("stream"), "run on the \"copy\" stream",
+            "a Return without its stream")
+    refused(lambda d: d["messages"][0].update(kind="activations"), "is not one of",
+            "an unknown message kind")
     return 0
 
 

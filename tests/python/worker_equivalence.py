@@ -12,11 +12,15 @@ identical bit for bit at the end.
 CONFIGS_JSON: a list of {"schedule", "sizes", "dtype": "float64"|"float32",
 "steps", "tol"[, "overlap": "threads"][, "optimizer": "sgd"|"adam"]
 [, "accumulate": K][, "static_shapes": false][, "channel_groups": true]
-[, "pipelines": N]}.  "channel_groups" runs the NCCL mode (a process group per
+[, "pipelines": N][, "twin": PATH][, "evicts": true]}.  "channel_groups" runs the NCCL mode (a process group per
 channel) on gloo; "pipelines": N splits the job into N pipelines of equal
 size, each checked against the reference on its own.  With "accumulate": K the
 gradients of K steps accumulate in .grad (zero_grad and the optimizer every K
-steps); with "static_shapes": false the batch size changes from step to step.  Prints a PASS line per configuration
+steps); with "static_shapes": false the batch size changes from step to step.
+With "twin" (a schedule with the same order of F and B and no BPipe transfers)
+a second pipeline runs that schedule on the same batches and every gradient and
+parameter must equal its twin's bit for bit; with "evicts" every Evict of the
+program must have run and moved tensors (summed over the ranks).  Prints a PASS line per configuration
 with the largest differences seen; exits 1 at the first failure.
 """
 
@@ -50,6 +54,26 @@ def max_diff(a: torch.Tensor, b: torch.Tensor) -> float:
         return 0.0
     scale = max(1.0, b.double().abs().max().item())
     return (a.double() - b.double()).abs().max().item() / scale
+
+
+def check_twin_order(program, twin, where: str) -> None:
+    """The twin runs the same F/B order (ops other than transfers, per rank) and has
+    no transfers: the only difference is where saved tensors wait."""
+    transfers = ("Evict", "Hold", "Return", "Load")
+    for mine, theirs in zip(program.ranks, twin.ranks):
+        a = [(op.kind, op.stage, op.mb) for op in mine.ops if op.kind not in transfers]
+        b = [(op.kind, op.stage, op.mb) for op in theirs.ops]
+        if a != b or any(op.kind in transfers for op in theirs.ops):
+            fail(f"{where}: rank {mine.rank}: the order without transfers is not the same "
+                 "order of F and B")
+
+
+def same_bits(pipe, twin, where: str, what: str, value) -> None:
+    for (stage, module), (_, other) in zip(pipe.modules(), twin.modules()):
+        for (name, p), q in zip(module.named_parameters(), other.parameters()):
+            if not torch.equal(value(p), value(q)):
+                fail(f"{where}: {what} of stage {stage} {name} differs from the order "
+                     "without transfers (expected bit for bit)")
 
 
 def run_config(config: dict) -> dict:
@@ -100,10 +124,33 @@ def run_config(config: dict) -> dict:
     where = f"{config['schedule']} {config['sizes']} {config['dtype']}{extras}"
     sized = bool(program.microbatch_sizes)  # rows split in the declared proportions
     units = sum(program.microbatch_sizes) if sized else M
+    twin = twin_opt = None
+    if config.get("twin"):
+        twin = pipec.torch.Pipeline(config["twin"], config["sizes"], stage_fn, models.loss_fn,
+                                    group=group, timeout=60, static_shapes=static)
+        check_twin_order(program, twin.program, where)
+        twin_opt = optimizer([p for _, m in twin.modules() for p in m.parameters()])
+    evicts = sum(1 for r in program.ranks for op in r.ops if op.kind == "Evict")
     for step in range(steps):
         rows = 2 * units if static else units * (1 + step % 3)
         x, mask, target = models.batch(step, rows, dtype)
         loss = pipe.step(x, mask=mask, scale=0.5, target=target)
+        if config.get("evicts"):
+            moved = pipe.stats["evicted"]
+            total = torch.tensor([moved["evicted"], moved["tensors"], moved["bytes"]],
+                                 dtype=torch.int64)
+            dist.all_reduce(total, group=group)
+            if evicts == 0 or total[0].item() != evicts or total[2].item() <= 0:
+                fail(f"{where}: step {step}: {total[0].item()} Evicts ran moving "
+                     f"{total[1].item()} tensors ({total[2].item()} bytes); the program has "
+                     f"{evicts} and each must move its saved tensors")
+        if twin is not None:
+            twin_loss = twin.step(x, mask=mask, scale=0.5, target=target)
+            if (loss is None) != (twin_loss is None) or \
+                    (loss is not None and not torch.equal(loss, twin_loss)):
+                fail(f"{where}: step {step}: loss {loss} differs from the order without "
+                     f"transfers' {twin_loss}")
+            same_bits(pipe, twin, where, f"step {step}: gradient", lambda p: p.grad)
         ref_loss = models.reference_step(reference, x, mask, target, M, scale=0.5, whole=sized)
         if pipe.computes_loss:
             if loss is None:
@@ -130,6 +177,10 @@ def run_config(config: dict) -> dict:
         ref_opt.step()
         opt.zero_grad()
         ref_opt.zero_grad()
+        if twin is not None:
+            twin_opt.step()
+            twin_opt.zero_grad()
+            same_bits(pipe, twin, where, f"step {step}: parameter", lambda p: p.detach())
         for stage, module in pipe.modules():
             for p, q in zip(module.parameters(), reference[stage].parameters()):
                 worst["param"] = max(worst["param"], max_diff(p, q))
@@ -156,7 +207,8 @@ def run_config(config: dict) -> dict:
     print(f"PASS {where} steps={steps} loss={worst['loss']:.2e} grad={worst['grad']:.2e} "
           f"param={worst['param']:.2e} peak={pipe.stats['measured_peak_activations']}"
           f"/{pipe.stats['predicted_peak_activations']}"
-          + (f" interleavings={overlap_test.SWITCHES - switches_before}" if overlap else ""),
+          + (f" interleavings={overlap_test.SWITCHES - switches_before}" if overlap else "")
+          + (f" evicted={pipe.stats['evicted']['evicted']} twin=bit-identical" if twin else ""),
           flush=True)
     return worst
 
