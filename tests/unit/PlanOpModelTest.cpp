@@ -95,7 +95,8 @@ TEST_CASE("FP8 doubles the matmul peak but adds casts; an FP8 plan needs FP8 ten
 
 TEST_CASE("FP8 GEMMs reproduce DeepGEMM's measured H800 table, k effect included", "[plan]") {
   // deepseek-ai/DeepGEMM README, "Normal GEMMs for dense models" (commit
-  // 55ab91f, H800, FP8 with fine-grained scaling): the M = 4096 rows, TFLOP/s.
+  // a6d97a1, the first published table; H800, FP8 with fine-grained
+  // scaling): the M = 4096 rows, TFLOP/s.
   // Two of them (N 7168, K 16384 and 2048) set E and k0 in GpuPresets.cpp; the
   // other four are independent of the model's constants and checked here.
   Cluster h800 = *clusterPreset("h800");
