@@ -53,6 +53,7 @@ struct ModelArgs {
   int64_t gpus = 0;    // --gpus; 0: the cluster's
   int64_t globalBatch = 0, seqLen = 0, microBatchSize = 1;
   std::string recompute = "none"; // none | selective | full
+  int64_t recomputeLayers = 0;     // with full: the first N layers of each stage (0: all)
   int zero = 0;
   int64_t tensorParallel = 1;
   int64_t expertParallel = 0; // --ep; 0: plan tries every size, sim uses 1

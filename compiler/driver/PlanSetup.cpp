@@ -42,6 +42,7 @@ bool loadPlanInputs(const ModelArgs &args, plan::PlanInputs &inputs, std::string
   training.recompute = args.recompute == "full"        ? plan::Recompute::Full
                        : args.recompute == "selective" ? plan::Recompute::Selective
                                                        : plan::Recompute::None;
+  training.recomputeLayers = args.recomputeLayers;
   training.contextParallel = args.contextParallel;
   training.precision = plan::parsePrecision(args.precision).value_or(plan::Precision::BF16);
   training.attention = plan::parseAttentionKernel(args.attention).value_or(plan::AttentionKernel::Flash);

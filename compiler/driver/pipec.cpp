@@ -216,6 +216,9 @@ cl::opt<std::string> RecomputeMode("recompute",
                                    cl::desc("Activation recomputation: none, selective or full (plan: each searched when not given)"),
                                    cl::value_desc("none|selective|full"), cl::init("none"),
                                    Planning, cl::cat(Category));
+cl::opt<int64_t> RecomputeNumLayers("recompute-num-layers",
+                                    cl::desc("With --recompute full: recompute only the first N transformer layers of each stage, Megatron's --recompute-method block (default: every layer)"),
+                                    cl::value_desc("N"), cl::init(0), Planning, cl::cat(Category));
 cl::opt<int> ZeroStage("zero", cl::desc("ZeRO stage over data parallelism: 0, 1, 2 or 3 (plan: each searched when not given)"),
                        cl::value_desc("0-3"), cl::init(0), Planning, cl::cat(Category));
 cl::opt<int64_t> TensorParallel("tp", cl::desc("Tensor-parallel size, sequence parallelism assumed (plan: 1-8 within a node searched when not given)"),
@@ -791,6 +794,11 @@ bool parseModelArgs(pipec::ModelArgs &model, bool required) {
                    std::to_string(int64_t(*option)));
   if (RecomputeMode != "none" && RecomputeMode != "selective" && RecomputeMode != "full")
     return usage("--recompute expects none, selective or full, got '" + RecomputeMode + "'");
+  if (given(RecomputeNumLayers) && RecomputeNumLayers < 1)
+    return usage("--recompute-num-layers expects a whole number of at least 1, got " +
+                 std::to_string(int64_t(RecomputeNumLayers)));
+  if (given(RecomputeNumLayers) && RecomputeMode != "full")
+    return usage("--recompute-num-layers needs --recompute full (Megatron's block method recomputes whole layers)");
   if (ZeroStage < 0 || ZeroStage > 3)
     return usage("--zero expects 0, 1, 2 or 3, got " + std::to_string(ZeroStage));
   if (given(GlobalBatch) && MicroBatchSize > GlobalBatch)
@@ -803,6 +811,7 @@ bool parseModelArgs(pipec::ModelArgs &model, bool required) {
   model.seqLen = SeqLen;
   model.microBatchSize = MicroBatchSize;
   model.recompute = RecomputeMode;
+  model.recomputeLayers = RecomputeNumLayers;
   model.zero = ZeroStage;
   model.expertParallel = ExpertParallel;
   model.tensorParallel = TensorParallel;

@@ -207,6 +207,7 @@ std::string clusterJson(const Cluster &c) {
   o["comm_sm_count"] = c.commSmCount;
   o["matmul_efficiency"] = c.matmulEfficiency;
   o["matmul_efficiency_fp8"] = c.matmulEfficiencyFp8;
+  o["fp8_gemm_k_overhead"] = c.fp8GemmKOverhead;
   o["attention_forward_efficiency"] = c.attentionForwardEfficiency;
   o["attention_backward_efficiency"] = c.attentionBackwardEfficiency;
   o["memory_efficiency"] = c.memoryEfficiency;

@@ -37,6 +37,7 @@ std::optional<Cluster> clusterPreset(llvm::StringRef name) {
   c.smCount = g->smCount;
   c.matmulEfficiency = g->matmulEfficiency;
   c.matmulEfficiencyFp8 = g->matmulEfficiencyFp8;
+  c.fp8GemmKOverhead = g->fp8GemmKOverhead;
   c.attentionForwardEfficiency = g->attentionForwardEfficiency;
   c.attentionBackwardEfficiency = g->attentionBackwardEfficiency;
   c.memoryEfficiency = g->memoryEfficiency;
@@ -134,6 +135,7 @@ std::optional<Cluster> parseCluster(llvm::StringRef text, llvm::StringRef name, 
     c.commSmCount = c.smCount * 20 / 132;
   c.matmulEfficiency = f.number("matmul_efficiency", 0, 1, c.matmulEfficiency, true);
   c.matmulEfficiencyFp8 = f.number("matmul_efficiency_fp8", 0, 1, c.matmulEfficiencyFp8, true);
+  c.fp8GemmKOverhead = f.number("fp8_gemm_k_overhead", 0, 1e6, c.fp8GemmKOverhead);
   c.attentionForwardEfficiency =
       f.number("attention_forward_efficiency", 0, 1, c.attentionForwardEfficiency, true);
   c.attentionBackwardEfficiency =
@@ -152,6 +154,7 @@ std::optional<Cluster> parseCluster(llvm::StringRef text, llvm::StringRef name, 
   for (const auto &entry : *object) {
     static const char *kKnown[] = {"preset", "gpus", "gpus_per_node", "memory_bytes", "peak_flops",
                                    "peak_flops_fp8", "hbm_bandwidth", "sm_count", "comm_sm_count", "matmul_efficiency", "matmul_efficiency_fp8",
+                                   "fp8_gemm_k_overhead",
                                    "attention_forward_efficiency", "attention_backward_efficiency",
                                    "memory_efficiency", "bus_efficiency", "intra_node_bandwidth",
                                    "inter_node_bandwidth", "intra_node_latency", "inter_node_latency",

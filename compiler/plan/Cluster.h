@@ -54,6 +54,12 @@ struct Cluster {
   double commSmShare() const { return smCount > 0 ? double(commSmCount) / double(smCount) : 0.0; }
   double matmulEfficiency = 0.8;   // large, well-tiled GEMM: achieved / peak
   double matmulEfficiencyFp8 = 0.7; // the same for FP8 GEMMs, of the FP8 peak
+  // A thread-block tile's fixed cost (pipeline fill, epilogue) in FP8 GEMMs,
+  // as the number of K elements the main loop would run in that time: an FP8
+  // GEMM of inner dimension k reaches matmulEfficiencyFp8 x k / (k + this)
+  // (gemmSeconds, OpTimeModel.h). 0: no dependence on k. The presets take it
+  // from DeepGEMM's measured table (GpuPresets.cpp).
+  double fp8GemmKOverhead = 0;
   double attentionForwardEfficiency = 0.58;
   double attentionBackwardEfficiency = 0.45;
   double memoryEfficiency = 0.8;   // elementwise kernels: achieved / HBM bandwidth

@@ -31,10 +31,35 @@
 //    "Matrix Multiplication Background" guide, Fig. 1 class of shapes; an
 //    assumption from that range, not a measurement of ours). Shape
 //    losses (tile and wave quantization) come on top, in OpTimeModel.cpp.
-//  - matmulEfficiencyFp8: FP8 GEMMs reach a smaller share of their doubled
-//    peak: NVIDIA's published cuBLAS FP8 GEMM results on the H100 SXM are
-//    about 1,300-1,450 TFLOP/s of 1,979 for large shapes; we take 0.70
-//    (Blackwell assumed the same for lack of a published figure).
+//  - matmulEfficiencyFp8 and fp8GemmKOverhead: FP8 GEMMs reach a smaller
+//    share of their doubled peak, and a smaller one still when the inner
+//    dimension k is short (a tile's fixed cost, its pipeline fill and
+//    epilogue, is paid over fewer main-loop steps). Source: DeepGEMM's README
+//    (deepseek-ai/DeepGEMM, "Performance", table "Normal GEMMs for dense
+//    models", as first published: commit a6d97a1 of 2025-02-25, unchanged
+//    through 78cacf7; FP8 with fine-grained scaling on an H800, NVCC 12.8;
+//    the H800's tensor cores are the H100 SXM's, 1,979 TFLOP/s dense FP8).
+//    Its M = 4096 rows are large enough for the k effect
+//    to show alone. Two rows with the same M and N (so the same tiles and
+//    waves), M = 4096, N = 7168: K = 16384 at 1,358 TFLOP/s and K = 2048 at
+//    1,025, give, with efficiency = E x k / (k + k0) x shape efficiency
+//    (0.970 for that shape, OpTimeModel.cpp), k0 = 797 and E = 0.742. The
+//    other M = 4096 rows check it (PlanOpModelTest): N 4096 K 7168, 1,304
+//    measured, 1,282 modelled; N 24576 K 1536, 990 and 937; N 32768 K 512,
+//    590 and 557; N 2112 K 7168, 1,058 and 881 (that shape's tiles, not k).
+//    A k-independent 0.70 (the previous figure, from NVIDIA's cuBLAS FP8
+//    results of 1,300-1,450 TFLOP/s for large shapes) is 31% to 128% fast on
+//    the short-k rows. Which edition: the first table's large-k level (K =
+//    16384: 0.686 of peak) is the cuBLAS level cited before, so the k term
+//    changes the dependence on k, not that level. Later editions measure
+//    DeepGEMM's own later tuning (README news of 2025-04-18, "up to 1550
+//    TFLOPS", PRs #74-#86), which Transformer Engine's cuBLAS FP8 (what the
+//    NeMo runs use) does not get: 55ab91f (2025-03-25) gives E = 0.767,
+//    k0 = 534; 327ec92 (2025-04-09, the last with the table) E = 0.828,
+//    k0 = 737. The k dependence holds in all three; the level differs.
+//    Blackwell is assumed the same for lack of a published
+//    per-shape table (its tensor cores do twice the work per SM and clock, so
+//    the same fixed cost is more k steps there: k0 is if anything low).
 //  - attention: FlashAttention-2 (Dao 2023, §4) reaches 50-73% of peak in the
 //    forward and 45-63% in the backward on the A100 at head dimension 128;
 //    FlashAttention-3 (Shah et al. 2024, §4.1) 55-75% forward on the H100 in
@@ -61,7 +86,8 @@ GpuSpec hopper(const char *name, double memory, double hbm, double nvlink) {
   g.nvlinkBandwidth = nvlink;
   g.networkBandwidth = 50e9;
   g.matmulEfficiency = 0.80;
-  g.matmulEfficiencyFp8 = 0.70;
+  g.matmulEfficiencyFp8 = 0.742; // DeepGEMM's table, above
+  g.fp8GemmKOverhead = 797;       // the same
   g.attentionForwardEfficiency = 0.58;
   g.attentionBackwardEfficiency = 0.45;
   g.memoryEfficiency = 0.8;

@@ -22,7 +22,8 @@ struct GpuSpec {
   int gpusPerNode = 8;
   // Measured achieved fractions (see GpuPresets.cpp for each source):
   double matmulEfficiency = 0;   // a large, well-tiled BF16 GEMM, of peak
-  double matmulEfficiencyFp8 = 0; // the same in FP8, of the FP8 peak
+  double matmulEfficiencyFp8 = 0; // the same in FP8 at large k, of the FP8 peak
+  double fp8GemmKOverhead = 0;    // an FP8 tile's fixed cost, in K elements (Cluster.h)
   double attentionForwardEfficiency = 0;  // FlashAttention forward, causal, of peak
   double attentionBackwardEfficiency = 0; // its backward
   double memoryEfficiency = 0;   // streaming elementwise kernels, of HBM bandwidth

@@ -26,6 +26,7 @@ std::optional<ModelFamily> familyOf(llvm::StringRef modelType) {
       .Case("mixtral", ModelFamily::Mixtral)
       .Case("deepseek_v2", ModelFamily::DeepSeekV2)
       .Case("deepseek_v3", ModelFamily::DeepSeekV3)
+      .Case("qwen3_moe", ModelFamily::Qwen3Moe)
       .Default(std::nullopt);
 }
 
@@ -86,6 +87,29 @@ void readDeepSeek(JsonFields &f, ModelConfig &c) {
   c.nextnPredictLayers = f.integer("num_nextn_predict_layers", 0, 64, 0);
 }
 
+// Qwen3-MoE (transformers' Qwen3MoeConfig): Llama's names, head_dim given,
+// no q/k/v biases (attention_bias false), a q and a k RMSNorm per head, and
+// num_experts experts of moe_intermediate_size without shared experts.
+// Layers are MoE when (i + 1) % decoder_sparse_step == 0 and i is not in
+// mlp_only_layers; every released Qwen3-MoE model has step 1 and none listed,
+// and only that is read (anything else is refused, naming the field).
+void readQwen3Moe(JsonFields &f, const llvm::json::Object &object, ModelConfig &c) {
+  readLlamaLike(f, c);
+  if (f.boolean("attention_bias", false))
+    f.fail("attention_bias", "is true; pipec reads Qwen3-MoE configs without q/k/v biases (as released)");
+  c.qkNorm = true;
+  c.routedExperts = f.integer("num_experts", 1, kMaxExperts);
+  c.expertsPerToken = f.integer("num_experts_per_tok", 1, c.routedExperts);
+  c.moeIntermediateSize = f.integer("moe_intermediate_size", 1, kMaxWidth);
+  if (f.integer("decoder_sparse_step", 1, kMaxLayers, 1) != 1)
+    f.fail("decoder_sparse_step", "is not 1; pipec reads Qwen3-MoE configs whose every layer is MoE (as released)");
+  if (const llvm::json::Value *dense = object.get("mlp_only_layers")) {
+    const llvm::json::Array *list = dense->getAsArray();
+    if (dense->kind() != llvm::json::Value::Null && (!list || !list->empty()))
+      f.fail("mlp_only_layers", "is not empty; pipec reads Qwen3-MoE configs whose every layer is MoE (as released)");
+  }
+}
+
 } // namespace
 
 llvm::StringRef familyName(ModelFamily family) {
@@ -97,6 +121,7 @@ llvm::StringRef familyName(ModelFamily family) {
   case ModelFamily::Mixtral: return "mixtral";
   case ModelFamily::DeepSeekV2: return "deepseek_v2";
   case ModelFamily::DeepSeekV3: return "deepseek_v3";
+  case ModelFamily::Qwen3Moe: return "qwen3_moe";
   }
   return "unknown";
 }
@@ -130,7 +155,7 @@ std::optional<ModelConfig> parseModelConfig(llvm::StringRef text, llvm::StringRe
   if (!family) {
     f.fail("model_type", "is '" + c.modelType +
                              "', which pipec does not know; known: gpt2, llama, mistral, qwen2, "
-                             "mixtral, deepseek_v2, deepseek_v3");
+                             "mixtral, deepseek_v2, deepseek_v3, qwen3_moe");
     return std::nullopt;
   }
   c.family = *family;
@@ -152,6 +177,9 @@ std::optional<ModelConfig> parseModelConfig(llvm::StringRef text, llvm::StringRe
   case ModelFamily::DeepSeekV2:
   case ModelFamily::DeepSeekV3:
     readDeepSeek(f, c);
+    break;
+  case ModelFamily::Qwen3Moe:
+    readQwen3Moe(f, *object, c);
     break;
   }
   if (!f.ok())

@@ -13,7 +13,7 @@
 
 namespace pipec::plan {
 
-enum class ModelFamily { Gpt2, Llama, Mistral, Qwen2, Mixtral, DeepSeekV2, DeepSeekV3 };
+enum class ModelFamily { Gpt2, Llama, Mistral, Qwen2, Mixtral, DeepSeekV2, DeepSeekV3, Qwen3Moe };
 
 // "gpt2", "llama", ...: the canonical model_type of a family.
 llvm::StringRef familyName(ModelFamily family);
@@ -36,6 +36,7 @@ struct ModelConfig {
   bool gatedMlp = true;         // SwiGLU: gate, up, down projections
   bool biases = false;          // GPT-2: every linear and norm has a bias
   bool qkvBias = false;         // Qwen2: biases on q, k, v only
+  bool qkNorm = false;          // Qwen3: RMSNorm of each head's q and k (head_dim weights each)
   bool dropout = false;         // GPT-2 style dropout masks (activation memory)
 
   // Mixture of experts (Mixtral, DeepSeek). routedExperts == 0: dense model.

@@ -36,6 +36,8 @@ Attention attention(const ModelConfig &c) {
     at.params += a * d + 2 * kv * d + h;
   else if (c.qkvBias)
     at.params += a * d + 2 * kv * d;
+  if (c.qkNorm)
+    at.params += 2 * d; // q_norm and k_norm: one head_dim weight each, shared by the heads
   at.scorePerPosition = 4 * a * d; // 4h for multi-head attention
   return at;
 }

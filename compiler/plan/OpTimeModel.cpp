@@ -44,6 +44,10 @@ double gemmSeconds(const Cluster &c, double m, double n, double k, bool fp8) {
   bool useFp8 = fp8 && c.peakFlopsFp8 > 0;
   double peak = useFp8 ? c.peakFlopsFp8 : c.peakFlops;
   double efficiency = useFp8 ? c.matmulEfficiencyFp8 : c.matmulEfficiency;
+  // A tile's fixed cost over its k / tile-depth main-loop steps: measured for
+  // FP8 (DeepGEMM's table, GpuPresets.cpp); none given for BF16.
+  if (useFp8 && c.fp8GemmKOverhead > 0)
+    efficiency *= k / (k + c.fp8GemmKOverhead);
   double flops = 2 * m * n * k;
   double compute = flops / (peak * efficiency * gemmShapeEfficiency(c, m, n));
   double inputBytes = fp8 ? 1 : 2;

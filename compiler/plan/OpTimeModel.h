@@ -21,8 +21,10 @@ double gemmShapeEfficiency(const Cluster &cluster, double m, double n);
 
 // One GEMM C[m, n] = A[m, k] B[k, n]: max(FLOPs / attainable FLOP/s, bytes /
 // attainable HBM bandwidth), attainable FLOP/s = peak x matmul efficiency x
-// shape efficiency, BF16 or (when `fp8`) FP8 peak and efficiency. Operands take `inputBytes`
-// per element (1 for FP8), the output 2.
+// shape efficiency, BF16 or (when `fp8`) FP8 peak and efficiency; an FP8
+// GEMM's efficiency is further scaled by k / (k + fp8_gemm_k_overhead), a
+// tile's fixed cost paid over k (DeepGEMM's measured table, GpuPresets.cpp).
+// Operands take 2 bytes per element (1 for FP8), the output 2.
 double gemmSeconds(const Cluster &cluster, double m, double n, double k, bool fp8);
 
 // FlashAttention over `batchHeads` (micro-batch x heads on this GPU) of query

@@ -107,8 +107,18 @@ StageWork stageWork(const ModelConfig &config, const ModelLayers &model, const T
   Training noRecompute = training;
   noRecompute.recompute = Recompute::None;
   StageWork w;
+  int64_t transformerIndex = 0; // of the stage's transformer layers, for the block method
   for (size_t i = range.first; i < range.second; ++i) {
     const LayerSpec &layer = model.layers[i];
+    bool transformer = layer.kind == LayerKind::Dense || layer.kind == LayerKind::Moe;
+    // Full recomputation of only the first recompute_num_layers: the others
+    // keep their activations as without recomputation.
+    const Training &kept = training.recompute != Recompute::Full || !transformer ||
+                                   training.recomputesLayerInFull(transformerIndex)
+                               ? training
+                               : noRecompute;
+    if (transformer)
+      ++transformerIndex;
     w.attention += tokens * layer.attentionFlopsPerToken / t;
     w.scores += tokens * layer.attentionScoreFlopsPerTokenPerPosition * s / t;
     w.mlp += tokens * layer.mlpFlopsPerToken / t;
@@ -119,7 +129,7 @@ StageWork stageWork(const ModelConfig &config, const ModelLayers &model, const T
     w.params += layer.storedParams;
     w.expertParams += layer.expertParams;
     w.largestLayerParams = std::max(w.largestLayerParams, layer.storedParams);
-    w.activationBytes += layerActivationBytes(config, layer.kind, training);
+    w.activationBytes += layerActivationBytes(config, layer.kind, kept);
     w.largestLayerActivation =
         std::max(w.largestLayerActivation, layerActivationBytes(config, layer.kind, noRecompute));
     double e = bytesOf(training.activationType), h = double(config.hiddenSize);
@@ -159,6 +169,17 @@ std::optional<PlanCosts> computeCosts(const ModelConfig &config, const ModelLaye
   for (LayerKind kind : {LayerKind::Embedding, LayerKind::Dense, LayerKind::Moe, LayerKind::Head})
     if (kind != LayerKind::Moe || config.isMoe())
       kinds[int(kind)] = layerTime(config, kind, cluster, training, l.expertParallel);
+  // Under full recomputation of only some layers a stage (Megatron's block
+  // method), the others run as without recomputation.
+  LayerTime kept[4];
+  const bool someLayers = training.recompute == Recompute::Full && training.recomputeLayers > 0;
+  if (someLayers) {
+    Training noRecompute = training;
+    noRecompute.recompute = Recompute::None;
+    for (LayerKind kind : {LayerKind::Dense, LayerKind::Moe})
+      if (kind != LayerKind::Moe || config.isMoe())
+        kept[int(kind)] = layerTime(config, kind, cluster, noRecompute, l.expertParallel);
+  }
 
   PlanCosts costs;
   costs.commSmShare = cluster.commSmShare();
@@ -170,8 +191,15 @@ std::optional<PlanCosts> computeCosts(const ModelConfig &config, const ModelLaye
     c.forwardFlops = w.attention + w.scores + w.mlp;
     double attnF = 0, mlpF = 0, dispatch = 0, combine = 0, attnB = 0, mlpB = 0, weight = 0;
     TimeParts &fwd = c.forwardTime, &bwd = c.backwardTime;
+    int64_t transformerIndex = 0;
     for (size_t i = l.stageLayers[s].first; i < l.stageLayers[s].second; ++i) {
-      const LayerTime &x = kinds[int(model.layers[i].kind)];
+      LayerKind kind = model.layers[i].kind;
+      bool transformer = kind == LayerKind::Dense || kind == LayerKind::Moe;
+      const LayerTime &x =
+          someLayers && transformer && !training.recomputesLayerInFull(transformerIndex) ? kept[int(kind)]
+                                                                                         : kinds[int(kind)];
+      if (transformer)
+        ++transformerIndex;
       attnF += x.attentionForward + x.tpAttentionForward + x.cpForward;
       mlpF += x.mlpForward + x.tpMlpForward;
       dispatch += x.dispatch;

@@ -69,6 +69,10 @@ bool validateTraining(const Training &t, std::string &error) {
     return bad("context_parallel", "is " + std::to_string(t.contextParallel) + "; the sequence length " +
                                        std::to_string(t.sequenceLength) +
                                        " must split into 2 x cp equal chunks (load-balanced causal ring attention)");
+  if (t.recomputeLayers < 0 || t.recomputeLayers > kMaxSequence)
+    return bad("recompute_num_layers", "must be 0 (every layer) or more");
+  if (t.recomputeLayers > 0 && t.recompute != Recompute::Full)
+    return bad("recompute_num_layers", "needs recompute full (Megatron's block method recomputes whole layers)");
   if (t.fp8SwigluCache && t.precision != Precision::FP8)
     return bad("fp8_swiglu_cache", "needs precision fp8");
   if (t.firstStageLayers < -1 || t.firstStageLayers > kMaxSequence)
@@ -116,6 +120,7 @@ std::optional<Training> parseTraining(llvm::StringRef text, llvm::StringRef name
     t.recompute = Recompute::Full;
   else
     f.fail("recompute", "is '" + recompute + "'; expected none, selective or full");
+  t.recomputeLayers = f.integer("recompute_num_layers", 0, kMaxSequence, 0);
   t.tensorParallel = f.integer("tensor_parallel", 1, kMaxTensorParallel, 1);
   t.contextParallel = f.integer("context_parallel", 1, kMaxTensorParallel, 1);
   t.sequenceParallel = f.boolean("sequence_parallel", true);
@@ -144,7 +149,7 @@ std::optional<Training> parseTraining(llvm::StringRef text, llvm::StringRef name
   t.pipelineLayout = f.string("pipeline_layout", "");
   static const char *kKnown[] = {"global_batch", "sequence_length", "micro_batch", "param_dtype",
                                  "grad_dtype", "activation_dtype", "optimizer_state_dtype", "optimizer", "zero_stage",
-                                 "recompute", "tensor_parallel", "context_parallel",
+                                 "recompute", "recompute_num_layers", "tensor_parallel", "context_parallel",
                                  "sequence_parallel", "tp_comm_overlap", "overlap_grad_reduce", "precision", "fp8_swiglu_cache", "attention", "ep_dispatch",
                                  "first_stage_layers", "last_stage_layers", "pipeline_layout"};
   for (const auto &entry : *object)

@@ -57,6 +57,16 @@ struct Training {
   DType optimizerStateType = DType::FP32;
   int zeroStage = 0;           // 0: none; 1: optimizer; 2: + gradients; 3: + parameters
   Recompute recompute = Recompute::None;
+  // With full recomputation, how many transformer layers of each stage (each
+  // model chunk) replay their forward: Megatron's --recompute-method block
+  // --recompute-num-layers N recomputes the first N layers of each chunk and
+  // keeps the rest's activations. 0: every layer. Ignored otherwise.
+  int64_t recomputeLayers = 0;
+  // Whether the stage's `index`-th transformer layer (from 0) is recomputed
+  // in full.
+  bool recomputesLayerInFull(int64_t index) const {
+    return recompute == Recompute::Full && (recomputeLayers == 0 || index < recomputeLayers);
+  }
   int64_t tensorParallel = 1;  // t
   int64_t contextParallel = 1; // cp: the sequence split over cp GPUs (ring attention)
   bool sequenceParallel = true; // with t > 1: norms/dropouts sharded, TP all-gather/reduce-scatter

@@ -219,6 +219,43 @@ TEST_CASE("Stage times: W is the weight-gradient matmuls, I + W = B, and B excee
         Approx(three.stages[1].B + three.stages[1].F));
 }
 
+TEST_CASE("Full recomputation of the first N layers of each stage (Megatron's block method)", "[plan]") {
+  // Megatron's --recompute-method block --recompute-num-layers N: the first N
+  // transformer layers of every stage replay their forward and keep only
+  // their input; the others keep everything. Checked against the two
+  // uniform settings: the stage's B and activations are the per-layer mix.
+  ModelConfig config = llama();
+  ParallelLayout three = layout({{0, 1}, {1, 5}, {5, 6}}); // stage 1: four dense layers
+  Training none = training(), full = training();
+  full.recompute = Recompute::Full;
+  PlanCosts n = costsOf(config, none, three), f = costsOf(config, full, three);
+  for (int64_t layers : {1, 3}) {
+    Training block = full;
+    block.recomputeLayers = layers;
+    PlanCosts b = costsOf(config, block, three);
+    double share = double(layers) / 4;
+    CHECK(b.stages[1].B == Approx(n.stages[1].B + share * (f.stages[1].B - n.stages[1].B)));
+    CHECK(b.stages[1].F == Approx(n.stages[1].F));
+    CHECK(b.stages[1].activationBytes ==
+          Approx(share * f.stages[1].activationBytes + (1 - share) * n.stages[1].activationBytes));
+    // The embedding's and the head's stages hold no transformer layer: as before.
+    CHECK(b.stages[0].B == Approx(f.stages[0].B));
+    CHECK(b.stages[2].activationBytes == Approx(f.stages[2].activationBytes));
+  }
+  // N at or above the stage's layers is every layer; the count restarts on
+  // each stage (two stages of two layers, N = 1: one layer each).
+  Training all = full;
+  all.recomputeLayers = 4;
+  CHECK(costsOf(config, all, three).stages[1].B == Approx(f.stages[1].B));
+  Training one = full;
+  one.recomputeLayers = 1;
+  ParallelLayout halves = layout({{0, 3}, {3, 6}});
+  PlanCosts hn = costsOf(config, none, halves), hf = costsOf(config, full, halves),
+            h1 = costsOf(config, one, halves);
+  for (size_t s = 0; s < 2; ++s)
+    CHECK(h1.stages[s].B == Approx(hn.stages[s].B + (hf.stages[s].B - hn.stages[s].B) / 2));
+}
+
 TEST_CASE("The activation message crosses NVLink or InfiniBand by placement", "[plan]") {
   ModelConfig config = llama();
   double bytes = 2 * 16 * 64 * 2 / 2.0; // b s h, bf16, sharded over t = 2
@@ -536,6 +573,15 @@ TEST_CASE("Training input: defaults, optimizer bytes and errors", "[plan]") {
         "t.json: field 'recompute' is 'some'; expected none, selective or full");
   CHECK(errorOf(R"({"global_batch": 8, "sequence_length": 4, "fp8_swiglu_cache": true})") ==
         "training: field 'fp8_swiglu_cache' needs precision fp8");
+  CHECK(errorOf(R"({"global_batch": 8, "sequence_length": 4, "recompute_num_layers": 5})") ==
+        "training: field 'recompute_num_layers' needs recompute full (Megatron's block method recomputes whole "
+        "layers)");
+  auto block = parseTraining(
+      R"({"global_batch": 8, "sequence_length": 4, "recompute": "full", "recompute_num_layers": 5})", "t.json",
+      error);
+  REQUIRE(block);
+  CHECK(block->recomputesLayerInFull(4));
+  CHECK_FALSE(block->recomputesLayerInFull(5));
   CHECK(errorOf(R"({"global_batch": 8, "sequence_length": 4, "tp": 2})") ==
         "t.json: field 'tp' is not a training field");
 }

@@ -68,6 +68,39 @@ TEST_CASE("Mixtral counts all experts in total and two per token in active", "[p
   CHECK(mixtral.layers[1].routedCopiesPerToken == 2);
 }
 
+TEST_CASE("Qwen3-MoE: per-head q/k norms, 128 experts without shared ones; the model cards' sizes", "[plan]") {
+  // Model cards: 30.5B total, 3.3B activated, 29.9B non-embedding; 235B, 22B, 234B.
+  ModelLayers small = layersOf("qwen3-30b-a3b.json");
+  CHECK(billions(small.totalParams) == Approx(30.53).margin(0.005));
+  CHECK(billions(small.activeParams) == Approx(3.35).margin(0.005));
+  ModelLayers large = layersOf("qwen3-235b-a22b.json");
+  CHECK(billions(large.totalParams) == Approx(235.09).margin(0.005));
+  CHECK(billions(large.activeParams) == Approx(22.19).margin(0.005));
+  // Exact, from the modules' shapes (untied embeddings, head_dim 128 apart
+  // from hidden / heads = 64): q 2048 x 4096, k and v 2048 x 512 each, o 4096 x
+  // 2048, q_norm and k_norm 128 each, two layer norms, the router 2048 x 128
+  // and 128 SwiGLU experts of 3 x 2048 x 768.
+  const LayerSpec &layer = small.layers[1];
+  CHECK(layer.kind == LayerKind::Moe);
+  CHECK(layer.routedCopiesPerToken == 8);
+  CHECK(layer.params == 2048.0 * 4096 + 2 * 2048.0 * 512 + 4096.0 * 2048 + 2 * 128 + 2 * 2048 + 2048.0 * 128 +
+                            128 * 3 * 2048.0 * 768);
+  CHECK(layer.expertParams == 128 * 3 * 2048.0 * 768);
+  // Configs the reader does not cover are refused, naming the field.
+  std::string base = R"("model_type": "qwen3_moe", "hidden_size": 64, "intermediate_size": 128,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 100,
+    "head_dim": 32, "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 32)";
+  for (auto [extra, field] : {std::pair<std::string, std::string>{R"("decoder_sparse_step": 2)", "decoder_sparse_step"},
+                              {R"("mlp_only_layers": [0])", "mlp_only_layers"},
+                              {R"("attention_bias": true)", "attention_bias"}}) {
+    std::string error;
+    CHECK_FALSE(parseModelConfig("{" + base + ", " + extra + "}", "q.json", error));
+    CHECK(error.find("'" + field + "'") != std::string::npos);
+  }
+  std::string error;
+  CHECK(parseModelConfig("{" + base + R"(, "mlp_only_layers": [], "decoder_sparse_step": 1})", "q.json", error));
+}
+
 TEST_CASE("DeepSeek-V3: 671B main model, MTP apart, 37B active", "[plan]") {
   std::string error;
   std::optional<ModelConfig> config = readModelConfig(input("deepseek-v3.json"), error);
