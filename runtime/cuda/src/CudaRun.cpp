@@ -39,6 +39,18 @@ void configureEnvironment(const CudaOptions &options) {
   }
 }
 
+// The name of the first Evict/Hold/Return/Load in the program, or null. pipec
+// refuses them for CUDA; this guards a table built some other way.
+const char *firstTransfer(const Program &program) {
+  for (int32_t r = 0; r < program.numRanks; ++r)
+    for (uint32_t i = 0; i < program.ranks[r].numOps; ++i) {
+      OpCode kind = program.ranks[r].ops[i].kind;
+      if (isMemoryOp(kind) && kind != OpCode::Offload && kind != OpCode::Reload)
+        return opCodeName(kind);
+    }
+  return nullptr;
+}
+
 } // namespace
 
 int runCudaProgram(const Program &program, const StreamProgram &streams, int argc, char **argv) {
@@ -51,6 +63,14 @@ int runCudaProgram(const Program &program, const StreamProgram &streams, int arg
     validateProgram(program, streams);
   } catch (const InvalidProgram &e) {
     std::fprintf(stderr, "pipert: error: %s\n", e.what());
+    return kExitUsage;
+  }
+  if (const char *refused = firstTransfer(program)) {
+    std::fprintf(stderr,
+                 "pipert: error: this program moves activations between ranks (%s); a CUDA "
+                 "program runs Offload and Reload, not BPipe's transfers (build it for the CPU, "
+                 "or run it with the PyTorch runtime)\n",
+                 refused);
     return kExitUsage;
   }
   configureEnvironment(options);

@@ -288,6 +288,10 @@ void RankExecutor::startOp(uint32_t i, const ProgramOp &op, cudaStream_t stream)
   case OpCode::W:
   case OpCode::Offload: // runMemoryOp, not here
   case OpCode::Reload:
+  case OpCode::Evict: // refused before any step (CudaRun.cpp)
+  case OpCode::Hold:
+  case OpCode::Return:
+  case OpCode::Load:
     break;
   }
 }
@@ -436,6 +440,9 @@ void RankExecutor::measureActivations() {
 // freed; Reload: back into fresh device buffers, handed to the stage. Both
 // on `stream` (the copy stream), after the waits the program put before them.
 void RankExecutor::runMemoryOp(uint32_t i, const ProgramOp &op, cudaStream_t stream) {
+  if (op.kind != OpCode::Offload && op.kind != OpCode::Reload) // refused before any step
+    throw CudaError("rank " + std::to_string(rank_) + ": op " + std::to_string(i) + " (" +
+                    opCodeName(op.kind) + ") is not run by a CUDA program");
   if (shared_.options->model == ModelKind::Empty) { // no stage stores anything
     touch(scratchWord_, stream);
     return;
