@@ -328,29 +328,44 @@ private:
     return out;
   }
 
-  // An Evict, Hold, Return or Load, whole (see the header comment).
-  void transfer(int r, uint32_t i) {
-    RankState &rank = *ranks_[r];
-    const ProgramOp &op = program_.ranks[r].ops[i];
-    OpState &state = rank.ops[i];
+  // Runs op i of rank r, a memory op, whole: refuses a second run and times
+  // it; `move` does the work unless --model empty (the stages store nothing).
+  template <typename Move> void runWhole(int r, uint32_t i, Move move) {
+    OpState &state = ranks_[r]->ops[i];
     if (state.partsDone != 0)
       throw std::logic_error("a command runs " + describeOp(program_, r, i) + " again");
     state.started.store(true);
     state.start = micros();
-    if (!options_.empty) { // --model empty: the stages store nothing
-      int64_t units = batch_.sizeOf(dataOffset_ + op.microbatch);
+    if (!options_.empty) {
+      const ProgramOp &op = program_.ranks[r].ops[i];
+      move(*ranks_[r], op, state, batch_.sizeOf(dataOffset_ + op.microbatch));
+    }
+    state.partsDone = 4;
+    state.end = micros();
+  }
+
+  // The stored tensors of op i's micro-batch, taken out of its stage.
+  std::vector<Tensor<T>> takeStored(RankState &rank, uint32_t i, const ProgramOp &op) {
+    Slot &slot = *rank.slotOf[i];
+    std::lock_guard<std::mutex> lock(slot.mutex);
+    return slot.stage->takeStored(op.microbatch);
+  }
+
+  // Hands `tensors` back to op i's stage for its micro-batch.
+  void putStored(RankState &rank, uint32_t i, const ProgramOp &op, std::vector<Tensor<T>> tensors) {
+    Slot &slot = *rank.slotOf[i];
+    std::lock_guard<std::mutex> lock(slot.mutex);
+    slot.stage->putStored(op.microbatch, std::move(tensors));
+  }
+
+  // An Evict, Hold, Return or Load, whole (see the header comment).
+  void transfer(int r, uint32_t i) {
+    runWhole(r, i, [&](RankState &rank, const ProgramOp &op, OpState &state, int64_t units) {
       switch (op.kind) {
-      case OpCode::Evict: {
-        Slot &slot = *rank.slotOf[i];
-        std::vector<Tensor<T>> device;
-        {
-          std::lock_guard<std::mutex> lock(slot.mutex);
-          device = slot.stage->takeStored(op.microbatch);
-        }
-        carried_[rank.outgoing[i]] = std::move(device); // the owner's buffers go with it
+      case OpCode::Evict: // the owner's buffers go with the message
+        carried_[rank.outgoing[i]] = takeStored(rank, i, op);
         rank.live.fetch_sub(units);
         break;
-      }
       case OpCode::Hold: {
         std::vector<Tensor<T>> arrived = std::move(carried_[rank.incoming[i]]);
         rank.ops[rank.returnOf[i]].host = copies(arrived, &peerPools_, r);
@@ -368,49 +383,24 @@ private:
         rank.live.fetch_sub(units);
         break;
       }
-      case OpCode::Load: {
-        std::vector<Tensor<T>> back = std::move(carried_[rank.incoming[i]]);
+      case OpCode::Load:
         raise(rank.peak, rank.live.fetch_add(units) + units);
-        Slot &slot = *rank.slotOf[i];
-        std::lock_guard<std::mutex> lock(slot.mutex);
-        slot.stage->putStored(op.microbatch, std::move(back));
+        putStored(rank, i, op, std::move(carried_[rank.incoming[i]]));
         break;
-      }
       default:
         throw std::logic_error(describeOp(program_, r, i) + " is not a transfer");
       }
-    }
-    state.partsDone = 4;
-    state.end = micros();
+    });
   }
 
   // An Offload or a Reload, whole (see the header comment).
   void moveStored(int r, uint32_t i) {
-    RankState &rank = *ranks_[r];
-    const ProgramOp &op = program_.ranks[r].ops[i];
-    OpState &state = rank.ops[i];
-    if (state.partsDone != 0)
-      throw std::logic_error("a command runs " + describeOp(program_, r, i) + " again");
-    state.started.store(true);
-    state.start = micros();
-    if (!options_.empty) { // --model empty: the stages store nothing
-      Slot &slot = *rank.slotOf[i];
-      int64_t units = batch_.sizeOf(dataOffset_ + op.microbatch);
+    runWhole(r, i, [&](RankState &rank, const ProgramOp &op, OpState &state, int64_t units) {
       if (op.kind == OpCode::Offload) {
-        std::vector<Tensor<T>> device;
-        {
-          std::lock_guard<std::mutex> lock(slot.mutex);
-          device = slot.stage->takeStored(op.microbatch);
-        }
-        std::vector<Tensor<T>> &host = rank.ops[rank.reloadOf[i]].host;
-        host.clear();
-        for (Tensor<T> &t : device) {
-          // An empty tensor keeps its shape (an expert that got no rows is 0 x h).
-          host.push_back(t.empty() ? Tensor<T>(t.rows(), t.cols())
-                                   : hostPools_[r].acquire(t.rows(), t.cols()));
-          std::copy(t.data(), t.data() + t.size(), host.back().data());
-          t.release(); // the device's copy goes
-        }
+        std::vector<Tensor<T>> device = takeStored(rank, i, op);
+        // Empty tensors keep their shape (an expert that got no rows is 0 x h).
+        rank.ops[rank.reloadOf[i]].host = copies(device, &hostPools_, r);
+        device.clear(); // the device's copies go
         rank.live.fetch_sub(units);
       } else {
         std::vector<Tensor<T>> device;
@@ -421,12 +411,9 @@ private:
         }
         state.host.clear();
         raise(rank.peak, rank.live.fetch_add(units) + units);
-        std::lock_guard<std::mutex> lock(slot.mutex);
-        slot.stage->putStored(op.microbatch, std::move(device));
+        putStored(rank, i, op, std::move(device));
       }
-    }
-    state.partsDone = 4;
-    state.end = micros();
+    });
   }
 
   // The pair this op belongs to, if any: its other half.
