@@ -39,8 +39,9 @@ void configureEnvironment(const CudaOptions &options) {
   }
 }
 
-// The name of the first Evict/Hold/Return/Load in the program, or null. pipec
-// refuses them for CUDA; this guards a table built some other way.
+// The name of the first Evict/Hold/Return/Load in the program, or null. The
+// in-process transport runs them; over NCCL the receiver cannot know a
+// transfer message's size (the packed buffers of a stage on another process).
 const char *firstTransfer(const Program &program) {
   for (int32_t r = 0; r < program.numRanks; ++r)
     for (uint32_t i = 0; i < program.ranks[r].numOps; ++i) {
@@ -65,12 +66,13 @@ int runCudaProgram(const Program &program, const StreamProgram &streams, int arg
     std::fprintf(stderr, "pipert: error: %s\n", e.what());
     return kExitUsage;
   }
-  if (const char *refused = firstTransfer(program)) {
+  const char *transfer = firstTransfer(program);
+  if (transfer && options.transport == TransportKind::Nccl) {
     std::fprintf(stderr,
-                 "pipert: error: this program moves activations between ranks (%s); a CUDA "
-                 "program runs Offload and Reload, not BPipe's transfers (build it for the CPU, "
-                 "or run it with the PyTorch runtime)\n",
-                 refused);
+                 "pipert: error: this program moves activations between ranks (%s); the NCCL "
+                 "transport does not run BPipe's transfers yet (run every rank in one process: "
+                 "--transport inproc)\n",
+                 transfer);
     return kExitUsage;
   }
   configureEnvironment(options);

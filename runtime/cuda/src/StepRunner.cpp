@@ -153,7 +153,9 @@ void StepRunner::buildRanks() {
     if (options_.model != ModelKind::Empty)
       for (uint32_t i = 0; i < table.numOps; ++i) {
         const ProgramOp &op = table.ops[i];
-        if (stages.count(op.chunk))
+        // A Hold or Return names its owner's chunk: the partner keeps the
+        // buffers, it runs no stage of them.
+        if (stages.count(op.chunk) || onPartner(op.kind))
           continue;
         // Same seed and stage index: every copy starts identical to the
         // reference's (an MoE stage: this replica's shard of its experts).
