@@ -39,9 +39,9 @@ void configureEnvironment(const CudaOptions &options) {
   }
 }
 
-// The name of the first Evict/Hold/Return/Load in the program, or null. The
-// in-process transport runs them; over NCCL the receiver cannot know a
-// transfer message's size (the packed buffers of a stage on another process).
+// The name of the first Evict/Hold/Return/Load in the program, or null. Both
+// transports run them; with --ep > 1 the probe that sizes a transfer message
+// over NCCL (StepRunner::sizeTransfers) would need the expert exchange.
 const char *firstTransfer(const Program &program) {
   for (int32_t r = 0; r < program.numRanks; ++r)
     for (uint32_t i = 0; i < program.ranks[r].numOps; ++i) {
@@ -67,12 +67,11 @@ int runCudaProgram(const Program &program, const StreamProgram &streams, int arg
     return kExitUsage;
   }
   const char *transfer = firstTransfer(program);
-  if (transfer && options.transport == TransportKind::Nccl) {
+  if (transfer && options.ep > 1) {
     std::fprintf(stderr,
-                 "pipert: error: this program moves activations between ranks (%s); the NCCL "
-                 "transport does not run BPipe's transfers yet (run every rank in one process: "
-                 "--transport inproc)\n",
-                 transfer);
+                 "pipert: error: this program moves activations between ranks (%s); BPipe's "
+                 "transfers do not run with expert parallelism yet (--ep %d): run it with --ep 1\n",
+                 transfer, options.ep);
     return kExitUsage;
   }
   configureEnvironment(options);

@@ -256,7 +256,7 @@ void NcclTransport::send(uint32_t id, void *data, size_t bytes, cudaStream_t str
 
 size_t NcclTransport::sentBytes(uint32_t id) const {
   throw CudaError("NCCL transport: the size of message " + std::to_string(id) +
-                  " was sent by another process (BPipe's transfers run in one process only)");
+                  " was sent by another process and was not measured before the step");
 }
 
 void *NcclTransport::receive(uint32_t id, size_t bytes, cudaStream_t stream) {

@@ -14,7 +14,6 @@ constexpr uint32_t kNone = ~0u;
 constexpr size_t kBlasWorkspaceBytes = 32u << 20; // cuBLAS must not allocate during capture
 // A transfer message is never empty (--model empty stores nothing, and a
 // zero-byte allocation has no address to send).
-constexpr size_t kLeastTransferBytes = 16;
 
 } // namespace
 
@@ -212,8 +211,10 @@ size_t RankExecutor::messageBytes(uint32_t id) const {
                     std::to_string(shared_.program->numMessages));
   const ProgramMessage &m = shared_.program->messages[id];
   if (m.gradient == kEvictedMessage || m.gradient == kReturnedMessage) { // packed stored buffers
-    if (m.from != rank_)
-      return transport_.sentBytes(id);
+    if (m.from != rank_) {
+      auto known = shared_.transferBytes.find(id);
+      return known != shared_.transferBytes.end() ? known->second : transport_.sentBytes(id);
+    }
     auto it = transferBytes_.find(id);
     if (it == transferBytes_.end())
       throw CudaError("rank " + std::to_string(rank_) + " sends message " + std::to_string(id) +

@@ -27,7 +27,9 @@
 // compiler predicts) until its Return sends it back; a Load unpacks the
 // returned buffer into buffers of the layout its Evict recorded and hands
 // them to the stage. A transfer message's byte size is the packed size: the
-// sender knows it, the receiver asks the transport (Transport::sentBytes).
+// sender knows it; the receiver asks the in-process transport
+// (Transport::sentBytes), or over NCCL the sizes StepRunner measured on a
+// probe of the sender's stage before the first step (StepInputs).
 //
 // Activations live: after every command that runs an op, the micro-batches
 // the rank's stages store (host bookkeeping: what the enqueued work leaves on
@@ -60,9 +62,16 @@ struct StepInputs {
   std::vector<size_t> activationBytes; // per micro-batch: one activation or gradient
   std::vector<double> lossWeights;     // per micro-batch (BatchSpec::lossWeight)
   std::vector<void *> inputs, targets; // per micro-batch, dtype; empty for --model empty
+  // Over NCCL: the byte size of each transfer message this process receives
+  // (StepRunner::sizeTransfers); in-process the transport tells it.
+  std::map<uint32_t, size_t> transferBytes;
   // Micro-batch sizes (the schedule's `sizes`) weight the activation count.
   int64_t unitsOf(int mb) const { return rows.sizes.empty() ? 1 : rows.sizes.at(size_t(mb)); }
 };
+
+// A transfer message is never empty (--model empty stores nothing, and a
+// zero-byte allocation has no address to send).
+constexpr size_t kLeastTransferBytes = 16;
 
 struct OpInterval {
   uint32_t op;
