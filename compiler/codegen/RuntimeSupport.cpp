@@ -35,13 +35,10 @@ bool firstRecompute(const ScheduleIR &ir, size_t &rank, const Op *&op) {
 bool runsSizes(RuntimeTarget target) { return target != RuntimeTarget::TorchCsv; }
 bool runsRecompute(RuntimeTarget target) { return target != RuntimeTarget::TorchCsv; }
 // The JSON program writes memory ops as they are (for runtimes that read
-// them); the CPU program runs them all (Offload/Reload and BPipe's
-// transfers), the CUDA program Offload and Reload.
-bool runsMemoryOp(RuntimeTarget target, OpKind kind) {
-  return target == RuntimeTarget::JsonProgram || target == RuntimeTarget::CpuProgram ||
-         (target == RuntimeTarget::CudaProgram &&
-          (kind == OpKind::Offload || kind == OpKind::Reload));
-}
+// them); CPU and CUDA programs run them all (Offload/Reload and BPipe's
+// transfers; a CUDA program runs the transfers with its in-process
+// transport, and refuses them over NCCL when it starts).
+bool runsMemoryOp(RuntimeTarget target, OpKind) { return target != RuntimeTarget::TorchCsv; }
 
 } // namespace
 
@@ -73,17 +70,14 @@ bool checkRuntimeSupport(const ScheduleIR &ir, RuntimeTarget target, DiagnosticE
     return ast::isMemoryOp(kind) && !runsMemoryOp(target, kind);
   };
   if (firstOp(ir, unsupported, rank, op)) {
-    bool offloads = target == RuntimeTarget::CudaProgram;
     diags.report(DiagKind::RuntimeUnsupported, ir.originOf(*op).range,
                  std::string("schedule '") + ir.name + "' moves activations (" +
                      ast::opKindName(op->kind) + "), which " + what + " cannot express: " +
-                     (offloads ? "it runs Offload and Reload, not the transfers to a peer rank"
-                               : "it keeps every activation on its device from F to B"))
+                     "it keeps every activation on its device from F to B")
         .note("this op runs on rank " + std::to_string(rank) +
               "; 'pipec check' and 'pipec sim' model Offload/Reload and Evict/Hold/Return/Load, "
-              "CPU programs ('--target cpu') and the PyTorch runtime ('--target json') run them "
-              "all, CUDA programs ('--target cuda') run Offload/Reload; remove them to build "
-              "this target");
+              "CPU programs ('--target cpu'), CUDA programs ('--target cuda') and the PyTorch "
+              "runtime ('--target json') run them all; remove them to build this target");
     ok = false;
   }
   return ok;

@@ -12,6 +12,8 @@
 #     prediction are part of --check) with gradients bit-identical to plain
 #     1F1B's (the --check digest), and per-micro-batch sizes (schedules with
 #     `sizes` written in before their placement).
+#   - BPipe's transfers (bpipe, in the correctness list; one process) with
+#     gradients bit-identical to the same order with the transfers stripped.
 #
 # Usage: tests/gpu/run_all.sh [--emit DIR] [--programs DIR]
 #   --emit DIR      only write the CUDA programs into DIR (needs pipec; no GPU)
@@ -33,7 +35,7 @@ while [ $# -gt 0 ]; do
 done
 
 # Schedule, P, M of every program this script runs.
-CORRECTNESS="gpipe:4:6 1f1b:4:6 interleaved_1f1b:4:8 zb_h1:4:6 zbv:4:9 chimera:4:8 dualpipe:4:10 dualpipev:4:9 1f1b_offload:4:8"
+CORRECTNESS="gpipe:4:6 1f1b:4:6 interleaved_1f1b:4:8 zb_h1:4:6 zbv:4:9 chimera:4:8 dualpipe:4:10 dualpipev:4:9 1f1b_offload:4:8 bpipe:4:8"
 EXTRA="1f1b:1:4 dualpipe:4:20 1f1b:4:256 1f1b:4:8"
 # Written with sizes 2 3 1 2 3 1 ... (emitted as sized_<name>_P<p>_M<m>).
 SIZED="zb_h1:4:7 1f1b_offload:4:9 dualpipev:4:9"
@@ -53,6 +55,11 @@ emit_programs() { # DIR
     "$PIPEC" emit --target cuda "$1/sized_$name.pipe" -D P="$p" -D M="$m" \
       -o "$1/sized_${name}_P${p}_M${m}.cu" || { echo "emit of sized $spec failed" >&2; exit 2; }
   done
+  # bpipe without its transfers: the order its gradients must equal bit for bit.
+  sed -e 's/\(Evict\|Hold\|Return\|Load\)(0, mb = [^)]*);//g' "$ROOT/examples/bpipe.pipe" \
+    > "$1/bpipe_stripped.pipe"
+  "$PIPEC" emit --target cuda "$1/bpipe_stripped.pipe" -D P=4 -D M=8 \
+    -o "$1/bpipe_stripped_P4_M8.cu" 2>/dev/null || { echo "emit of stripped bpipe failed" >&2; exit 2; }
 }
 
 if [ -n "$EMIT_ONLY" ]; then
@@ -155,6 +162,21 @@ build_program 1f1b_P4_M8 && for model in mlp moe; do
     row "offload gradients = 1F1B's ($model)" PASS "digest $a"
   else
     row "offload gradients = 1F1B's ($model)" FAIL "digests '$a' / '$b'"
+  fi
+done
+
+# BPipe's transfers leave the gradients bit for bit as the order without them.
+build_program bpipe_stripped_P4_M8 && for model in mlp moe; do
+  for prog in bpipe_P4_M8 bpipe_stripped_P4_M8; do
+    run "$prog digest" "$WORK/$prog.digest.$model.log" -- "$WORK/bin/$prog" --check --cuda-graphs \
+      --steps 2 --model $model --hidden 64 --seq 64
+  done
+  a=$(grab "$WORK/bpipe_P4_M8.digest.$model.log" '.*gradient digest \([0-9a-f]*\).*')
+  b=$(grab "$WORK/bpipe_stripped_P4_M8.digest.$model.log" '.*gradient digest \([0-9a-f]*\).*')
+  if [ -n "$a" ] && [ "$a" = "$b" ]; then
+    row "bpipe gradients = stripped order's ($model)" PASS "digest $a"
+  else
+    row "bpipe gradients = stripped order's ($model)" FAIL "digests '$a' / '$b'"
   fi
 done
 

@@ -39,8 +39,9 @@ void configureEnvironment(const CudaOptions &options) {
   }
 }
 
-// The name of the first Evict/Hold/Return/Load in the program, or null. pipec
-// refuses them for CUDA; this guards a table built some other way.
+// The name of the first Evict/Hold/Return/Load in the program, or null. Both
+// transports run them; with --ep > 1 the probe that sizes a transfer message
+// over NCCL (StepRunner::sizeTransfers) would need the expert exchange.
 const char *firstTransfer(const Program &program) {
   for (int32_t r = 0; r < program.numRanks; ++r)
     for (uint32_t i = 0; i < program.ranks[r].numOps; ++i) {
@@ -65,12 +66,12 @@ int runCudaProgram(const Program &program, const StreamProgram &streams, int arg
     std::fprintf(stderr, "pipert: error: %s\n", e.what());
     return kExitUsage;
   }
-  if (const char *refused = firstTransfer(program)) {
+  const char *transfer = firstTransfer(program);
+  if (transfer && options.ep > 1) {
     std::fprintf(stderr,
-                 "pipert: error: this program moves activations between ranks (%s); a CUDA "
-                 "program runs Offload and Reload, not BPipe's transfers (build it for the CPU, "
-                 "or run it with the PyTorch runtime)\n",
-                 refused);
+                 "pipert: error: this program moves activations between ranks (%s); BPipe's "
+                 "transfers do not run with expert parallelism yet (--ep %d): run it with --ep 1\n",
+                 transfer, options.ep);
     return kExitUsage;
   }
   configureEnvironment(options);

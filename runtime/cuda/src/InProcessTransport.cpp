@@ -22,6 +22,13 @@ void InProcessTransport::send(uint32_t id, void *data, size_t bytes, cudaStream_
   pending_[id] = {data, bytes, true};
 }
 
+size_t InProcessTransport::sentBytes(uint32_t id) const {
+  if (!pending_[id].sent)
+    throw CudaError("in-process transport: the size of message " + std::to_string(id) +
+                    " is asked before it was sent");
+  return pending_[id].bytes;
+}
+
 void *InProcessTransport::receive(uint32_t id, size_t bytes, cudaStream_t stream) {
   Pending &p = pending_[id];
   if (!p.sent || !p.data || p.bytes != bytes)

@@ -19,6 +19,7 @@ public:
   const char *name() const override { return "in-process"; }
   void send(uint32_t id, void *data, size_t bytes, cudaStream_t stream) override;
   bool canReceive(uint32_t id) const override { return pending_[id].sent; }
+  size_t sentBytes(uint32_t id) const override;
   void *receive(uint32_t id, size_t bytes, cudaStream_t stream) override;
   void beginStep() override;
   // Every copy is in this process: summed into the first and copied back.

@@ -254,6 +254,11 @@ void NcclTransport::send(uint32_t id, void *data, size_t bytes, cudaStream_t str
   PIPERT_CUDA(cudaFreeAsync(data, stream));
 }
 
+size_t NcclTransport::sentBytes(uint32_t id) const {
+  throw CudaError("NCCL transport: the size of message " + std::to_string(id) +
+                  " was sent by another process and was not measured before the step");
+}
+
 void *NcclTransport::receive(uint32_t id, size_t bytes, cudaStream_t stream) {
   const Endpoint &end = endpoint(id);
   void *buffer = nullptr;

@@ -47,6 +47,9 @@ public:
 
   void send(uint32_t id, void *data, size_t bytes, cudaStream_t stream) override;
   bool canReceive(uint32_t) const override { return true; }
+  // The peer's send is in another process: StepRunner::sizeTransfers
+  // measures BPipe's transfer messages before any step, so nothing asks.
+  size_t sentBytes(uint32_t id) const override;
   void *receive(uint32_t id, size_t bytes, cudaStream_t stream) override;
   // Sums each group's local copies, all-reduces the sum over the group's
   // ranks, and the loss over the world, in one NCCL group.

@@ -12,6 +12,8 @@ namespace {
 
 constexpr uint32_t kNone = ~0u;
 constexpr size_t kBlasWorkspaceBytes = 32u << 20; // cuBLAS must not allocate during capture
+// A transfer message is never empty (--model empty stores nothing, and a
+// zero-byte allocation has no address to send).
 
 } // namespace
 
@@ -65,7 +67,8 @@ RankExecutor::RankExecutor(int rank, const StepInputs &shared, Transport &transp
   }
   int chunks = 0;
   for (uint32_t i = 0; i < table.numOps; ++i)
-    chunks = std::max(chunks, int(table.ops[i].chunk) + 1);
+    if (!onPartner(table.ops[i].kind)) // Hold and Return name the owner's chunk
+      chunks = std::max(chunks, int(table.ops[i].chunk) + 1);
   storedPerChunk_.assign(size_t(chunks), 0);
   stored_.assign(size_t(chunks) * size_t(program.numMicrobatches), 0);
   PIPERT_CUDA(cudaMalloc(&loss_, sizeof(double)));
@@ -122,6 +125,9 @@ void RankExecutor::beginStep(bool timing, bool measure) {
       pinnedFree_.emplace(std::make_pair(copy.stream, copy.layout[k].bytes), copy.host[k]);
   offloaded_.clear();
   offloadedNow_ = mostOffloaded_ = 0;
+  evicted_.clear(); // a step that failed halfway leaves these
+  held_.clear();
+  transferBytes_.clear();
   std::fill(stored_.begin(), stored_.end(), 0);
   std::fill(storedPerChunk_.begin(), storedPerChunk_.end(), 0);
   live_ = 0;
@@ -204,6 +210,17 @@ size_t RankExecutor::messageBytes(uint32_t id) const {
     throw CudaError("rank " + std::to_string(rank_) + " names message " + std::to_string(id) + " of " +
                     std::to_string(shared_.program->numMessages));
   const ProgramMessage &m = shared_.program->messages[id];
+  if (m.gradient == kEvictedMessage || m.gradient == kReturnedMessage) { // packed stored buffers
+    if (m.from != rank_) {
+      auto known = shared_.transferBytes.find(id);
+      return known != shared_.transferBytes.end() ? known->second : transport_.sentBytes(id);
+    }
+    auto it = transferBytes_.find(id);
+    if (it == transferBytes_.end())
+      throw CudaError("rank " + std::to_string(rank_) + " sends message " + std::to_string(id) +
+                      " before its " + (m.gradient == kEvictedMessage ? "Evict" : "Return") + " ran");
+    return it->second;
+  }
   const ProgramOp &producer = shared_.program->ranks[m.from].ops[m.producerOp];
   return shared_.activationBytes.at(size_t(producer.microbatch));
 }
@@ -288,7 +305,7 @@ void RankExecutor::startOp(uint32_t i, const ProgramOp &op, cudaStream_t stream)
   case OpCode::W:
   case OpCode::Offload: // runMemoryOp, not here
   case OpCode::Reload:
-  case OpCode::Evict: // refused before any step (CudaRun.cpp)
+  case OpCode::Evict: // runTransfer
   case OpCode::Hold:
   case OpCode::Return:
   case OpCode::Load:
@@ -440,9 +457,8 @@ void RankExecutor::measureActivations() {
 // freed; Reload: back into fresh device buffers, handed to the stage. Both
 // on `stream` (the copy stream), after the waits the program put before them.
 void RankExecutor::runMemoryOp(uint32_t i, const ProgramOp &op, cudaStream_t stream) {
-  if (op.kind != OpCode::Offload && op.kind != OpCode::Reload) // refused before any step
-    throw CudaError("rank " + std::to_string(rank_) + ": op " + std::to_string(i) + " (" +
-                    opCodeName(op.kind) + ") is not run by a CUDA program");
+  if (isTransfer(op.kind))
+    return runTransfer(i, op, stream);
   if (shared_.options->model == ModelKind::Empty) { // no stage stores anything
     touch(scratchWord_, stream);
     return;
@@ -500,6 +516,123 @@ void RankExecutor::runMemoryOp(uint32_t i, const ProgramOp &op, cudaStream_t str
       throw;
     }
     store(op.chunk, op.microbatch);
+  }
+  measureActivations();
+}
+
+// BPipe's transfers, on `stream` (the copy stream) after the program's waits;
+// the messages' Send/Receive commands run on their channel streams. Evict:
+// the stage's buffers of (chunk, mb) packed into the evicted message, freed;
+// Hold: the received buffer kept for its owner; Return: that buffer sent back;
+// Load: unpacked into buffers of the Evict's layout, handed to the stage.
+void RankExecutor::runTransfer(uint32_t i, const ProgramOp &op, cudaStream_t stream) {
+  const Program &program = *shared_.program;
+  const bool empty = shared_.options->model == ModelKind::Empty;
+  const Launch at{stream, nullptr}; // a copy stream has no cuBLAS handle
+  const std::pair<int, int> key{op.chunk, op.microbatch};
+  const std::string where = "rank " + std::to_string(rank_) + ": op " + std::to_string(i) + " (" +
+                            opCodeName(op.kind) + " of chunk " + std::to_string(op.chunk) +
+                            ", micro-batch " + std::to_string(op.microbatch) + ")";
+  const bool sends = op.kind == OpCode::Evict || op.kind == OpCode::Return;
+  const uint32_t id = sends ? outgoing_[i] : incoming_[i];
+  if (id == kNone)
+    throw CudaError(where + ": has no message");
+  const ProgramMessage &m = program.messages[id];
+  const int peer = sends ? m.to : m.from;
+  const std::tuple<int, int, int> heldKey{onPartner(op.kind) ? peer : rank_, op.chunk, op.microbatch};
+  void *received = nullptr;
+  if (!sends) {
+    auto it = received_.find(id);
+    if (it == received_.end())
+      throw CudaError(where + ": runs before message " + std::to_string(id) + " was received");
+    received = it->second;
+    received_.erase(it);
+  }
+  switch (op.kind) {
+  case OpCode::Evict: {
+    if (evicted_.count(key))
+      throw CudaError(where + ": already evicted");
+    std::vector<StoredBuffer> buffers;
+    if (!empty)
+      buffers = stages_.at(op.chunk)->takeStored(op.microbatch, at);
+    size_t total = 0;
+    for (const StoredBuffer &b : buffers)
+      total += b.bytes;
+    const size_t bytes = std::max(total, kLeastTransferBytes);
+    char *packed = nullptr;
+    PIPERT_CUDA(cudaMallocAsync(reinterpret_cast<void **>(&packed), bytes, stream));
+    size_t offset = 0;
+    for (StoredBuffer &b : buffers) {
+      if (b.bytes)
+        PIPERT_CUDA(cudaMemcpyAsync(packed + offset, b.data, b.bytes, cudaMemcpyDeviceToDevice, stream));
+      if (b.data)
+        PIPERT_CUDA(cudaFreeAsync(b.data, stream));
+      b.data = nullptr;
+      offset += b.bytes;
+    }
+    evicted_.emplace(key, std::move(buffers));
+    toSend_[id] = packed;
+    transferBytes_[id] = bytes;
+    unstore(op.chunk, op.microbatch);
+    break;
+  }
+  case OpCode::Hold:
+    if (held_.count(heldKey))
+      throw CudaError(where + ": already holds it for rank " + std::to_string(peer));
+    held_.emplace(heldKey, Held{received, messageBytes(id)});
+    if (!empty)
+      live_ += shared_.unitsOf(op.microbatch); // on this rank's device now
+    break;
+  case OpCode::Return: {
+    auto it = held_.find(heldKey);
+    if (it == held_.end())
+      throw CudaError(where + ": holds nothing of it for rank " + std::to_string(peer));
+    toSend_[id] = it->second.data; // the transport frees it once sent
+    transferBytes_[id] = it->second.bytes;
+    held_.erase(it);
+    if (!empty)
+      live_ -= shared_.unitsOf(op.microbatch);
+    break;
+  }
+  case OpCode::Load: {
+    auto it = evicted_.find(key);
+    if (it == evicted_.end()) {
+      cudaFreeAsync(received, stream);
+      throw CudaError(where + ": nothing of it was evicted");
+    }
+    std::vector<StoredBuffer> buffers = std::move(it->second);
+    evicted_.erase(it);
+    size_t total = 0;
+    for (const StoredBuffer &b : buffers)
+      total += b.bytes;
+    if (std::max(total, kLeastTransferBytes) != messageBytes(id)) {
+      cudaFreeAsync(received, stream);
+      throw CudaError(where + ": message " + std::to_string(id) + " has " + std::to_string(messageBytes(id)) +
+                      " bytes, its Evict sent " + std::to_string(std::max(total, kLeastTransferBytes)));
+    }
+    size_t offset = 0;
+    for (StoredBuffer &b : buffers) {
+      PIPERT_CUDA(cudaMallocAsync(&b.data, b.bytes, stream));
+      if (b.bytes)
+        PIPERT_CUDA(cudaMemcpyAsync(b.data, static_cast<char *>(received) + offset, b.bytes,
+                                    cudaMemcpyDeviceToDevice, stream));
+      offset += b.bytes;
+    }
+    PIPERT_CUDA(cudaFreeAsync(received, stream));
+    if (!empty) {
+      try {
+        stages_.at(op.chunk)->putStored(op.microbatch, buffers, at);
+      } catch (...) { // the stage did not take them
+        for (StoredBuffer &b : buffers)
+          cudaFreeAsync(b.data, stream);
+        throw;
+      }
+    }
+    store(op.chunk, op.microbatch);
+    break;
+  }
+  default:
+    throw CudaError(where + ": is not a transfer");
   }
   measureActivations();
 }

@@ -20,6 +20,17 @@
 // (cudaMallocHost cannot be captured) and a rank's pinned memory is what it
 // holds offloaded at once.
 //
+// BPipe's transfers run on the copy stream too: an Evict takes the stage's
+// stored buffers of (chunk, micro-batch), packs them into one device buffer
+// (in slot order) and frees them; that buffer is the evicted message. A Hold
+// keeps the received buffer on the partner (counted live there, as the
+// compiler predicts) until its Return sends it back; a Load unpacks the
+// returned buffer into buffers of the layout its Evict recorded and hands
+// them to the stage. A transfer message's byte size is the packed size: the
+// sender knows it; the receiver asks the in-process transport
+// (Transport::sentBytes), or over NCCL the sizes StepRunner measured on a
+// probe of the sender's stage before the first step (StepInputs).
+//
 // Activations live: after every command that runs an op, the micro-batches
 // the rank's stages store (host bookkeeping: what the enqueued work leaves on
 // the device), each counted by its size, and the step's peak of it, as the
@@ -51,9 +62,16 @@ struct StepInputs {
   std::vector<size_t> activationBytes; // per micro-batch: one activation or gradient
   std::vector<double> lossWeights;     // per micro-batch (BatchSpec::lossWeight)
   std::vector<void *> inputs, targets; // per micro-batch, dtype; empty for --model empty
+  // Over NCCL: the byte size of each transfer message this process receives
+  // (StepRunner::sizeTransfers); in-process the transport tells it.
+  std::map<uint32_t, size_t> transferBytes;
   // Micro-batch sizes (the schedule's `sizes`) weight the activation count.
   int64_t unitsOf(int mb) const { return rows.sizes.empty() ? 1 : rows.sizes.at(size_t(mb)); }
 };
+
+// A transfer message is never empty (--model empty stores nothing, and a
+// zero-byte allocation has no address to send).
+constexpr size_t kLeastTransferBytes = 16;
 
 struct OpInterval {
   uint32_t op;
@@ -118,6 +136,7 @@ private:
   // Bytes of message id (its micro-batch's activation).
   size_t messageBytes(uint32_t id) const;
   void runMemoryOp(uint32_t i, const ProgramOp &op, cudaStream_t stream);
+  void runTransfer(uint32_t i, const ProgramOp &op, cudaStream_t stream);
   void measureActivations();
   void store(int chunk, int mb);   // (chunk, mb) is on the device now
   void unstore(int chunk, int mb); // and now no longer
@@ -157,6 +176,16 @@ private:
   std::map<std::pair<int, int>, HostCopy> offloaded_;
   std::multimap<std::pair<cudaStream_t, size_t>, void *> pinnedFree_;
   std::vector<void *> pinned_;
+  // Transfers: each evicted (chunk, micro-batch)'s layout until its Load; the
+  // buffers this rank holds for a peer by (owner, chunk, micro-batch); the
+  // packed byte size of each transfer message this rank sends.
+  std::map<std::pair<int, int>, std::vector<StoredBuffer>> evicted_;
+  struct Held {
+    void *data;
+    size_t bytes;
+  };
+  std::map<std::tuple<int, int, int>, Held> held_;
+  std::map<uint32_t, size_t> transferBytes_;
   size_t pinnedBytes_ = 0;
   int64_t offloadedNow_ = 0, mostOffloaded_ = 0; // micro-batches in host memory
   // (chunk, micro-batch) whose activations the stages hold on the device, by

@@ -101,6 +101,57 @@ StepRunner::StepRunner(const Program &program, const StreamProgram &streams,
   }
   uploadData();
   buildRanks();
+  sizeTransfers();
+}
+
+// Over NCCL a receive is posted with its byte count, and a transfer message's
+// size is that of the sender's stored buffers of (stage, micro-batch), packed:
+// measured here once, before any step, by a forward of a probe copy of the
+// sender's stage on zeros and its takeStored (the stages' stored sizes depend
+// on the shapes, not the data). In-process the transport knows each send.
+void StepRunner::sizeTransfers() {
+  if (!nccl_ || ranks_.empty())
+    return;
+  ModelSpec model = modelSpec();
+  std::map<int, std::unique_ptr<GpuStage>> probes; // by stage
+  std::map<std::pair<int, int>, size_t> sizes;     // by (stage, micro-batch)
+  RankExecutor &mine = *ranks_.front();
+  const Launch at{mine.computeStream(), mine.computeBlas()};
+  for (uint32_t id = 0; id < program_.numMessages; ++id) {
+    const ProgramMessage &m = program_.messages[id];
+    if (m.to != mine.rank() || (m.gradient != kEvictedMessage && m.gradient != kReturnedMessage))
+      continue;
+    if (options_.model == ModelKind::Empty) {
+      shared_.transferBytes[id] = kLeastTransferBytes;
+      continue;
+    }
+    auto known = sizes.find({m.stage, m.microbatch});
+    if (known == sizes.end()) {
+      std::unique_ptr<GpuStage> &probe = probes[m.stage];
+      if (!probe) {
+        std::unique_ptr<Stage<double>> cpu = makeStage<double>(model, m.stage, nullptr);
+        probe = makeGpuStage(*cpu, model.stages[size_t(m.stage)], shared_.rows, options_.dtype);
+      }
+      size_t bytes = shared_.activationBytes.at(size_t(m.microbatch));
+      void *input = nullptr, *output = nullptr;
+      PIPERT_CUDA(cudaMallocAsync(&input, bytes, at.stream));
+      PIPERT_CUDA(cudaMallocAsync(&output, bytes, at.stream));
+      PIPERT_CUDA(cudaMemsetAsync(input, 0, bytes, at.stream));
+      for (SubOp part : kForwardParts)
+        probe->forwardPart(m.microbatch, part, input, output, at);
+      size_t total = 0;
+      for (const StoredBuffer &b : probe->takeStored(m.microbatch, at)) {
+        total += b.bytes;
+        if (b.data)
+          PIPERT_CUDA(cudaFreeAsync(b.data, at.stream));
+      }
+      PIPERT_CUDA(cudaFreeAsync(input, at.stream));
+      PIPERT_CUDA(cudaFreeAsync(output, at.stream));
+      known = sizes.emplace(std::make_pair(m.stage, m.microbatch), std::max(total, kLeastTransferBytes)).first;
+    }
+    shared_.transferBytes[id] = known->second;
+  }
+  PIPERT_CUDA(cudaStreamSynchronize(at.stream));
 }
 
 // The GPU stages have no attention block.
@@ -153,7 +204,9 @@ void StepRunner::buildRanks() {
     if (options_.model != ModelKind::Empty)
       for (uint32_t i = 0; i < table.numOps; ++i) {
         const ProgramOp &op = table.ops[i];
-        if (stages.count(op.chunk))
+        // A Hold or Return names its owner's chunk: the partner keeps the
+        // buffers, it runs no stage of them.
+        if (stages.count(op.chunk) || onPartner(op.kind))
           continue;
         // Same seed and stage index: every copy starts identical to the
         // reference's (an MoE stage: this replica's shard of its experts).

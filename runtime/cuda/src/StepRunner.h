@@ -37,6 +37,7 @@ private:
   ModelSpec modelSpec() const;
   BatchSpec batchSpec() const; // every replica's micro-batches, with the schedule's sizes
   void buildRanks();
+  void sizeTransfers();
   void uploadData();
   void enqueueStep(bool timing, bool measure = true);
   StepTimes eagerStep(bool timing);

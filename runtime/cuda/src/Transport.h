@@ -40,6 +40,10 @@ public:
   // Whether the receive of `id` can be enqueued: the host has enqueued its send
   // (in-process), or always (NCCL: the peer's stream handles it).
   virtual bool canReceive(uint32_t id) const = 0;
+  // The byte size of message `id` as its send gave it (BPipe's transfer
+  // messages: the packed stored buffers, which only the sender's stage
+  // knows). Only a transport that has seen the send can tell.
+  virtual size_t sentBytes(uint32_t id) const = 0;
   // A fresh buffer (stream-ordered) that holds message `id` once `stream` gets there.
   virtual void *receive(uint32_t id, size_t bytes, cudaStream_t stream) = 0;
   // Called before every step (in-process: forget the previous step's sends).
