@@ -36,8 +36,8 @@ bool runsSizes(RuntimeTarget target) { return target != RuntimeTarget::TorchCsv;
 bool runsRecompute(RuntimeTarget target) { return target != RuntimeTarget::TorchCsv; }
 // The JSON program writes memory ops as they are (for runtimes that read
 // them); CPU and CUDA programs run them all (Offload/Reload and BPipe's
-// transfers; a CUDA program runs the transfers with its in-process
-// transport, and refuses them over NCCL when it starts).
+// transfers; a CUDA program refuses the transfers when it starts only with
+// --ep > 1, runtime/cuda/src/CudaRun.cpp).
 bool runsMemoryOp(RuntimeTarget target, OpKind) { return target != RuntimeTarget::TorchCsv; }
 
 } // namespace
