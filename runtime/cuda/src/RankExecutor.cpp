@@ -12,8 +12,6 @@ namespace {
 
 constexpr uint32_t kNone = ~0u;
 constexpr size_t kBlasWorkspaceBytes = 32u << 20; // cuBLAS must not allocate during capture
-// A transfer message is never empty (--model empty stores nothing, and a
-// zero-byte allocation has no address to send).
 
 } // namespace
 
@@ -453,6 +451,12 @@ void RankExecutor::measureActivations() {
   peak_ = std::max(peak_, live_);
 }
 
+// How errors name memory op i (built only when one is thrown).
+std::string RankExecutor::memoryOpText(uint32_t i, const ProgramOp &op) const {
+  return "rank " + std::to_string(rank_) + ": op " + std::to_string(i) + " (" + opCodeName(op.kind) +
+         " of chunk " + std::to_string(op.chunk) + ", micro-batch " + std::to_string(op.microbatch) + ")";
+}
+
 // Offload: the stage's buffers of (chunk, mb) to pinned host memory, then
 // freed; Reload: back into fresh device buffers, handed to the stage. Both
 // on `stream` (the copy stream), after the waits the program put before them.
@@ -466,12 +470,9 @@ void RankExecutor::runMemoryOp(uint32_t i, const ProgramOp &op, cudaStream_t str
   GpuStage &stage = *stages_.at(op.chunk);
   const Launch at{stream, nullptr}; // a copy stream has no cuBLAS handle
   const std::pair<int, int> key{op.chunk, op.microbatch};
-  const std::string where = "rank " + std::to_string(rank_) + ": op " + std::to_string(i) + " (" +
-                            opCodeName(op.kind) + " of chunk " + std::to_string(op.chunk) +
-                            ", micro-batch " + std::to_string(op.microbatch) + ")";
   if (op.kind == OpCode::Offload) {
     if (offloaded_.count(key))
-      throw CudaError(where + ": already offloaded");
+      throw CudaError(memoryOpText(i, op) + ": already offloaded");
     std::vector<StoredBuffer> buffers = stage.takeStored(op.microbatch, at);
     HostCopy copy{buffers, std::vector<void *>(buffers.size(), nullptr), stream};
     for (size_t k = 0; k < buffers.size(); ++k) {
@@ -495,7 +496,7 @@ void RankExecutor::runMemoryOp(uint32_t i, const ProgramOp &op, cudaStream_t str
   } else {
     auto it = offloaded_.find(key);
     if (it == offloaded_.end())
-      throw CudaError(where + ": nothing of it was offloaded");
+      throw CudaError(memoryOpText(i, op) + ": nothing of it was offloaded");
     HostCopy copy = std::move(it->second);
     offloaded_.erase(it);
     --offloadedNow_;
@@ -530,13 +531,10 @@ void RankExecutor::runTransfer(uint32_t i, const ProgramOp &op, cudaStream_t str
   const bool empty = shared_.options->model == ModelKind::Empty;
   const Launch at{stream, nullptr}; // a copy stream has no cuBLAS handle
   const std::pair<int, int> key{op.chunk, op.microbatch};
-  const std::string where = "rank " + std::to_string(rank_) + ": op " + std::to_string(i) + " (" +
-                            opCodeName(op.kind) + " of chunk " + std::to_string(op.chunk) +
-                            ", micro-batch " + std::to_string(op.microbatch) + ")";
   const bool sends = op.kind == OpCode::Evict || op.kind == OpCode::Return;
   const uint32_t id = sends ? outgoing_[i] : incoming_[i];
   if (id == kNone)
-    throw CudaError(where + ": has no message");
+    throw CudaError(memoryOpText(i, op) + ": has no message");
   const ProgramMessage &m = program.messages[id];
   const int peer = sends ? m.to : m.from;
   const std::tuple<int, int, int> heldKey{onPartner(op.kind) ? peer : rank_, op.chunk, op.microbatch};
@@ -544,21 +542,18 @@ void RankExecutor::runTransfer(uint32_t i, const ProgramOp &op, cudaStream_t str
   if (!sends) {
     auto it = received_.find(id);
     if (it == received_.end())
-      throw CudaError(where + ": runs before message " + std::to_string(id) + " was received");
+      throw CudaError(memoryOpText(i, op) + ": runs before message " + std::to_string(id) + " was received");
     received = it->second;
     received_.erase(it);
   }
   switch (op.kind) {
   case OpCode::Evict: {
     if (evicted_.count(key))
-      throw CudaError(where + ": already evicted");
+      throw CudaError(memoryOpText(i, op) + ": already evicted");
     std::vector<StoredBuffer> buffers;
     if (!empty)
       buffers = stages_.at(op.chunk)->takeStored(op.microbatch, at);
-    size_t total = 0;
-    for (const StoredBuffer &b : buffers)
-      total += b.bytes;
-    const size_t bytes = std::max(total, kLeastTransferBytes);
+    const size_t bytes = packedBytes(buffers);
     char *packed = nullptr;
     PIPERT_CUDA(cudaMallocAsync(reinterpret_cast<void **>(&packed), bytes, stream));
     size_t offset = 0;
@@ -578,7 +573,7 @@ void RankExecutor::runTransfer(uint32_t i, const ProgramOp &op, cudaStream_t str
   }
   case OpCode::Hold:
     if (held_.count(heldKey))
-      throw CudaError(where + ": already holds it for rank " + std::to_string(peer));
+      throw CudaError(memoryOpText(i, op) + ": already holds it for rank " + std::to_string(peer));
     held_.emplace(heldKey, Held{received, messageBytes(id)});
     if (!empty)
       live_ += shared_.unitsOf(op.microbatch); // on this rank's device now
@@ -586,7 +581,7 @@ void RankExecutor::runTransfer(uint32_t i, const ProgramOp &op, cudaStream_t str
   case OpCode::Return: {
     auto it = held_.find(heldKey);
     if (it == held_.end())
-      throw CudaError(where + ": holds nothing of it for rank " + std::to_string(peer));
+      throw CudaError(memoryOpText(i, op) + ": holds nothing of it for rank " + std::to_string(peer));
     toSend_[id] = it->second.data; // the transport frees it once sent
     transferBytes_[id] = it->second.bytes;
     held_.erase(it);
@@ -598,17 +593,15 @@ void RankExecutor::runTransfer(uint32_t i, const ProgramOp &op, cudaStream_t str
     auto it = evicted_.find(key);
     if (it == evicted_.end()) {
       cudaFreeAsync(received, stream);
-      throw CudaError(where + ": nothing of it was evicted");
+      throw CudaError(memoryOpText(i, op) + ": nothing of it was evicted");
     }
     std::vector<StoredBuffer> buffers = std::move(it->second);
     evicted_.erase(it);
-    size_t total = 0;
-    for (const StoredBuffer &b : buffers)
-      total += b.bytes;
-    if (std::max(total, kLeastTransferBytes) != messageBytes(id)) {
+    if (packedBytes(buffers) != messageBytes(id)) {
       cudaFreeAsync(received, stream);
-      throw CudaError(where + ": message " + std::to_string(id) + " has " + std::to_string(messageBytes(id)) +
-                      " bytes, its Evict sent " + std::to_string(std::max(total, kLeastTransferBytes)));
+      throw CudaError(memoryOpText(i, op) + ": message " + std::to_string(id) + " has " +
+                      std::to_string(messageBytes(id)) + " bytes, its Evict sent " +
+                      std::to_string(packedBytes(buffers)));
     }
     size_t offset = 0;
     for (StoredBuffer &b : buffers) {
@@ -632,7 +625,7 @@ void RankExecutor::runTransfer(uint32_t i, const ProgramOp &op, cudaStream_t str
     break;
   }
   default:
-    throw CudaError(where + ": is not a transfer");
+    throw CudaError(memoryOpText(i, op) + ": is not a transfer");
   }
   measureActivations();
 }

@@ -45,8 +45,10 @@
 #include "pipert/StreamProgram.h"
 #include "pipert/cuda/GpuStage.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -72,6 +74,15 @@ struct StepInputs {
 // A transfer message is never empty (--model empty stores nothing, and a
 // zero-byte allocation has no address to send).
 constexpr size_t kLeastTransferBytes = 16;
+
+// The bytes of the message an Evict packs `buffers` into (the Load and the
+// NCCL receiver's probe size it the same way).
+inline size_t packedBytes(const std::vector<StoredBuffer> &buffers) {
+  size_t total = 0;
+  for (const StoredBuffer &b : buffers)
+    total += b.bytes;
+  return std::max(total, kLeastTransferBytes);
+}
 
 struct OpInterval {
   uint32_t op;
@@ -137,6 +148,7 @@ private:
   size_t messageBytes(uint32_t id) const;
   void runMemoryOp(uint32_t i, const ProgramOp &op, cudaStream_t stream);
   void runTransfer(uint32_t i, const ProgramOp &op, cudaStream_t stream);
+  std::string memoryOpText(uint32_t i, const ProgramOp &op) const;
   void measureActivations();
   void store(int chunk, int mb);   // (chunk, mb) is on the device now
   void unstore(int chunk, int mb); // and now no longer

@@ -139,15 +139,13 @@ void StepRunner::sizeTransfers() {
       PIPERT_CUDA(cudaMemsetAsync(input, 0, bytes, at.stream));
       for (SubOp part : kForwardParts)
         probe->forwardPart(m.microbatch, part, input, output, at);
-      size_t total = 0;
-      for (const StoredBuffer &b : probe->takeStored(m.microbatch, at)) {
-        total += b.bytes;
+      std::vector<StoredBuffer> stored = probe->takeStored(m.microbatch, at);
+      for (const StoredBuffer &b : stored)
         if (b.data)
           PIPERT_CUDA(cudaFreeAsync(b.data, at.stream));
-      }
       PIPERT_CUDA(cudaFreeAsync(input, at.stream));
       PIPERT_CUDA(cudaFreeAsync(output, at.stream));
-      known = sizes.emplace(std::make_pair(m.stage, m.microbatch), std::max(total, kLeastTransferBytes)).first;
+      known = sizes.emplace(std::make_pair(m.stage, m.microbatch), packedBytes(stored)).first;
     }
     shared_.transferBytes[id] = known->second;
   }
