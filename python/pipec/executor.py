@@ -63,6 +63,11 @@ from .transport import Transport
 from .wire import as_tensors, describe, metas_of
 
 
+def _no_transfers() -> Dict[str, int]:
+    """A step's Evict counts before any ran (stats["evicted"])."""
+    return {"evicted": 0, "tensors": 0, "empty": 0, "bytes": 0}
+
+
 @dataclass
 class Record:
     """What a forward keeps for its backward."""
@@ -109,7 +114,7 @@ class Executor:
         self._side_stream = None
         self._copy_stream = None  # CUDA: Offload and Reload's stream
         self._reloads: Dict[Tuple[int, int], Any] = {}  # CUDA: event after a Reload's copies
-        self.transferred = {"evicted": 0, "tensors": 0, "empty": 0, "bytes": 0}  # this step's Evicts
+        self.transferred = _no_transfers()  # this step's Evicts
         self._holds: Dict[Tuple[int, int, int], Op] = {}  # Holds whose tensors are arriving
         self._loads: Dict[Tuple[int, int], Op] = {}       # Loads whose tensors are arriving
 
@@ -129,15 +134,13 @@ class Executor:
         self.mailbox: Dict[Tuple[str, int, int], Tuple[List[torch.Tensor], list]] = {}
         self.replays.clear()
         self._reloads.clear()
-        self.transferred = {"evicted": 0, "tensors": 0, "empty": 0, "bytes": 0}
+        self.transferred = _no_transfers()
         self._loads.clear()
         self._holds.clear()
         self.data = data
         for step in self.me.steps:
             received = {}
-            if self.transport.unfinished:  # saved tensors arriving: post their next parts
-                with self._stream_of(step[0], always=True):
-                    self.transport.poll()
+            self._poll_arrivals(step[0])
             for op in step:
                 if op.kind in ("Hold", "Load"):  # posted by the op, taken when needed
                     continue
@@ -150,9 +153,7 @@ class Executor:
                 for op in step:
                     self._run_op(op, received, outgoing)
                     self.tracker.sample()
-            if self.transport.unfinished:  # saved tensors arriving: post their next parts
-                with self._stream_of(step[0], always=True):
-                    self.transport.poll()
+            self._poll_arrivals(step[0])
             for mid, tensors, op in sorted(outgoing, key=lambda item: item[0]):
                 if op.kind in TRANSFER_KINDS:  # an Evict's or a Return's saved tensors
                     ident, saved = tensors
@@ -332,6 +333,13 @@ class Executor:
             self._reloads[key] = self._copy_stream.record_event()
 
     # --- Evict, Hold, Return and Load (BPipe) ----------------------------------------
+    def _poll_arrivals(self, op: Op) -> None:
+        """Posts the next receives of saved tensors on their way here, if any
+        (between steps: before and after each)."""
+        if self.transport.unfinished:
+            with self._stream_of(op, always=True):
+                self.transport.poll()
+
     def _stream_of(self, op: Op, always: bool = False):
         """Where a transfer's messages are posted: on CUDA the copy stream (after the
         compute stream's work so far), as Offload's copies; elsewhere as they come."""
