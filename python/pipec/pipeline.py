@@ -20,7 +20,10 @@ Example (one process per pipeline rank, e.g. ``torchrun --nproc-per-node 4``)::
 
 from __future__ import annotations
 
+import atexit
+import gc
 import os
+import weakref
 from datetime import timedelta
 from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Tuple
 
@@ -38,6 +41,22 @@ from .transport import Transport
 from .transport import channel_groups as make_channel_groups
 
 DEFAULT_TIMEOUT_S = float(os.environ.get("PIPEC_TIMEOUT", "300"))
+
+# Pipelines not yet closed; at interpreter exit they drop their process groups.
+_open_pipelines: "weakref.WeakSet[Pipeline]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_pipelines() -> None:
+    """A process group that outlives torch.distributed.destroy_process_group() is
+    destroyed with the interpreter (a module global such as the README's `pipe`),
+    and on gloo that aborts the process now and then ("terminate called without an
+    active exception", about one run in three of a 2-rank job here). At exit, while
+    the interpreter is still whole, every open pipeline drops its groups first; a
+    group the job has not destroyed stays in torch's registry and is unaffected."""
+    for pipe in list(_open_pipelines):
+        pipe.close()
+    gc.collect()
 
 
 class Pipeline:
@@ -133,6 +152,16 @@ class Pipeline:
         self._executor = Executor(self.program, self.rank, self._modules, loss_fn,
                                   self._transport, self._tracker, overlap_fn, self.device)
         self.stats: Dict[str, Any] = {}
+        _open_pipelines.add(self)
+
+    def close(self) -> None:
+        """Drops this pipeline's process groups and messaging state (the modules stay,
+        see modules()); step() refuses afterwards. Called for every open pipeline at
+        interpreter exit; call it yourself before destroy_process_group() to free the
+        groups sooner."""
+        self._transport = self._copies = self._executor = self._loss_group = None
+        self.group = None
+        _open_pipelines.discard(self)
 
     # --- what the user reads ------------------------------------------------------
     @property
@@ -176,6 +205,8 @@ class Pipeline:
         micro-batch `sizes` splits the rows in those proportions and weights each
         micro-batch's loss by its share of the rows: with a loss_fn that means over its
         rows, the loss and gradients are those of the mean over the whole batch."""
+        if self._executor is None:
+            raise PipelineError(f"rank {self.rank}: this pipeline was closed (close())")
         M = self.program.num_microbatches
         me = self.program.ranks[self.rank]
         needs_input = any(op.stage == 0 and op.kind == "F" for op in me.ops)
