@@ -1,4 +1,5 @@
 #include "plan/Planner.h"
+#include "plan/EpOverlap.h"
 
 #include "plan/ScheduleCache.h"
 #include "plan/StageLayout.h"
@@ -129,6 +130,8 @@ std::optional<Candidate> costCandidate(const PlanInputs &inputs, const CompiledS
                                        const std::string &file, const ParallelSizes &sizes,
                                        const Training &training, std::string &error) {
   const ScheduleIR &ir = c.ir();
+  if (training.epCommOverlap && !epOverlapApplies(inputs.config, training, sizes.ep, error))
+    return std::nullopt;
   int64_t transformerLayers = int64_t(inputs.model.layers.size()) - 2;
   // Each stage holds a layer: a transformer layer, or the embedding or head
   // alone (uneven stages, --first/last-stage-layers 0).
@@ -357,7 +360,32 @@ std::optional<Candidate> evaluateCompiled(const PlanInputs &inputs, const Compil
   return candidate;
 }
 
+namespace {
+PlanResult planSchedules(const PlanInputs &inputs, ScheduleCache *sharedCache);
+} // namespace
+
+// Under ep_comm_overlap each schedule runs as its overlap form
+// (EpOverlap.h); one without a form is reported, not searched.
 PlanResult makePlan(const PlanInputs &inputs, ScheduleCache *sharedCache) {
+  if (!inputs.training.epCommOverlap)
+    return planSchedules(inputs, sharedCache);
+  PlanInputs resolved = inputs;
+  resolved.schedules.clear();
+  std::vector<std::string> refused;
+  for (const std::string &file : inputs.schedules) {
+    std::string error;
+    if (std::optional<std::string> form = epOverlapSchedule(file, error))
+      resolved.schedules.push_back(*form);
+    else
+      refused.push_back(file + ": " + error);
+  }
+  PlanResult result = planSchedules(resolved, sharedCache);
+  result.errors.insert(result.errors.begin(), refused.begin(), refused.end());
+  return result;
+}
+
+namespace {
+PlanResult planSchedules(const PlanInputs &inputs, ScheduleCache *sharedCache) {
   Clock::time_point start = Clock::now();
   const SearchOptions &search = inputs.search;
   auto secondsLeft = [&] {
@@ -672,6 +700,7 @@ PlanResult makePlan(const PlanInputs &inputs, ScheduleCache *sharedCache) {
   result.compilations = cache.compilations() - compilationsBefore;
   return result;
 }
+} // namespace
 
 std::vector<Remedy> findRemedies(const PlanInputs &inputs, ScheduleCache *sharedCache) {
   ScheduleCache ownCache;

@@ -73,6 +73,13 @@ bool validateTraining(const Training &t, std::string &error) {
     return bad("recompute_num_layers", "must be 0 (every layer) or more");
   if (t.recomputeLayers > 0 && t.recompute != Recompute::Full)
     return bad("recompute_num_layers", "needs recompute full (Megatron's block method recomputes whole layers)");
+  // Megatron refuses the overlap with full recomputation
+  // (transformer_config.py: "disable full recomputation when enabling
+  // overlap_moe_expert_parallel_comm"; recompute_method and
+  // recompute_num_layers must be unset).
+  if (t.epCommOverlap && t.recompute == Recompute::Full)
+    return bad("ep_comm_overlap", "cannot go with recompute full (Megatron-Core refuses full recomputation "
+                                  "with overlap_moe_expert_parallel_comm)");
   if (t.fp8SwigluCache && t.precision != Precision::FP8)
     return bad("fp8_swiglu_cache", "needs precision fp8");
   if (t.firstStageLayers < -1 || t.firstStageLayers > kMaxSequence)
@@ -126,6 +133,7 @@ std::optional<Training> parseTraining(llvm::StringRef text, llvm::StringRef name
   t.sequenceParallel = f.boolean("sequence_parallel", true);
   t.tpCommOverlap = f.boolean("tp_comm_overlap", false);
   t.overlapGradReduce = f.boolean("overlap_grad_reduce", true);
+  t.epCommOverlap = f.boolean("ep_comm_overlap", false);
   std::string precision = f.string("precision", "bf16");
   if (std::optional<Precision> p = parsePrecision(precision))
     t.precision = *p;
@@ -150,7 +158,7 @@ std::optional<Training> parseTraining(llvm::StringRef text, llvm::StringRef name
   static const char *kKnown[] = {"global_batch", "sequence_length", "micro_batch", "param_dtype",
                                  "grad_dtype", "activation_dtype", "optimizer_state_dtype", "optimizer", "zero_stage",
                                  "recompute", "recompute_num_layers", "tensor_parallel", "context_parallel",
-                                 "sequence_parallel", "tp_comm_overlap", "overlap_grad_reduce", "precision", "fp8_swiglu_cache", "attention", "ep_dispatch",
+                                 "sequence_parallel", "tp_comm_overlap", "overlap_grad_reduce", "ep_comm_overlap", "precision", "fp8_swiglu_cache", "attention", "ep_dispatch",
                                  "first_stage_layers", "last_stage_layers", "pipeline_layout"};
   for (const auto &entry : *object)
     if (!llvm::is_contained(kKnown, entry.first.str()))

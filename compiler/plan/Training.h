@@ -5,7 +5,7 @@
 //     "optimizer": "adamw" | "sgd", "optimizer_state_dtype": "fp32", "zero_stage": 0..3,
 //     "recompute": "none" | "selective" | "full", "tensor_parallel": 1,
 //     "context_parallel": 1, "sequence_parallel": true, "tp_comm_overlap": false,
-//     "overlap_grad_reduce": true,
+//     "overlap_grad_reduce": true, "ep_comm_overlap": false,
 //     "precision": "bf16" | "fp8", "fp8_swiglu_cache": false,
 //     "attention": "flash" | "eager", "ep_dispatch": "all_to_all" | "deduplicated",
 //     "first_stage_layers": 3, "last_stage_layers": 2,
@@ -75,6 +75,13 @@ struct Training {
   // last backward, and the parameter all-gather with the first forward
   // (Megatron --overlap-grad-reduce --overlap-param-gather, FSDP's default).
   bool overlapGradReduce = true;
+  // Megatron-Core's expert all-to-all overlap (--overlap-moe-expert-parallel-comm,
+  // "EP A2A overlap"): in 1F1B's steady state one micro-batch's forward and
+  // another's backward run as one merged step, each one's dispatch and combine
+  // under the other's compute. The planner then runs the schedule's overlap
+  // form from examples/ep_overlap/ (EpOverlap.h), whose steady-state F/B are
+  // overlap pairs; it needs a MoE model with ep > 1 and a 1F1B-family schedule.
+  bool epCommOverlap = false;
   Precision precision = Precision::BF16;
   // DeepSeek-V3's own FP8 framework (§3.3.3, "Low-Precision Storage"): the
   // SwiGLU inputs (fc1's gate and up outputs) are cached in FP8 for the

@@ -8,6 +8,7 @@
 //
 // A configuration that does not fit is reported on its row and counted in the
 // summary; with --require-fit it fails the run.
+#include "plan/EpOverlap.h"
 #include "plan/Planner.h"
 #include "plan/ScheduleCache.h"
 
@@ -157,6 +158,15 @@ int main(int argc, char **argv) {
       continue;
     }
     std::string schedule = examples + "/" + row->getString("schedule").getValueOr("1f1b").str() + ".pipe";
+    // Megatron's expert all-to-all overlap runs the schedule's overlap form.
+    if (training->epCommOverlap) {
+      std::optional<std::string> form = epOverlapSchedule(schedule, error);
+      if (!form) {
+        fail(error);
+        continue;
+      }
+      schedule = *form;
+    }
     ParallelSizes sizes{pp, dp, ep, M, v};
     sizes.tp = training->tensorParallel;
     sizes.cp = training->contextParallel;
