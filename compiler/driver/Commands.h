@@ -66,6 +66,7 @@ struct ModelArgs {
   std::string attention = "flash"; // --attention flash | eager
   bool gradFp32 = false;           // --grad-fp32
   bool tpOverlap = false;          // --tp-overlap
+  bool epOverlap = false;          // --ep-overlap (Training::epCommOverlap)
   int64_t firstStageLayers = -1, lastStageLayers = -1; // --first/last-stage-layers; -1: even
   std::string pipelineLayout;      // --pipeline-layout
   bool given() const { return !model.empty(); }

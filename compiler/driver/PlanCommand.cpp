@@ -6,6 +6,7 @@
 #include "driver/Commands.h"
 #include "driver/PlanRanking.h"
 #include "driver/PlanSetup.h"
+#include "plan/EpOverlap.h"
 
 #include "plan/PlanReport.h"
 #include "plan/ScheduleCache.h"
@@ -29,8 +30,16 @@ int runPlan(const PlanArgs &args, const ModelArgs &model, const CommonArgs &comm
     return kExitUsage;
   }
   inputs.schedules = args.files;
-  if (inputs.schedules.empty())
+  if (inputs.schedules.empty()) {
     inputs.schedules = libraryFiles(error);
+    // --ep-overlap over the library: the schedules Megatron overlaps in (those
+    // with an ep_overlap/ form); a named schedule without one is an error.
+    if (inputs.training.epCommOverlap)
+      llvm::erase_if(inputs.schedules, [](const std::string &file) {
+        std::string why;
+        return !plan::epOverlapSchedule(file, why);
+      });
+  }
   if (inputs.schedules.empty()) {
     llvm::errs() << "pipec: error: " << error << "\n";
     return kExitUsage;

@@ -1,5 +1,7 @@
 #include "driver/PlanSetup.h"
 
+#include "plan/EpOverlap.h"
+
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
@@ -49,6 +51,7 @@ bool loadPlanInputs(const ModelArgs &args, plan::PlanInputs &inputs, std::string
   if (args.gradFp32)
     training.gradType = plan::DType::FP32;
   training.tpCommOverlap = args.tpOverlap;
+  training.epCommOverlap = args.epOverlap;
   training.firstStageLayers = args.firstStageLayers;
   training.lastStageLayers = args.lastStageLayers;
   training.pipelineLayout = args.pipelineLayout;
@@ -60,6 +63,11 @@ bool loadPlanInputs(const ModelArgs &args, plan::PlanInputs &inputs, std::string
                  << config->modelType << " model's " << config->maxPositions
                  << " learned positions (n_positions): tokens past " << config->maxPositions
                  << " have no position embedding; the numbers assume the table is extended\n";
+  // --ep-overlap needs experts and, where ep is given, ep > 1 (plan searches
+  // ep otherwise and refuses ep 1 per layout).
+  if (args.epOverlap &&
+      !plan::epOverlapApplies(*config, training, args.expertParallel > 0 ? args.expertParallel : 2, why))
+    return error = "--ep-overlap: " + why.substr(why.find(": ") + 2), false;
   inputs.config = std::move(*config);
   inputs.model = plan::buildLayers(inputs.config);
   inputs.cluster = std::move(*cluster);

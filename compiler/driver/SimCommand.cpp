@@ -14,6 +14,7 @@
 #include "diag/DiagnosticRenderer.h"
 
 #include "plan/ClusterTopology.h"
+#include "plan/EpOverlap.h"
 #include "plan/PlanReport.h"
 #include "plan/ScheduleCache.h"
 #include "sim/SimOutputs.h"
@@ -435,8 +436,21 @@ int runSim(const std::vector<std::string> &files, const SimArgs &sim, const Comm
   if (!loadInputs(sim, units, topology))
     return kExitUsage;
 
+  // --ep-overlap: each schedule runs as its Megatron EP-overlap form.
+  std::vector<std::string> scheduleFiles = files;
+  if (units.training.epCommOverlap)
+    for (std::string &file : scheduleFiles) {
+      std::string error;
+      std::optional<std::string> form = plan::epOverlapSchedule(file, error);
+      if (!form) {
+        llvm::errs() << "pipec: error: '" << file << "': " << error << "\n";
+        return kExitUsage;
+      }
+      file = *form;
+    }
+
   std::vector<Row> rows;
-  for (const std::string &file : files) {
+  for (const std::string &file : scheduleFiles) {
     for (const SimArgs::SweepPoint &point : sweep) {
       // 1. The run's settings; with --model the file is parsed once (its P sets M).
       RunSetup run;

@@ -237,6 +237,10 @@ cl::opt<bool> GradFp32("grad-fp32", cl::desc("Accumulate and reduce gradients in
                        Planning, cl::cat(Category));
 cl::opt<bool> TpOverlap("tp-overlap", cl::desc("Tensor-parallel collectives overlap the matmuls"), Planning,
                         cl::cat(Category));
+cl::opt<bool> EpOverlap("ep-overlap",
+                        cl::desc("Expert all-to-all hidden under another micro-batch's compute in 1F1B's steady state "
+                                 "(Megatron --overlap-moe-expert-parallel-comm): runs each schedule's ep_overlap/ form"),
+                        Planning, cl::cat(Category));
 cl::opt<int64_t> FirstStageLayers("first-stage-layers",
                                   cl::desc("Transformer layers on the first pipeline stage (default: even)"),
                                   cl::value_desc("N"), cl::init(-1), Planning, cl::cat(Category));
@@ -773,7 +777,7 @@ bool parseModelArgs(pipec::ModelArgs &model, bool required) {
                                                &MicroBatchSize, &RecomputeMode, &ZeroStage,
                                                &TensorParallel, &ExpertParallel, &ContextParallel,
                                                &PrecisionMode, &AttentionMode, &GradFp32, &TpOverlap,
-                                               &FirstStageLayers, &LastStageLayers, &PipelineLayout}))
+                                               &EpOverlap, &FirstStageLayers, &LastStageLayers, &PipelineLayout}))
       return usage(spelling(*option) + " needs --model (a Hugging Face config.json)");
   auto positive = [](const cl::opt<int64_t> &option) {
     return !given(option) || option >= 1 ||
@@ -799,6 +803,9 @@ bool parseModelArgs(pipec::ModelArgs &model, bool required) {
                  std::to_string(int64_t(RecomputeNumLayers)));
   if (given(RecomputeNumLayers) && RecomputeMode != "full")
     return usage("--recompute-num-layers needs --recompute full (Megatron's block method recomputes whole layers)");
+  if (EpOverlap && RecomputeMode == "full")
+    return usage("--ep-overlap cannot go with --recompute full (Megatron-Core refuses full recomputation with "
+                 "overlap_moe_expert_parallel_comm)");
   if (ZeroStage < 0 || ZeroStage > 3)
     return usage("--zero expects 0, 1, 2 or 3, got " + std::to_string(ZeroStage));
   if (given(GlobalBatch) && MicroBatchSize > GlobalBatch)
@@ -825,6 +832,7 @@ bool parseModelArgs(pipec::ModelArgs &model, bool required) {
   model.attention = AttentionMode;
   model.gradFp32 = GradFp32;
   model.tpOverlap = TpOverlap;
+  model.epOverlap = EpOverlap;
   model.firstStageLayers = FirstStageLayers;
   model.lastStageLayers = LastStageLayers;
   model.pipelineLayout = PipelineLayout;
