@@ -60,6 +60,7 @@ std::shared_ptr<CompiledSchedule> prepareCompiled(std::unique_ptr<Compilation> c
   c->compilation->releaseCheckContext();
   const ScheduleIR &ir = c->ir();
   c->plan = std::make_shared<const SimulationPlan>(buildSimulationPlan(ir, *c->report().comm));
+  c->activationPeaks = std::make_shared<const std::vector<RankActivationPeaks>>(activationPeaks(ir));
   c->loneOps.assign(ir.ranks.size(), {});
   for (size_t r = 0; r < ir.ranks.size(); ++r) {
     c->ops += ir.ranks[r].ops.size();

@@ -20,6 +20,7 @@
 
 #include "elab/Elaborator.h"
 #include "frontend/Compilation.h"
+#include "plan/ActivationPeaks.h"
 #include "sim/Simulator.h"
 #include "support/ResourceLimits.h"
 
@@ -49,6 +50,8 @@ struct CompiledSchedule {
     std::array<uint32_t, 4> count; // F, B, I, W
   };
   std::vector<std::vector<StageOps>> loneOps; // [rank] -> the stages it runs, ascending
+  // Per rank, the live micro-batches per stage where its activations can peak.
+  std::shared_ptr<const std::vector<RankActivationPeaks>> activationPeaks;
   const ScheduleIR &ir() const { return *compilation->ir(); }
   const CheckReport &report() const { return *compilation->report(); }
 };
