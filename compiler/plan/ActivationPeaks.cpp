@@ -55,10 +55,13 @@ std::vector<RankActivationPeaks> activationPeaks(const ScheduleIR &ir) {
         recomputed.insert(keyOf(op));
     std::vector<double> live(peaks.stages.size(), 0);
     std::set<std::vector<double>> moments;
-    bool rising = false; // stored more since the last moment taken
+    std::vector<double> last; // the moment taken last: steady states repeat it
+    bool rising = false;      // stored more since the last moment taken
     auto fall = [&](size_t i, double by) {
-      if (rising)
+      if (rising && live != last) {
         moments.insert(live);
+        last = live;
+      }
       rising = false;
       live[i] -= by;
     };
