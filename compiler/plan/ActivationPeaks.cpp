@@ -39,11 +39,12 @@ std::vector<RankActivationPeaks> activationPeaks(const ScheduleIR &ir) {
   for (size_t r = 0; r < ir.ranks.size(); ++r) {
     const std::vector<Op> &ops = ir.ranks[r].ops;
     RankActivationPeaks &peaks = result[r];
+    // A rank runs few stages: a linear search beats collecting one per op.
     for (const Op &op : ops)
-      if (op.stage >= 0 && activationDelta(op.kind) != 0)
+      if (op.stage >= 0 && activationDelta(op.kind) != 0 &&
+          std::find(peaks.stages.begin(), peaks.stages.end(), op.stage) == peaks.stages.end())
         peaks.stages.push_back(op.stage);
     std::sort(peaks.stages.begin(), peaks.stages.end());
-    peaks.stages.erase(std::unique(peaks.stages.begin(), peaks.stages.end()), peaks.stages.end());
     auto indexOf = [&](int32_t stage) {
       return size_t(std::lower_bound(peaks.stages.begin(), peaks.stages.end(), stage) - peaks.stages.begin());
     };
