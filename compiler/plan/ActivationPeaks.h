@@ -19,7 +19,9 @@ namespace pipec::plan {
 struct RankActivationPeaks {
   std::vector<int32_t> stages; // the stages the rank stores activations of, ascending
   // Each candidate peak: live micro-batches (of size 1) per entry of `stages`,
-  // taken where the rank's live count stops rising. Duplicates are removed.
+  // taken where the rank's live count stops rising; only those that no other
+  // moment dominates stage by stage are kept (with non-negative bytes a
+  // dominated one is never the peak).
   std::vector<std::vector<double>> moments;
 
   // The largest stored bytes over the moments, `stageBytes[s]` a micro-batch of
