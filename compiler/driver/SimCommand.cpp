@@ -469,7 +469,7 @@ int runSim(const std::vector<std::string> &files, const SimArgs &sim, const Comm
         continue;
       }
       std::shared_ptr<plan::CompiledSchedule> prepared =
-          plan::prepareCompiled(std::move(compilation));
+          plan::prepareCompiled(std::move(compilation), sim.model.given());
       if (!costInUnits(file, *prepared, units, run, status))
         continue;
       const ScheduleIR &ir = prepared->ir();

@@ -79,6 +79,7 @@ std::optional<ParallelLayout> compiledLayout(const PlanInputs &inputs, const Com
   placeStages(ir, parallel);
   for (const RankMemory &m : c.report().memory)
     parallel.peakActivations.push_back(double(m.peakActivations));
+  parallel.activationPeaks = c.activationPeaks;
   return parallel;
 }
 

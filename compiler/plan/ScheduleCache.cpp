@@ -54,12 +54,15 @@ std::shared_ptr<const CompiledSchedule> compile(const std::string &file, int64_t
 
 } // namespace
 
-std::shared_ptr<CompiledSchedule> prepareCompiled(std::unique_ptr<Compilation> compilation) {
+std::shared_ptr<CompiledSchedule> prepareCompiled(std::unique_ptr<Compilation> compilation,
+                                                  bool withActivationPeaks) {
   auto c = std::make_shared<CompiledSchedule>();
   c->compilation = std::move(compilation);
   c->compilation->releaseCheckContext();
   const ScheduleIR &ir = c->ir();
   c->plan = std::make_shared<const SimulationPlan>(buildSimulationPlan(ir, *c->report().comm));
+  if (withActivationPeaks)
+    c->activationPeaks = std::make_shared<const std::vector<RankActivationPeaks>>(activationPeaks(ir));
   c->loneOps.assign(ir.ranks.size(), {});
   for (size_t r = 0; r < ir.ranks.size(); ++r) {
     c->ops += ir.ranks[r].ops.size();

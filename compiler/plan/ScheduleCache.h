@@ -20,6 +20,7 @@
 
 #include "elab/Elaborator.h"
 #include "frontend/Compilation.h"
+#include "plan/ActivationPeaks.h"
 #include "sim/Simulator.h"
 #include "support/ResourceLimits.h"
 
@@ -49,6 +50,9 @@ struct CompiledSchedule {
     std::array<uint32_t, 4> count; // F, B, I, W
   };
   std::vector<std::vector<StageOps>> loneOps; // [rank] -> the stages it runs, ascending
+  // Per rank, the live micro-batches per stage where its activations can peak;
+  // null when prepared without them (costs then bound them by the peak count).
+  std::shared_ptr<const std::vector<RankActivationPeaks>> activationPeaks;
   const ScheduleIR &ir() const { return *compilation->ir(); }
   const CheckReport &report() const { return *compilation->report(); }
 };
@@ -56,7 +60,10 @@ struct CompiledSchedule {
 // A compilation that ran every phase (ir() and report() set), made ready to be
 // costed and simulated: its simulation plan and lone-op counts. `pipec sim`
 // prepares its own compilation this way, so it compiles once.
-std::shared_ptr<CompiledSchedule> prepareCompiled(std::unique_ptr<Compilation> compilation);
+// `withActivationPeaks`: also find each rank's activation peaks per stage, which
+// costing needs (`pipec sim` without --model does not).
+std::shared_ptr<CompiledSchedule> prepareCompiled(std::unique_ptr<Compilation> compilation,
+                                                  bool withActivationPeaks = true);
 
 // get()'s error when limits.deadline passed during the compilation (such a
 // result is not cached: a later plan with more time compiles it again).

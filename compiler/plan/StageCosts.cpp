@@ -73,6 +73,9 @@ bool checkLayout(const ModelConfig &config, const ModelLayers &model, const Clus
   if (!l.peakActivations.empty() && l.peakActivations.size() != size_t(l.pipelineRanks))
     return bad("has " + std::to_string(l.peakActivations.size()) + " peak activations for " +
                std::to_string(l.pipelineRanks) + " ranks");
+  if (l.activationPeaks && l.activationPeaks->size() != size_t(l.pipelineRanks))
+    return bad("has activation peaks for " + std::to_string(l.activationPeaks->size()) + " ranks, not " +
+               std::to_string(l.pipelineRanks));
   for (double peak : l.peakActivations)
     if (!std::isfinite(peak) || peak < 0)
       return bad("a peak activation count is negative or not finite");
@@ -265,6 +268,11 @@ std::optional<PlanCosts> computeCosts(const ModelConfig &config, const ModelLaye
   costs.rankParts.assign(size_t(P), {});
   std::vector<StepTail> tails(static_cast<size_t>(P));
   const size_t last = stages - 1;
+  // Each stage's stored bytes a micro-batch without the head's (counted once
+  // below), for weighing the schedule's in-flight chunks one by one.
+  std::vector<double> stageActivationBytes(stages);
+  for (size_t s = 0; s < stages; ++s)
+    stageActivationBytes[s] = costs.stages[s].activationBytes - work[s].headActivationBytes;
   for (int64_t r = 0; r < P; ++r) {
     MemoryBreakdown &m = costs.rankMemory[size_t(r)];
     double dense = 0, experts = 0, largestActivation = 0, largestLayerActivation = 0,
@@ -303,8 +311,12 @@ std::optional<PlanCosts> computeCosts(const ModelConfig &config, const ModelLaye
     m.params = sharded(paramBytes, 3);
     m.grads = sharded(gradBytes, 2);
     m.optimizer = sharded(optimizerBytes, 1);
-    double peak = l.peakActivations.empty() ? double(P) : l.peakActivations[size_t(r)];
-    m.activations = peak * largestActivation + headActivation;
+    if (l.activationPeaks) {
+      m.activations = (*l.activationPeaks)[size_t(r)].peakBytes(stageActivationBytes) + headActivation;
+    } else {
+      double peak = l.peakActivations.empty() ? double(P) : l.peakActivations[size_t(r)];
+      m.activations = peak * largestActivation + headActivation;
+    }
     // Two activations and two gradients in flight (a send and a receive each);
     // an MoE layer's dispatch and combine receive buffers; with full
     // recomputation, one layer's activations rebuilt for its backward; with

@@ -6,11 +6,13 @@
 
 #include "cost/CostOverride.h"
 #include "cost/SubOps.h"
+#include "plan/ActivationPeaks.h"
 #include "plan/Cluster.h"
 #include "plan/ModelConfig.h"
 #include "plan/Training.h"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -39,6 +41,10 @@ struct ParallelLayout {
   // Per rank, the schedule's peak live activations in micro-batches of one
   // chunk (the memory check's peak); empty: P, the 1F1B worst case.
   std::vector<double> peakActivations;
+  // Per rank, the schedule's candidate peaks as live micro-batches per stage
+  // (ActivationPeaks.h); when set, a rank's activations are the largest sum of
+  // its in-flight chunks' own bytes, not peakActivations x its largest chunk.
+  std::shared_ptr<const std::vector<RankActivationPeaks>> activationPeaks;
 };
 
 struct MemoryBreakdown {

@@ -6,11 +6,16 @@
 //   plan_validation runs.json EXAMPLES_DIR [--max-row F] [--max-dense-mean F]
 //                   [--max-moe-mean F] [--markdown] [--verbose] [--require-fit]
 //
+// --verbose adds where the busiest stage's time goes, the memory per GPU by
+// term, and the activations of the rank that needs most (chunks in flight at
+// its peak, the layers they hold, one layer's bytes).
+//
 // A configuration that does not fit is reported on its row and counted in the
 // summary; with --require-fit it fails the run.
 #include "plan/EpOverlap.h"
 #include "plan/Planner.h"
 #include "plan/ScheduleCache.h"
+#include "plan/StageLayout.h"
 
 #include "plan/JsonFields.h"
 
@@ -19,6 +24,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -65,6 +71,44 @@ double measuredStep(const llvm::json::Object &measured, const PlanInputs &in, do
     return tokens * perToken / (*x * in.cluster.peakFlops * gpus);
   }
   return 0;
+}
+
+// --verbose: the activations of the rank that needs most, as the schedule's
+// peak holds them: chunk micro-batches in flight, the transformer layers in
+// them, and the largest layer's stored bytes a micro-batch as costed.
+void printPeakActivations(const PlanInputs &in, const Candidate &c, const CompiledSchedule &compiled) {
+  size_t rank = 0;
+  for (size_t r = 0; r < c.costs.rankMemory.size(); ++r)
+    if (c.costs.rankMemory[r].total > c.costs.rankMemory[rank].total)
+      rank = r;
+  std::string error;
+  std::optional<std::vector<std::pair<size_t, size_t>>> ranges =
+      stageLayerRanges(in.model, compiled.ir().numStages, c.training, error);
+  if (!ranges || !compiled.activationPeaks || rank >= compiled.activationPeaks->size())
+    return;
+  const RankActivationPeaks &peaks = (*compiled.activationPeaks)[rank];
+  std::vector<double> bytes;
+  for (const StageCost &stage : c.costs.stages)
+    bytes.push_back(stage.activationBytes);
+  double best = -1, chunks = 0, layers = 0;
+  for (const std::vector<double> &moment : peaks.moments) {
+    double sum = 0, count = 0, held = 0;
+    for (size_t i = 0; i < peaks.stages.size(); ++i) {
+      size_t s = size_t(peaks.stages[i]);
+      sum += moment[i] * bytes[s];
+      count += moment[i];
+      for (size_t l = (*ranges)[s].first; l < (*ranges)[s].second; ++l)
+        held += moment[i] * (in.model.layers[l].kind == LayerKind::Dense || in.model.layers[l].kind == LayerKind::Moe);
+    }
+    if (sum > best)
+      best = sum, chunks = count, layers = held;
+  }
+  double layer = 0;
+  for (const LayerSpec &spec : in.model.layers)
+    layer = std::max(layer, layerActivationBytes(in.config, spec.kind, c.training));
+  llvm::outs() << llvm::formatv("    activations on rank {0}: {1:F0} chunk micro-batches in flight, {2:F0} layer "
+                                "micro-batches, the largest layer {3:F3} GB a micro-batch\n",
+                                rank, chunks, layers, layer / 1e9);
 }
 
 } // namespace
@@ -218,6 +262,7 @@ int main(int argc, char **argv) {
                                     "buffers {4:F1} runtime {5:F1}\n",
                                     m.params / 1e9, m.grads / 1e9, m.optimizer / 1e9, m.activations / 1e9,
                                     m.buffers / 1e9, m.runtime / 1e9);
+      printPeakActivations(in, *c, *compiled);
     }
     if (!c->fits) {
       ++notFitting;
