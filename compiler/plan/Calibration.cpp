@@ -42,6 +42,12 @@ std::pair<double, double> stepsAndShare(MeasuredKind kind, int64_t ranks) {
   }
 }
 
+// The bytes one link carries: the collective's bus share of the buffer, over
+// the NICs of the members in a node when the group spans nodes.
+double linkBytes(const Measurement &m, double share) {
+  return share * m.bytes / double(m.interNode ? std::max<int64_t>(1, m.membersPerNode) : 1);
+}
+
 // Least squares of t = steps x latency + busBytes / bandwidth over the
 // samples, latency and 1/bandwidth >= 0; one sample (or sizes that cannot be
 // told apart) keeps `latency` and fits the bandwidth alone.
@@ -51,7 +57,7 @@ std::optional<LinkFit> fitLink(const std::vector<const Measurement *> &samples, 
   double sxx = 0, sxy = 0, syy = 0, sxt = 0, syt = 0;
   for (const Measurement *m : samples) {
     auto [steps, share] = stepsAndShare(m->kind, m->ranks);
-    double x = steps, y = share * m->bytes, t = m->seconds;
+    double x = steps, y = linkBytes(*m, share), t = m->seconds;
     sxx += x * x, sxy += x * y, syy += y * y, sxt += x * t, syt += y * t;
   }
   LinkFit fit;
@@ -72,7 +78,7 @@ std::optional<LinkFit> fitLink(const std::vector<const Measurement *> &samples, 
     double bytes = 0, time = 0;
     for (const Measurement *m : samples) {
       auto [steps, share] = stepsAndShare(m->kind, m->ranks);
-      bytes += share * m->bytes;
+      bytes += linkBytes(*m, share);
       time += std::max(0.0, m->seconds - steps * latency);
     }
     if (bytes <= 0 || time <= 0)
@@ -84,7 +90,7 @@ std::optional<LinkFit> fitLink(const std::vector<const Measurement *> &samples, 
   double error = 0;
   for (const Measurement *m : samples) {
     auto [steps, share] = stepsAndShare(m->kind, m->ranks);
-    double predicted = steps * fit.latency + share * m->bytes * inverse;
+    double predicted = steps * fit.latency + linkBytes(*m, share) * inverse;
     error += std::fabs(predicted - m->seconds) / m->seconds;
   }
   fit.meanError = error / double(samples.size());
@@ -262,6 +268,7 @@ std::optional<std::vector<Measurement>> readSweepResults(llvm::StringRef text,
       m.bytes = f.number("bytes", 0, 1e15, std::nullopt, true);
       m.ranks = f.integer("ranks", 2, 1 << 24);
       m.interNode = f.boolean("inter_node", false);
+      m.membersPerNode = f.integer("members_per_node", 1, 1 << 24, 1);
     } else {
       m.flops = f.number("flops", 0, 1e21, std::nullopt, true);
       m.m = f.number("m", 0, 1e9, 0.0);

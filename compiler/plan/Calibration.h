@@ -39,6 +39,10 @@ struct Measurement {
   double bytes = 0;     // collective: the buffer (NCCL tests' "size")
   int64_t ranks = 0;    // collective: group size
   bool interNode = false; // collective: the group spans nodes
+  // Collective across nodes: the group's members in one node. Their NICs share
+  // the crossing (StageCosts.cpp, groupBusBandwidth), so the fit divides the
+  // bus bytes by it to find one NIC's rate.
+  int64_t membersPerNode = 1;
   double seconds = 0;   // measured device time
 };
 
@@ -88,7 +92,8 @@ std::string clusterJson(const Cluster &cluster);
 
 // The GPU sweep's results: {"measurements": [{"kind": "matmul", "flops": ...,
 // "seconds": ...}, {"kind": "all_reduce", "bytes": ..., "ranks": 8,
-// "inter_node": false, "seconds": ...}, ...]}.
+// "inter_node": false, "seconds": ...}, ...]}; an inter-node collective may
+// give "members_per_node" (default 1).
 std::optional<std::vector<Measurement>> readSweepResults(llvm::StringRef text,
                                                          llvm::StringRef name, std::string &error);
 

@@ -2,8 +2,10 @@
 
 #include "plan/JsonFields.h"
 
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/JSON.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -34,6 +36,46 @@ std::vector<std::string> concreteInputs(const llvm::json::Object *args) {
     for (const llvm::json::Value &v : *list)
       values.push_back(v.getAsString() ? v.getAsString()->str() : "");
   return values;
+}
+
+// A collective group's global ranks: "Process Group Ranks" ("[0, 8, 16]",
+// cut short past 30 ranks with "..."), else "Global rank start" and "Global
+// rank stride" for `size` ranks; empty when the trace says neither.
+std::vector<int64_t> groupRanks(const llvm::json::Object &args, int64_t size) {
+  std::vector<int64_t> ranks;
+  if (auto text = args.getString("Process Group Ranks")) {
+    llvm::SmallVector<llvm::StringRef, 32> items;
+    text->trim().trim("[]").split(items, ',', -1, false);
+    for (llvm::StringRef item : items) {
+      int64_t rank = 0;
+      if (item.trim().getAsInteger(10, rank) || rank < 0) {
+        ranks.clear(); // "..." or anything else: not the whole list
+        break;
+      }
+      ranks.push_back(rank);
+    }
+    if (int64_t(ranks.size()) == size)
+      return ranks;
+    ranks.clear();
+  }
+  auto start = args.getInteger("Global rank start");
+  auto stride = args.getInteger("Global rank stride");
+  if (start && stride && *start >= 0 && *stride >= 1 && size <= (int64_t(1) << 24))
+    for (int64_t i = 0; i < size; ++i)
+      ranks.push_back(*start + i * *stride);
+  return ranks;
+}
+
+// Whether a group's ranks span nodes of `gpusPerNode` (global ranks numbered
+// node by node, as launchers do), and the most of them in one node.
+void placeGroup(Measurement &m, const std::vector<int64_t> &ranks, int64_t gpusPerNode) {
+  std::map<int64_t, int64_t> perNode;
+  for (int64_t rank : ranks)
+    ++perNode[rank / gpusPerNode];
+  m.interNode = perNode.size() > 1;
+  m.membersPerNode = 1;
+  for (const auto &[node, count] : perNode)
+    m.membersPerNode = std::max(m.membersPerNode, count);
 }
 
 double product(const std::vector<double> &shape, size_t first, size_t last) {
@@ -218,7 +260,12 @@ std::optional<KinetoSummary> readKinetoTrace(llvm::StringRef json, llvm::StringR
       m.name = collectiveName->str();
       m.bytes = std::max(in.getValueOr(0), out.getValueOr(0)) * dtypeBytes(dtype.getValueOr("BFloat16"));
       m.ranks = *group;
+      // Without the group's ranks, a group larger than a node spans nodes with
+      // one member in each, as far as the trace tells.
       m.interNode = gpusPerNode > 0 && *group > gpusPerNode;
+      std::vector<int64_t> ranks = groupRanks(*op.args, *group);
+      if (gpusPerNode > 0 && !ranks.empty())
+        placeGroup(m, ranks, gpusPerNode);
     }
     if (!isCollective(m.kind) && !(m.flops > 0)) {
       ++summary.skipped; // no shapes recorded (record_shapes=False)

@@ -148,6 +148,21 @@ StageWork stageWork(const ModelConfig &config, const ModelLayers &model, const T
   return w;
 }
 
+// The bus bandwidth of a gradient collective over a group that spans nodes
+// with `membersPerNode` of its members in each. A ring enters and leaves a
+// node once per channel, and NCCL lays its channels over the NICs of the
+// members there (one per GPU on the clusters modelled), so the crossing runs
+// at that many NICs' rate, never faster than NVLink. Measured with
+// NCCL_ALGO=Ring, 1.6 GB over 8 GPUs took 363, 173 and 132 ms as 1, 2 and 4
+// per node (NVIDIA/nccl#569), and NCCL's author gives "~12 GB/s with each NIC,
+// then ~24 when using 2 NICs" (NVIDIA/nccl#307). Within one node: NVLink.
+double groupBusBandwidth(const Cluster &cluster, bool inNode, int64_t membersPerNode) {
+  if (inNode)
+    return cluster.busBandwidth(true);
+  double nics = double(std::max<int64_t>(1, membersPerNode));
+  return std::min(cluster.busBandwidth(true), nics * cluster.busBandwidth(false));
+}
+
 } // namespace
 
 std::optional<PlanCosts> computeCosts(const ModelConfig &config, const ModelLayers &model,
@@ -166,6 +181,13 @@ std::optional<PlanCosts> computeCosts(const ModelConfig &config, const ModelLaye
   // fastest, so the group lies in one node when dp x t x cp GPUs do.
   const int64_t reduceGroup = l.dataParallel * training.contextParallel;
   const bool dataGroupInNode = double(l.dataParallel) * double(mp) <= double(cluster.gpusPerNode);
+  // Members of the group in one node: a node holds gpus_per_node / t of the
+  // dp x cp positions, and the expert group (dp x cp / ep) one in ep of them.
+  const int64_t positionsPerNode = std::max<int64_t>(1, cluster.gpusPerNode / training.tensorParallel);
+  const int64_t denseMembersPerNode = std::min(reduceGroup, positionsPerNode);
+  const int64_t expertMembersPerNode =
+      std::min(std::max<int64_t>(1, reduceGroup / l.expertParallel),
+               std::max<int64_t>(1, positionsPerNode / l.expertParallel));
 
   // One layer of each kind, timed once.
   LayerTime kinds[4];
@@ -334,11 +356,12 @@ std::optional<PlanCosts> computeCosts(const ModelConfig &config, const ModelLaye
     // Gradient reduction over the data-parallel (x context-parallel) replicas
     // (experts over dp x cp / ep).
     StepTail &tail = tails[size_t(r)];
-    double bw = cluster.busBandwidth(dataGroupInNode), lat = cluster.latency(dataGroupInNode);
+    double lat = cluster.latency(dataGroupInNode);
     double reduceSeconds = 0, gatherSeconds = 0;
-    auto reduce = [&](double params, int64_t replicas) {
+    auto reduce = [&](double params, int64_t replicas, int64_t membersPerNode) {
       if (params == 0 || replicas <= 1)
         return;
+      double bw = groupBusBandwidth(cluster, dataGroupInNode, membersPerNode);
       double grads = params * gradBytes;
       if (zero == 0) {
         reduceSeconds += ringAllReduceSeconds(grads, replicas, bw, lat);
@@ -349,8 +372,8 @@ std::optional<PlanCosts> computeCosts(const ModelConfig &config, const ModelLaye
       reduceSeconds += reduceScatterSeconds(grads, replicas, bw, lat);
       gatherSeconds += (zero >= 3 ? 2 : 1) * reduceScatterSeconds(params * paramBytes, replicas, bw, lat);
     };
-    reduce(dense, reduceGroup);
-    reduce(experts, reduceGroup / ep);
+    reduce(dense, reduceGroup, denseMembersPerNode);
+    reduce(experts, reduceGroup / ep, expertMembersPerNode);
     tail.dataParallelUnhiddenSeconds = reduceSeconds + gatherSeconds;
     // Overlapped: the reduction runs behind this rank's last backward (one
     // micro-batch of each chunk), the gather behind its first forward.

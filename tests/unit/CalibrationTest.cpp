@@ -67,6 +67,71 @@ TEST_CASE("collective fits recover the link's bandwidth and latency", "[calibrat
   CHECK(one->intraNode->bandwidth == Approx(100e9).epsilon(1e-9));
 }
 
+TEST_CASE("an inter-node collective with several members a node calibrates one NIC", "[calibrate]") {
+  // 32 GPUs, 8 a node: the ring crosses each node on 8 NICs of 25 GB/s, so the
+  // collective runs at 200 GB/s; the cluster file's inter_node_bandwidth is one NIC's.
+  std::vector<Measurement> ms;
+  for (double bytes : {1 << 24, 1 << 28, 1 << 30}) {
+    ms.push_back(collective(MeasuredKind::AllReduce, bytes, 32, 8 * 25e9, 20e-6, true));
+    ms.back().membersPerNode = 8;
+  }
+  std::string error;
+  auto c = calibrate(ms, h100(), error);
+  INFO(error);
+  REQUIRE(c);
+  REQUIRE(c->interNode);
+  CHECK(c->interNode->bandwidth == Approx(25e9).epsilon(1e-6));
+  CHECK(c->interNode->latency == Approx(20e-6).epsilon(1e-6));
+  // The sweep's file says so with "members_per_node".
+  auto read = readSweepResults(R"({"measurements": [{"kind": "all_reduce", "bytes": 1e9, "ranks": 16,
+    "inter_node": true, "members_per_node": 4, "seconds": 0.1}]})",
+                               "sweep.json", error);
+  REQUIRE(read);
+  CHECK((*read)[0].membersPerNode == 4);
+  CHECK_FALSE(readSweepResults(R"({"measurements": [{"kind": "all_reduce", "bytes": 1e9, "ranks": 16,
+    "inter_node": true, "members_per_node": 0, "seconds": 0.1}]})",
+                               "sweep.json", error));
+  CHECK(error.find("members_per_node") != std::string::npos);
+}
+
+TEST_CASE("a Kineto collective is placed on nodes by its group's ranks", "[calibrate]") {
+  auto place = [](const std::string &args) {
+    std::string json = R"j({"traceEvents": [
+      {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "ts": 0, "dur": 5,
+       "args": {"External id": 1, "Collective name": "allreduce", "In msg nelems": 1024,
+                "Out msg nelems": 1024, "dtype": "BFloat16", )j" +
+                       args + R"j(}},
+      {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce", "ts": 10, "dur": 100, "args": {"External id": 1}}
+    ]})j";
+    std::string error;
+    auto summary = readKinetoTrace(json, "trace.json", 8, error);
+    INFO(error);
+    REQUIRE(summary);
+    REQUIRE(summary->measurements.size() == 1);
+    return summary->measurements[0];
+  };
+  // Listed ranks: 16 GPUs of two nodes, 8 in each.
+  Measurement all = place(R"("Group size": 16, "Process Group Ranks": "[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]")");
+  CHECK(all.interNode);
+  CHECK(all.membersPerNode == 8);
+  // Two ranks on two nodes: across nodes although the group is small.
+  Measurement pair = place(R"("Group size": 2, "Process Group Ranks": "[3, 11]")");
+  CHECK(pair.interNode);
+  CHECK(pair.membersPerNode == 1);
+  // Within one node.
+  Measurement local = place(R"("Group size": 4, "Process Group Ranks": "[8, 9, 10, 11]")");
+  CHECK_FALSE(local.interNode);
+  // A list cut short falls back to start and stride: 64 ranks 4 apart, 2 a node.
+  Measurement strided = place(
+      R"("Group size": 64, "Process Group Ranks": "[0, 4, ..., 252]", "Global rank start": 0, "Global rank stride": 4)");
+  CHECK(strided.interNode);
+  CHECK(strided.membersPerNode == 2);
+  // Neither: a group larger than a node spans nodes, one member in each.
+  Measurement unknown = place(R"("Group size": 32)");
+  CHECK(unknown.interNode);
+  CHECK(unknown.membersPerNode == 1);
+}
+
 TEST_CASE("compute efficiency is FLOP-weighted and must stay under the peak", "[calibrate]") {
   Cluster c = h100();
   std::vector<Measurement> ms(2);

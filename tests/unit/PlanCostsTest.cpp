@@ -379,6 +379,35 @@ TEST_CASE("Memory per GPU: parameters, gradients and optimizer state by ZeRO sta
         costsOf(config, tr, layout({{0, 3}, {3, 6}}, 2)).rankMemory[1].params + 2 * rank0);
 }
 
+TEST_CASE("A gradient all-reduce across nodes crosses at the NICs of its members in a node", "[plan]") {
+  // Two nodes of 8, NICs of 10 GB/s, NVLink 100 GB/s. One stage, 16 GPUs:
+  // with t = 1 the 16 replicas sit 8 to a node and cross on 8 NICs (80 GB/s);
+  // with t = 4, 4 replicas 2 to a node (20 GB/s); on nodes of 2 with t = 2,
+  // one to a node (one NIC); NVLink bounds it when the members' NICs
+  // together outrun it.
+  ModelConfig config = llama();
+  ModelLayers model = buildLayers(config);
+  double params = 0;
+  for (const LayerSpec &layer : model.layers)
+    params += layer.storedParams;
+  auto unhidden = [&](int64_t t, int64_t dp, const Cluster &c) {
+    Training tr = training(t);
+    tr.overlapGradReduce = false;
+    return costsOf(config, tr, layout({{0, model.layers.size()}}, dp), c).tail.dataParallelUnhiddenSeconds;
+  };
+  auto ring = [&](int64_t t, double n, double bandwidth) {
+    return 2 * (n - 1) * 1e-5 + 2 * (n - 1) / n * 2 * params / double(t) / bandwidth;
+  };
+  CHECK(unhidden(1, 16, cluster()) == Approx(ring(1, 16, 80e9)));
+  CHECK(unhidden(4, 4, cluster()) == Approx(ring(4, 4, 20e9)));
+  Cluster pairs = cluster();
+  pairs.gpusPerNode = 2;
+  CHECK(unhidden(2, 8, pairs) == Approx(ring(2, 8, 10e9)));
+  Cluster fastNics = cluster();
+  fastNics.interNodeBandwidth = 50e9; // 8 x 50 GB/s would outrun NVLink
+  CHECK(unhidden(1, 16, fastNics) == Approx(ring(1, 16, 100e9)));
+}
+
 TEST_CASE("The step tail: data-parallel all-reduce and the copies' all-reduce", "[plan]") {
   ModelConfig config = llama();
   ModelLayers model = buildLayers(config);
