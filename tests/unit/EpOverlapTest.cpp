@@ -6,6 +6,8 @@
 #include "plan/Planner.h"
 #include "plan/ScheduleCache.h"
 
+#include "TestSupport.h"
+
 #include <catch2/catch.hpp>
 
 using namespace pipec::plan;
@@ -15,15 +17,7 @@ namespace {
 const std::string kExamples = PIPEC_EXAMPLES_DIR;
 
 PlanInputs inputsFor(const char *model, int64_t gpus) {
-  std::string error;
-  PlanInputs inputs;
-  auto config = readModelConfig(std::string(PIPEC_PLAN_INPUTS_DIR "/hf/") + model, error);
-  INFO(error);
-  REQUIRE(config);
-  inputs.config = *config;
-  inputs.model = buildLayers(inputs.config);
-  inputs.cluster = *clusterPreset("h100");
-  inputs.cluster.gpus = gpus;
+  PlanInputs inputs = test::h100Inputs(model, gpus);
   inputs.training.globalBatch = 64;
   inputs.training.sequenceLength = 4096;
   return inputs;

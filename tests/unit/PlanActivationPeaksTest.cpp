@@ -105,16 +105,7 @@ TEST_CASE("Memory per GPU weighs each in-flight chunk by its own stage's activat
   tr.globalBatch = 8;
   tr.sequenceLength = 16;
   tr.microBatch = 2;
-  Cluster cluster;
-  cluster.name = "test";
-  cluster.gpus = 2;
-  cluster.gpusPerNode = 8;
-  cluster.memoryBytes = 80e9;
-  cluster.peakFlops = 1e12;
-  cluster.matmulEfficiency = 0.5;
-  cluster.hbmBandwidth = 1e12;
-  cluster.intraNodeBandwidth = 100e9;
-  cluster.interNodeBandwidth = 10e9;
+  Cluster cluster = test::roundCluster(2);
   ParallelLayout l;
   l.pipelineRanks = 2;
   l.chunksPerRank = 2;

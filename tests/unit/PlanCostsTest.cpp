@@ -40,24 +40,8 @@ ModelConfig mixtral() {
     "num_local_experts": 4, "num_experts_per_tok": 2})");
 }
 
-// Two nodes of 8; matmuls at 5e11 FLOP/s (no shape losses: no SM count);
-// round link figures; collectives at the full link rate.
-Cluster cluster() {
-  Cluster c;
-  c.name = "test";
-  c.gpus = 16;
-  c.gpusPerNode = 8;
-  c.memoryBytes = 80e9;
-  c.peakFlops = 1e12;
-  c.matmulEfficiency = 0.5;
-  c.hbmBandwidth = 1e12;
-  c.busEfficiency = 1;
-  c.intraNodeBandwidth = 100e9;
-  c.interNodeBandwidth = 10e9;
-  c.intraNodeLatency = 1e-6;
-  c.interNodeLatency = 1e-5;
-  return c;
-}
+// Two nodes of 8 (TestSupport.h).
+Cluster cluster() { return test::roundCluster(16); }
 
 Training training(int64_t t = 1) {
   Training tr;

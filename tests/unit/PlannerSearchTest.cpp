@@ -4,6 +4,8 @@
 #include "plan/Planner.h"
 #include "plan/ScheduleCache.h"
 
+#include "TestSupport.h"
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -21,15 +23,7 @@ std::vector<int64_t> depths(const std::vector<ParallelSizes> &layouts) {
 }
 
 PlanInputs llamaOn(int64_t gpus, double memoryBytes) {
-  std::string error;
-  PlanInputs inputs;
-  auto config = readModelConfig(PIPEC_PLAN_INPUTS_DIR "/hf/llama-2-7b.json", error);
-  INFO(error);
-  REQUIRE(config);
-  inputs.config = *config;
-  inputs.model = buildLayers(inputs.config);
-  inputs.cluster = *clusterPreset("h100");
-  inputs.cluster.gpus = gpus;
+  PlanInputs inputs = test::h100Inputs("llama-2-7b.json", gpus);
   inputs.cluster.memoryBytes = memoryBytes;
   inputs.training.globalBatch = 32;
   inputs.training.sequenceLength = 1024;

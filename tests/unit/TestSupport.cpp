@@ -38,6 +38,37 @@ plan::ModelConfig parseModelText(const std::string &json) {
   return *config;
 }
 
+plan::Cluster roundCluster(int64_t gpus) {
+  plan::Cluster c;
+  c.name = "test";
+  c.gpus = gpus;
+  c.gpusPerNode = 8;
+  c.memoryBytes = 80e9;
+  c.peakFlops = 1e12;
+  c.matmulEfficiency = 0.5;
+  c.hbmBandwidth = 1e12;
+  c.busEfficiency = 1;
+  c.intraNodeBandwidth = 100e9;
+  c.interNodeBandwidth = 10e9;
+  c.intraNodeLatency = 1e-6;
+  c.interNodeLatency = 1e-5;
+  return c;
+}
+
+plan::PlanInputs h100Inputs(const std::string &hfFile, int64_t gpus) {
+  std::string error;
+  plan::PlanInputs inputs;
+  std::optional<plan::ModelConfig> config =
+      plan::readModelConfig(std::string(PIPEC_PLAN_INPUTS_DIR "/hf/") + hfFile, error);
+  INFO(error);
+  REQUIRE(config);
+  inputs.config = *config;
+  inputs.model = plan::buildLayers(inputs.config);
+  inputs.cluster = *plan::clusterPreset("h100");
+  inputs.cluster.gpus = gpus;
+  return inputs;
+}
+
 Compiled::Compiled(std::unique_ptr<Compilation> compilation)
     : compilation(std::move(compilation)), sources(this->compilation->sources()),
       diags(this->compilation->diags()) {}

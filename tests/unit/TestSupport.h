@@ -6,7 +6,9 @@
 #include "diag/Diagnostics.h"
 #include "frontend/Compilation.h"
 #include "elab/Elaborator.h"
+#include "plan/Cluster.h"
 #include "plan/ModelConfig.h"
+#include "plan/Planner.h"
 #include "syntax/AST.h"
 
 #include "llvm/Support/SourceMgr.h"
@@ -46,6 +48,15 @@ CheckedExample checkExample(const std::string &name, int P, int M);
 
 // A Hugging Face config from its JSON text (REQUIREd to parse).
 plan::ModelConfig parseModelText(const std::string &json);
+
+// A cluster of round figures for hand-computed costs: nodes of 8, matmuls at
+// 5e11 FLOP/s (no shape losses: no SM count), NVLink 100 GB/s, NICs 10 GB/s,
+// collectives at the full link rate, latencies 1 us and 10 us.
+plan::Cluster roundCluster(int64_t gpus);
+
+// The planner's inputs for tests/unit/Inputs/hf/FILE on `gpus` H100s (global
+// batch and sequence length left to the test).
+plan::PlanInputs h100Inputs(const std::string &hfFile, int64_t gpus);
 
 // Wraps a rank-program body in a 1F1B-shaped schedule header (P ranks, M micro-batches).
 std::string withBody(const std::string &body, int P = 2, int M = 4);
