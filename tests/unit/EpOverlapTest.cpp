@@ -17,7 +17,7 @@ namespace {
 const std::string kExamples = PIPEC_EXAMPLES_DIR;
 
 PlanInputs inputsFor(const char *model, int64_t gpus) {
-  PlanInputs inputs = test::h100Inputs(model, gpus);
+  PlanInputs inputs = pipec::test::h100Inputs(model, gpus);
   inputs.training.globalBatch = 64;
   inputs.training.sequenceLength = 4096;
   return inputs;

@@ -23,7 +23,7 @@ std::vector<int64_t> depths(const std::vector<ParallelSizes> &layouts) {
 }
 
 PlanInputs llamaOn(int64_t gpus, double memoryBytes) {
-  PlanInputs inputs = test::h100Inputs("llama-2-7b.json", gpus);
+  PlanInputs inputs = pipec::test::h100Inputs("llama-2-7b.json", gpus);
   inputs.cluster.memoryBytes = memoryBytes;
   inputs.training.globalBatch = 32;
   inputs.training.sequenceLength = 1024;
