@@ -169,6 +169,11 @@ int runCalibrate(const CalibrateArgs &args, const ModelArgs &modelArgs) {
       return fail("--kineto: " + error, kExitErrors);
     out << fmt::format("{}: {} kernels, {} operators timed, {} without kernels or shapes\n", path,
                        summary->kernels, summary->measurements.size(), summary->skipped);
+    if (summary->unplaced > 0)
+      out << fmt::format("{}: {} collectives across nodes without their group's ranks (no 'Process "
+                         "Group Ranks', rank start or stride): counted one member a node, so a "
+                         "group with several a node gives a NIC rate too high by that many\n",
+                         path, summary->unplaced);
     measurements.insert(measurements.end(), summary->measurements.begin(),
                         summary->measurements.end());
   }

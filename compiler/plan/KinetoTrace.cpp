@@ -266,6 +266,8 @@ std::optional<KinetoSummary> readKinetoTrace(llvm::StringRef json, llvm::StringR
       std::vector<int64_t> ranks = groupRanks(*op.args, *group);
       if (gpusPerNode > 0 && !ranks.empty())
         placeGroup(m, ranks, gpusPerNode);
+      else if (m.interNode)
+        ++summary.unplaced;
     }
     if (!isCollective(m.kind) && !(m.flops > 0)) {
       ++summary.skipped; // no shapes recorded (record_shapes=False)

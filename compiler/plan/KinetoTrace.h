@@ -25,6 +25,9 @@ struct KinetoSummary {
   std::vector<Measurement> measurements;
   size_t kernels = 0;        // GPU kernel events read
   size_t skipped = 0;        // recognised operators without kernels or shapes
+  // Collectives across nodes whose group ranks the trace does not give (no
+  // "Process Group Ranks", rank start or stride): counted one member a node.
+  size_t unplaced = 0;
 };
 
 std::optional<KinetoSummary> readKinetoTrace(llvm::StringRef json, llvm::StringRef name,
