@@ -60,7 +60,11 @@ std::vector<int64_t> groupRanks(const llvm::json::Object &args, int64_t size) {
   }
   auto start = args.getInteger("Global rank start");
   auto stride = args.getInteger("Global rank stride");
-  if (start && stride && *start >= 0 && *stride >= 1 && size <= (int64_t(1) << 24))
+  // Bounded so that start + i x stride cannot overflow (a real trace's ranks
+  // are far below these).
+  const int64_t limit = int64_t(1) << 31;
+  if (start && stride && *start >= 0 && *start < limit && *stride >= 1 && *stride < limit &&
+      size <= (int64_t(1) << 24))
     for (int64_t i = 0; i < size; ++i)
       ranks.push_back(*start + i * *stride);
   return ranks;

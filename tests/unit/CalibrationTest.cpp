@@ -126,6 +126,10 @@ TEST_CASE("a Kineto collective is placed on nodes by its group's ranks", "[calib
       R"("Group size": 64, "Process Group Ranks": "[0, 4, ..., 252]", "Global rank start": 0, "Global rank stride": 4)");
   CHECK(strided.interNode);
   CHECK(strided.membersPerNode == 2);
+  // Absurd starts and strides are not used (no overflow): the fallback below.
+  Measurement absurd = place(
+      R"("Group size": 64, "Global rank start": 9223372036854775000, "Global rank stride": 4611686018427387904)");
+  CHECK(absurd.membersPerNode == 1);
   // Neither: a group larger than a node spans nodes, one member in each.
   Measurement unknown = place(R"("Group size": 32)");
   CHECK(unknown.interNode);
