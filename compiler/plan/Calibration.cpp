@@ -218,6 +218,7 @@ std::string clusterJson(const Cluster &c) {
   o["attention_backward_efficiency"] = c.attentionBackwardEfficiency;
   o["memory_efficiency"] = c.memoryEfficiency;
   o["bus_efficiency"] = c.busEfficiency;
+  o["dispatch_network_efficiency"] = c.dispatchNetworkEfficiency;
   o["intra_node_bandwidth"] = c.intraNodeBandwidth;
   o["inter_node_bandwidth"] = c.interNodeBandwidth;
   o["intra_node_latency"] = c.intraNodeLatency;

@@ -80,7 +80,8 @@ bool validateCluster(const Cluster &c, std::string &error) {
                               {"attention_forward_efficiency", c.attentionForwardEfficiency},
                               {"attention_backward_efficiency", c.attentionBackwardEfficiency},
                               {"memory_efficiency", c.memoryEfficiency},
-                              {"bus_efficiency", c.busEfficiency}})
+                              {"bus_efficiency", c.busEfficiency},
+                              {"dispatch_network_efficiency", c.dispatchNetworkEfficiency}})
     if (!positive(value, 1))
       return bad(field, "must be above 0 and at most 1");
   if (!std::isfinite(c.cudaContextBytes) || c.cudaContextBytes < 0 || c.cudaContextBytes > kMaxMemory)
@@ -142,6 +143,8 @@ std::optional<Cluster> parseCluster(llvm::StringRef text, llvm::StringRef name, 
       f.number("attention_backward_efficiency", 0, 1, c.attentionBackwardEfficiency, true);
   c.memoryEfficiency = f.number("memory_efficiency", 0, 1, c.memoryEfficiency, true);
   c.busEfficiency = f.number("bus_efficiency", 0, 1, c.busEfficiency, true);
+  c.dispatchNetworkEfficiency =
+      f.number("dispatch_network_efficiency", 0, 1, c.dispatchNetworkEfficiency, true);
   c.cudaContextBytes = f.number("cuda_context_bytes", 0, kMaxMemory, c.cudaContextBytes);
   c.ncclBufferBytes = f.number("nccl_buffer_bytes", 0, kMaxMemory, c.ncclBufferBytes);
   c.fragmentation = f.number("fragmentation", 0, 0.99, c.fragmentation);
@@ -156,7 +159,8 @@ std::optional<Cluster> parseCluster(llvm::StringRef text, llvm::StringRef name, 
                                    "peak_flops_fp8", "hbm_bandwidth", "sm_count", "comm_sm_count", "matmul_efficiency", "matmul_efficiency_fp8",
                                    "fp8_gemm_k_overhead",
                                    "attention_forward_efficiency", "attention_backward_efficiency",
-                                   "memory_efficiency", "bus_efficiency", "intra_node_bandwidth",
+                                   "memory_efficiency", "bus_efficiency", "dispatch_network_efficiency",
+                                   "intra_node_bandwidth",
                                    "inter_node_bandwidth", "intra_node_latency", "inter_node_latency",
                                    "cuda_context_bytes", "nccl_buffer_bytes", "fragmentation",
                                    "topology" /* read by ClusterTopology.cpp */};

@@ -17,6 +17,7 @@
 //     "intra_node_bandwidth": 450e9,     // bytes/s per GPU, one direction
 //     "inter_node_bandwidth": 50e9,
 //     "bus_efficiency": 0.8,             // collectives' achieved bus bandwidth / link
+//     "dispatch_network_efficiency": 0.89, // a deduplicated EP dispatch's network share / link
 //     "intra_node_latency": 5e-6,        // seconds per message
 //     "inter_node_latency": 10e-6,
 //     "cuda_context_bytes": 0.6e9, "nccl_buffer_bytes": 268435456,  // per communicator
@@ -68,6 +69,14 @@ struct Cluster {
   // Achieved bus bandwidth of NCCL collectives over the link rate at large
   // messages: nccl-tests on DGX A100 and H100 report about 80%.
   double busEfficiency = 0.8;
+  // The share of the network link that a deduplicated expert-parallel dispatch
+  // and combine (DeepEP's normal kernels, which send a token once per node and
+  // forward it over NVLink) achieve across nodes. DeepEP's first published
+  // table (deepseek-ai/DeepEP README at ebfe47e, H800 with CX7 400 Gb/s, "~50
+  // GB/s maximum", DeepSeek-V3's pretraining setting) measures 43, 44 and 46
+  // GB/s dispatch and 43, 47 and 45 GB/s combine at EP 16, 32 and 64: 44.7 GB/s
+  // on average, 0.89 of 50. The plain all-to-all keeps bus_efficiency.
+  double dispatchNetworkEfficiency = 0.89;
   double intraNodeLatency = 0;     // seconds
   double interNodeLatency = 0;
   // Memory outside the framework's tensors: the CUDA context (with lazy

@@ -92,17 +92,19 @@ double allToAllSeconds(const Cluster &c, const ExpertPlacement &p, double tokens
   offGpuBytes = intra;
   if (p.nodes <= 1)
     return c.intraNodeLatency + intra / c.busBandwidth(true);
-  double inter;
+  double inter, network = c.busBandwidth(false);
   if (distinctNodes > 0) {
     // Deduplicated: one copy per distinct node a token's experts are on; the
-    // share (n-1)/n of those nodes are remote.
+    // share (n-1)/n of those nodes are remote. Its kernels reach a larger share
+    // of the link than NCCL's collectives (Cluster.h).
     inter = tokens * bytesPerCopy * distinctNodes * (nodes - 1) / nodes;
+    network = c.interNodeBandwidth * c.dispatchNetworkEfficiency;
   } else {
     inter = copies * (nodes - 1) / nodes;
     intra = copies * (g - 1) / ep;
   }
   // NVLink and the network work at once; the slower one bounds the exchange.
-  return c.interNodeLatency + std::max(inter / c.busBandwidth(false), intra / c.busBandwidth(true));
+  return c.interNodeLatency + std::max(inter / network, intra / c.busBandwidth(true));
 }
 
 LayerTime layerTime(const ModelConfig &m, LayerKind kind, const Cluster &c, const Training &tr,

@@ -292,7 +292,14 @@ TEST_CASE("The expert all-to-all is the dispatch and combine sub-operations", "[
   // of 8 copies cross; limited to one node... deduplicated, one copy per remote
   // node, at most 1 node: (1/2) x 1 copy.
   CHECK(unlimited == Approx(1e-5 + 32 * 8 * 128 * 0.5 / 10e9));
-  CHECK(limited == Approx(1e-5 + std::max(32 * 128 * 0.5 / 10e9, 32 * 8 * 128 * (15.0 / 16) / 100e9)));
+  // The deduplicated dispatch's network share is DeepEP's measured one
+  // (dispatch_network_efficiency), not NCCL's bus efficiency.
+  CHECK(limited == Approx(1e-5 + std::max(32 * 128 * 0.5 / (10e9 * 0.89), 32 * 8 * 128 * (15.0 / 16) / 100e9)));
+  Cluster fastNvlink = wide;
+  fastNvlink.intraNodeBandwidth = 1000e9;
+  fastNvlink.dispatchNetworkEfficiency = 0.5;
+  CHECK(allToAllSeconds(fastNvlink, twoNodes, 32, 8, 128, 1, offGpu) == Approx(1e-5 + 32 * 128 * 0.5 / 5e9));
+  CHECK(allToAllSeconds(fastNvlink, twoNodes, 32, 8, 128, 0, offGpu) == Approx(unlimited));
   // The distinct nodes a token reaches, against a brute-force count over
   // every way its k experts can fall (each equally likely).
   auto bruteForce = [](int nodes, int k) {
@@ -521,6 +528,7 @@ TEST_CASE("Cluster presets carry the datasheet figures", "[plan]") {
 }
 
 TEST_CASE("Cluster errors name the field", "[plan]") {
+  std::string errorSink;
   auto errorOf = [](const std::string &json) {
     std::string error;
     CHECK_FALSE(parseCluster(json, "c.json", error));
@@ -531,6 +539,10 @@ TEST_CASE("Cluster errors name the field", "[plan]") {
         "c.json: field 'gpus' is 12, not a whole number of nodes of 8");
   CHECK(errorOf(R"({"preset": "h100", "matmul_efficiency": 1.5})") ==
         "c.json: field 'matmul_efficiency' is 1.5, expected above 0 to 1");
+  CHECK(errorOf(R"({"preset": "h100", "dispatch_network_efficiency": 0})") ==
+        "c.json: field 'dispatch_network_efficiency' is 0, expected above 0 to 1");
+  CHECK(parseCluster(R"({"preset": "h100", "dispatch_network_efficiency": 0.7})", "c.json", errorSink)
+            ->dispatchNetworkEfficiency == 0.7);
   CHECK(errorOf(R"({"preset": "h100", "memory_bytes": "80GB"})") ==
         "c.json: field 'memory_bytes' must be a number");
   CHECK(errorOf(R"({"preset": "h100", "peak_flops": 1e3})") == "c.json: field 'peak_flops' must be 1e9 to 1e18 FLOP/s");
