@@ -65,9 +65,10 @@ bool loadPlanInputs(const ModelArgs &args, plan::PlanInputs &inputs, std::string
                  << " have no position embedding; the numbers assume the table is extended\n";
   // --ep-overlap needs experts and, where ep is given, ep > 1 (plan searches
   // ep otherwise and refuses ep 1 per layout).
-  if (args.epOverlap &&
-      !plan::epOverlapApplies(*config, training, args.expertParallel > 0 ? args.expertParallel : 2, why))
-    return error = "--ep-overlap: " + why.substr(why.find(": ") + 2), false;
+  if (args.epOverlap && !plan::epOverlapApplies(*config, training,
+                                                args.expertParallel > 0 ? args.expertParallel : 2, error,
+                                                "--ep-overlap"))
+    return false;
   inputs.config = std::move(*config);
   inputs.model = plan::buildLayers(inputs.config);
   inputs.cluster = std::move(*cluster);

@@ -28,22 +28,18 @@ std::optional<std::string> epOverlapSchedule(const std::string &file, std::strin
 }
 
 bool epOverlapApplies(const ModelConfig &config, const Training &training, int64_t ep,
-                      std::string &error) {
-  if (training.recompute == Recompute::Full) {
-    error = "ep_comm_overlap: cannot go with recompute full (Megatron-Core refuses full "
-            "recomputation with overlap_moe_expert_parallel_comm)";
+                      std::string &error, llvm::StringRef name) {
+  auto refuse = [&](const std::string &problem) {
+    error = name.str() + ": " + problem;
     return false;
-  }
-  if (!config.isMoe()) {
-    error = "ep_comm_overlap: the model (" + config.modelType +
-            ") has no experts, so there is no expert all-to-all to overlap";
-    return false;
-  }
-  if (ep < 2) {
-    error = "ep_comm_overlap: needs expert parallelism (ep > 1; Megatron-Core asserts "
-            "expert_model_parallel_size > 1): with ep 1 there is no all-to-all to overlap";
-    return false;
-  }
+  };
+  if (training.recompute == Recompute::Full)
+    return refuse(Training::kEpOverlapFullRecompute);
+  if (!config.isMoe())
+    return refuse("the model (" + config.modelType + ") has no experts, so there is no expert all-to-all to overlap");
+  if (ep < 2)
+    return refuse("needs expert parallelism (ep > 1; Megatron-Core asserts expert_model_parallel_size > 1): "
+                  "with ep 1 there is no all-to-all to overlap");
   return true;
 }
 

@@ -14,6 +14,8 @@
 #include "plan/ModelConfig.h"
 #include "plan/Training.h"
 
+#include "llvm/ADT/StringRef.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -30,8 +32,8 @@ std::optional<std::string> epOverlapSchedule(const std::string &file, std::strin
 // parallelism `ep`. Megatron asserts expert_model_parallel_size > 1 (there is
 // no all-to-all to hide otherwise) and no full recomputation
 // (transformer_config.py), so a dense model, ep 1 or recompute full is
-// refused, naming the field.
+// refused, the error starting with `name` (the field, or the flag that set it).
 bool epOverlapApplies(const ModelConfig &config, const Training &training, int64_t ep,
-                      std::string &error);
+                      std::string &error, llvm::StringRef name = "ep_comm_overlap");
 
 } // namespace pipec::plan

@@ -78,8 +78,7 @@ bool validateTraining(const Training &t, std::string &error) {
   // overlap_moe_expert_parallel_comm"; recompute_method and
   // recompute_num_layers must be unset).
   if (t.epCommOverlap && t.recompute == Recompute::Full)
-    return bad("ep_comm_overlap", "cannot go with recompute full (Megatron-Core refuses full recomputation "
-                                  "with overlap_moe_expert_parallel_comm)");
+    return bad("ep_comm_overlap", Training::kEpOverlapFullRecompute);
   if (t.fp8SwigluCache && t.precision != Precision::FP8)
     return bad("fp8_swiglu_cache", "needs precision fp8");
   if (t.firstStageLayers < -1 || t.firstStageLayers > kMaxSequence)

@@ -82,6 +82,11 @@ struct Training {
   // form from examples/ep_overlap/ (EpOverlap.h), whose steady-state F/B are
   // overlap pairs; it needs a MoE model with ep > 1 and a 1F1B-family schedule.
   bool epCommOverlap = false;
+  // Why ep_comm_overlap and recompute full cannot go together (validateTraining
+  // and epOverlapApplies both refuse with it).
+  static constexpr const char *kEpOverlapFullRecompute =
+      "cannot go with recompute full (Megatron-Core refuses full recomputation with "
+      "overlap_moe_expert_parallel_comm)";
   Precision precision = Precision::BF16;
   // DeepSeek-V3's own FP8 framework (§3.3.3, "Low-Precision Storage"): the
   // SwiGLU inputs (fc1's gate and up outputs) are cached in FP8 for the
