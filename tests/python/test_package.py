@@ -1,6 +1,7 @@
 """`pip install ./python` works and the installed package stands alone: it is
 installed (no dependencies, no build isolation: offline) into a temporary
-directory, then a fresh interpreter that sees only that copy resolves a
+directory, every schedule it carries compiles from that copy (`pipec check`),
+then a fresh interpreter that sees only that copy resolves a
 library schedule from the package's own copy of the library and runs a
 2-process gloo step of the README's quick start shape, ending as the README
 does (destroy_process_group with a pipeline still referenced: without the
@@ -69,6 +70,21 @@ def main() -> int:
         if "dualpipe.pipe" not in names:
             print("the installed package lacks the schedule library")
             return 1
+        # Every installed schedule compiles from the installed copy alone: a
+        # library file that imports a neighbour (vhalf.pipe: include/vshape.pipe)
+        # needs that folder installed beside it, and so do the overlap forms.
+        installed = [os.path.join(schedules, name) for name in names if name.endswith(".pipe")]
+        installed += [os.path.join(schedules, "ep_overlap", name) for name in ("1f1b.pipe", "interleaved_1f1b.pipe")]
+        for path in installed:
+            if not os.path.isfile(path):
+                print("the installed package lacks", os.path.relpath(path, schedules))
+                return 1
+            checked = subprocess.run([os.environ["PIPEC"], "check", path], capture_output=True, text=True)
+            if checked.returncode != 0:
+                print(f"pipec check {os.path.relpath(path, schedules)} (installed copy) failed:\n"
+                      + checked.stdout + checked.stderr)
+                return 1
+        print("installed schedules compile:", len(installed))
         script = os.path.join(target, "quick.py")
         with open(script, "w") as f:
             f.write(QUICK)
