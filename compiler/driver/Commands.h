@@ -49,7 +49,7 @@ enum class EmitTarget { IR, AST, TorchCsv, Cpu, Cuda, Json };
 // bytes and plan searches layouts. Counts of 0 are "not given".
 struct ModelArgs {
   std::string model;   // --model config.json; empty: costs stay in units
-  std::string cluster; // --cluster FILE or preset (a100, h100, h800, h200, b200)
+  std::string cluster; // --cluster FILE or preset (a100, h100, h800, h200, b200, gb200)
   int64_t gpus = 0;    // --gpus; 0: the cluster's
   int64_t globalBatch = 0, seqLen = 0, microBatchSize = 1;
   std::string recompute = "none"; // none | selective | full

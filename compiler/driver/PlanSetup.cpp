@@ -1,6 +1,7 @@
 #include "driver/PlanSetup.h"
 
 #include "plan/EpOverlap.h"
+#include "plan/GpuPresets.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -15,7 +16,7 @@ bool loadPlanInputs(const ModelArgs &args, plan::PlanInputs &inputs, std::string
   if (args.model.empty())
     return error = "--model is required (a Hugging Face config.json)", false;
   if (args.cluster.empty())
-    return error = "--cluster is required (a cluster JSON file, or a100, h100, h800, h200, b200)", false;
+    return error = std::string("--cluster is required (a cluster JSON file, or ") + plan::gpuPresetNames() + ")", false;
   if (args.globalBatch < 1)
     return error = "--global-batch is required (sequences per step, at least 1)", false;
   if (args.seqLen < 1)
@@ -27,7 +28,7 @@ bool loadPlanInputs(const ModelArgs &args, plan::PlanInputs &inputs, std::string
   auto cluster = plan::readCluster(args.cluster, why);
   if (!cluster && !llvm::sys::fs::exists(args.cluster) && !plan::clusterPreset(args.cluster))
     return error = "--cluster: '" + args.cluster +
-                   "' is neither a preset (a100, h100, h800, h200, b200) nor a file",
+                   "' is neither a preset (" + plan::gpuPresetNames() + ") nor a file",
            false;
   if (!cluster)
     return error = "--cluster: " + why, false;

@@ -3,6 +3,7 @@
 // holds no compiler logic.
 #include "driver/Commands.h"
 #include "driver/TorchCsvInput.h"
+#include "plan/GpuPresets.h"
 #include "sim/Variability.h"
 #include "diag/WarningFlags.h"
 #include "frontend/FlagNames.h"
@@ -202,7 +203,8 @@ cl::opt<RankByOption> RankBy(
 const subs Planning{&SimCmd, &PlanCmd, &CalibrateCmd};
 cl::opt<std::string> ModelFile("model", cl::desc("A Hugging Face config.json: costs in seconds and bytes"),
                                cl::value_desc("config.json"), Planning, cl::cat(Category));
-cl::opt<std::string> ClusterName("cluster", cl::desc("A cluster JSON file, or a preset: a100, h100, h800, h200, b200"),
+const std::string ClusterHelp = std::string("A cluster JSON file, or a preset: ") + pipec::plan::gpuPresetNames();
+cl::opt<std::string> ClusterName("cluster", cl::desc(ClusterHelp),
                                  cl::value_desc("file.json|preset"), Planning, cl::cat(Category));
 cl::opt<int64_t> Gpus("gpus", cl::desc("GPUs to use (default: the cluster's)"), cl::value_desc("N"),
                       Planning, cl::cat(Category));

@@ -121,8 +121,10 @@ std::optional<Cluster> parseCluster(llvm::StringRef text, llvm::StringRef name, 
     return fromPreset ? std::optional<decltype(value)>(value) : std::nullopt;
   };
   c.name = name.str();
-  c.gpus = f.integer("gpus", 1, kMaxGpus, fallback(c.gpus));
   c.gpusPerNode = f.integer("gpus_per_node", 1, kMaxGpus, fallback(c.gpusPerNode));
+  // A preset's cluster is one node: with gpus_per_node changed and no gpus
+  // given, that is the changed node.
+  c.gpus = f.integer("gpus", 1, kMaxGpus, fallback(c.gpusPerNode));
   c.memoryBytes = f.number("memory_bytes", 0, kMaxMemory, fallback(c.memoryBytes), true);
   c.peakFlops = f.number("peak_flops", 0, kMaxFlops, fallback(c.peakFlops), true);
   c.peakFlopsFp8 = f.number("peak_flops_fp8", 0, kMaxFlops, c.peakFlopsFp8);

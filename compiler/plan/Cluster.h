@@ -2,7 +2,7 @@
 // between them. Read from a small JSON file or taken from a built-in preset.
 //
 // File format (units are plain SI numbers: bytes, FLOP/s, bytes/s, seconds):
-//   { "preset": "h100",                  // optional: a100, h100, h800, h200, b200
+//   { "preset": "h100",                  // optional: a100, h100, h800, h200, b200, gb200
 //     "gpus": 64, "gpus_per_node": 8,
 //     "memory_bytes": 80e9,              // per GPU
 //     "peak_flops": 989e12,              // dense bf16, per GPU

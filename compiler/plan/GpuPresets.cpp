@@ -19,6 +19,12 @@
 //          PFLOP/s FP8 training with sparsity for 8 (4.5 dense each), so BF16
 //          2.25 PFLOP/s dense; HBM3e 8 TB/s; NVLink 5 1.8 TB/s (900 each way);
 //          ConnectX-7 400 Gb/s per GPU. 148 SMs (as the CUDA runtime reports).
+//  [GB200] NVIDIA GB200 NVL72 datasheet, per GPU: 10 PFLOP/s FP8 and 5 BF16
+//          with sparsity (5 and 2.5 dense), 186 GB HBM3e at 8 TB/s, NVLink 5
+//          1.8 TB/s (900 each way) across the rack's 72 GPUs: one NVLink
+//          domain of 72, which the preset calls a node. Each compute tray
+//          has a ConnectX-7 400 Gb/s NIC a GPU. SMs as the B200's (148). Its
+//          186 GB are taken as GiB (no nvidia-smi figure was found).
 //  Memory: datasheets give GB that are binary (GiB): nvidia-smi reports
 //  81,920 MiB on the A100 80GB, 81,559 MiB on the H100 80GB, 143,771 MiB on
 //  the H200 and 183,359 MiB on the B200; those are the capacities used.
@@ -57,9 +63,24 @@
 //    NeMo runs use) does not get: 55ab91f (2025-03-25) gives E = 0.767,
 //    k0 = 534; 327ec92 (2025-04-09, the last with the table) E = 0.828,
 //    k0 = 737. The k dependence holds in all three; the level differs.
-//    Blackwell is assumed the same for lack of a published
-//    per-shape table (its tensor cores do twice the work per SM and clock, so
-//    the same fixed cost is more k steps there: k0 is if anything low).
+//  - Cross-check and Blackwell: Stas Bekman's "Maximum Achievable Matmul
+//    FLOPS" table (stas00/ml-engineering, compute/accelerator/README.md at
+//    744d01e; torch.matmul, BF16 and FP8 e4m3 without sparsity, the best of
+//    a brute-force search over M, N, K up to 20,480; mean of 100 iterations
+//    after 50 warm-up): H100 SXM BF16 794.5 of 989 TFLOP/s (80.3%), FP8
+//    1,402.6 of 1,979 (70.9%) at 1024 x 9216 x 14336; A100 SXM BF16 271.2 of
+//    312 (86.9%). The Hopper and Ampere figures above reproduce those
+//    (PlanOpModelTest). B200 SXM: BF16 1,745.0 of 2,250 (77.6%) at
+//    1792 x 16128 x 3072, FP8 3,432.5 of 4,500 (76.3%) at 15360 x 4096 x 3072
+//    (B300, GB200: best FP8 shapes at K = 7168 and 1536). Blackwell's best FP8
+//    shapes have a short k, where Hopper's k term would give 0.59 of peak
+//    (H100's best is at K = 14336, as the k term says): the k effect measured
+//    on Hopper does not show on Blackwell at the shapes searched, so the B200
+//    takes the table's levels with no k term (0.776, 0.763, k0 = 0). Before,
+//    it took Hopper's, which made its FP8 GEMMs about 25% slower than
+//    measured at k = 3072. GB200 (same table, its higher peaks): BF16
+//    1,822.0 of 2,500 (72.9%) at 4096 x 9728 x 2048, FP8 3,615.6 of 5,000
+//    (72.3%) at 19456 x 5120 x 1536; 0.729 and 0.723, no k term.
 //  - attention: FlashAttention-2 (Dao 2023, §4) reaches 50-73% of peak in the
 //    forward and 45-63% in the backward on the A100 at head dimension 128;
 //    FlashAttention-3 (Shah et al. 2024, §4.1) 55-75% forward on the H100 in
@@ -74,6 +95,7 @@ namespace pipec::plan {
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
+constexpr double kGiB = 1024.0 * kMiB;
 
 GpuSpec hopper(const char *name, double memory, double hbm, double nvlink) {
   GpuSpec g;
@@ -96,7 +118,7 @@ GpuSpec hopper(const char *name, double memory, double hbm, double nvlink) {
 
 } // namespace
 
-const char *gpuPresetNames() { return "a100, h100, h800, h200, b200"; }
+const char *gpuPresetNames() { return "a100, h100, h800, h200, b200, gb200"; }
 
 std::optional<GpuSpec> gpuPreset(llvm::StringRef name) {
   if (name == "a100") {
@@ -127,6 +149,20 @@ std::optional<GpuSpec> gpuPreset(llvm::StringRef name) {
     g.peakFlops = 2250e12;
     g.peakFlopsFp8 = 4500e12;
     g.smCount = 148;
+    g.matmulEfficiency = 0.776;   // the MAMF table, above
+    g.matmulEfficiencyFp8 = 0.763; // the same
+    g.fp8GemmKOverhead = 0;        // no k effect measured on Blackwell
+    return g;
+  }
+  if (name == "gb200") {
+    GpuSpec g = hopper("gb200", kGiB * 186, 8e12, 900e9);
+    g.gpusPerNode = 72; // the NVL72 rack's NVLink domain
+    g.peakFlops = 2500e12;
+    g.peakFlopsFp8 = 5000e12;
+    g.smCount = 148;
+    g.matmulEfficiency = 0.729;   // the MAMF table, above
+    g.matmulEfficiencyFp8 = 0.723; // the same
+    g.fp8GemmKOverhead = 0;
     return g;
   }
   return std::nullopt;

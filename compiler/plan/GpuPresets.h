@@ -1,4 +1,4 @@
-// The GPUs the planner knows by name (a100, h100, h800, h200, b200): their
+// The GPUs the planner knows by name (a100, h100, h800, h200, b200, gb200): their
 // datasheet figures and the measured efficiencies the per-operation time
 // model uses. Every number carries its source in GpuPresets.cpp.
 #pragma once
@@ -31,7 +31,7 @@ struct GpuSpec {
 
 // nullopt for an unknown name.
 std::optional<GpuSpec> gpuPreset(llvm::StringRef name);
-// "a100, h100, h800, h200, b200": for messages.
+// "a100, h100, h800, h200, b200, gb200": for messages.
 const char *gpuPresetNames();
 
 } // namespace pipec::plan

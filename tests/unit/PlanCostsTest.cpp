@@ -517,6 +517,22 @@ TEST_CASE("Cluster presets carry the datasheet figures", "[plan]") {
   CHECK(h100->peakFlopsFp8 == 1979e12);
   CHECK(h200->hbmBandwidth == 4.8e12);
   CHECK(b200->peakFlops == 2250e12);
+  // GB200 NVL72: the rack's 72 GPUs are one NVLink domain, which the preset
+  // calls a node; a cluster file that uses 64 of them a rack says so, and
+  // without gpus it is one such rack.
+  auto gb200 = clusterPreset("gb200");
+  REQUIRE(gb200);
+  CHECK(gb200->gpusPerNode == 72);
+  CHECK(gb200->peakFlops == 2500e12);
+  CHECK(gb200->peakFlopsFp8 == 5000e12);
+  CHECK(gb200->intraNodeBandwidth == 900e9);
+  CHECK(gb200->interNodeBandwidth == 50e9);
+  std::string rackError;
+  auto rack = parseCluster(R"({"preset": "gb200", "gpus_per_node": 64})", "c.json", rackError);
+  INFO(rackError);
+  REQUIRE(rack);
+  CHECK(rack->gpus == 64);
+  CHECK(parseCluster(R"({"preset": "gb200", "gpus_per_node": 64, "gpus": 256})", "c.json", rackError)->gpus == 256);
   CHECK_FALSE(clusterPreset("v100"));
   std::string error;
   auto file = parseCluster(R"({"preset": "h800", "gpus": 2048, "intra_node_bandwidth": 160e9})", "c.json", error);
@@ -551,7 +567,7 @@ TEST_CASE("Cluster errors name the field", "[plan]") {
   CHECK(errorOf(R"({"preset": "h100", "inter_node_bandwidth": 0})").find("'inter_node_bandwidth' is 0") !=
         std::string::npos);
   CHECK(errorOf(R"({"preset": "h100", "nvlink": 1})") == "c.json: field 'nvlink' is not a cluster field");
-  CHECK(errorOf(R"({"preset": "tpu"})") == "c.json: field 'preset' is 'tpu'; known: a100, h100, h800, h200, b200");
+  CHECK(errorOf(R"({"preset": "tpu"})") == "c.json: field 'preset' is 'tpu'; known: a100, h100, h800, h200, b200, gb200");
   // Communication holding every SM would leave the compute it overlaps none.
   CHECK(errorOf(R"({"preset": "h800", "comm_sm_count": 132})") ==
         "c.json: field 'comm_sm_count' is 132; must be 0 to below sm_count (132): compute overlapped with "
