@@ -68,6 +68,7 @@ struct ModelArgs {
   bool tpOverlap = false;          // --tp-overlap
   bool epOverlap = false;          // --ep-overlap (Training::epCommOverlap)
   int64_t firstStageLayers = -1, lastStageLayers = -1; // --first/last-stage-layers; -1: even
+  int64_t mtpLayers = -1; // --mtp-layers; -1: as the model's config says
   std::string pipelineLayout;      // --pipeline-layout
   bool given() const { return !model.empty(); }
 };

@@ -56,6 +56,7 @@ bool loadPlanInputs(const ModelArgs &args, plan::PlanInputs &inputs, std::string
   training.firstStageLayers = args.firstStageLayers;
   training.lastStageLayers = args.lastStageLayers;
   training.pipelineLayout = args.pipelineLayout;
+  training.mtpLayers = args.mtpLayers;
   if (!plan::validateTraining(training, why))
     return error = why, false;
   // A learned position table (GPT-2) has no row for tokens past its length.
@@ -71,7 +72,7 @@ bool loadPlanInputs(const ModelArgs &args, plan::PlanInputs &inputs, std::string
                                                 "--ep-overlap"))
     return false;
   inputs.config = std::move(*config);
-  inputs.model = plan::buildLayers(inputs.config);
+  inputs.model = plan::buildLayers(inputs.config, plan::trainedMtpModules(training, inputs.config.nextnPredictLayers));
   inputs.cluster = std::move(*cluster);
   inputs.training = training;
   if (args.expertParallel > 0)

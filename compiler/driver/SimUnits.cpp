@@ -90,7 +90,11 @@ void writeUnitsJson(const plan::Candidate &c, llvm::json::OStream &j) {
 void printUnitsSummary(const plan::PlanInputs &inputs, const plan::Candidate &c,
                        llvm::raw_ostream &out) {
   const plan::MemoryBreakdown &m = c.memory;
-  out << fmt::format("in seconds and bytes ({}, {} GPUs of {}; {}):\n", inputs.config.modelType,
+  std::string mtp = inputs.model.mtpModules > 0
+                        ? fmt::format(" with {} MTP module{}", inputs.model.mtpModules,
+                                      inputs.model.mtpModules == 1 ? "" : "s")
+                        : "";
+  out << fmt::format("in seconds and bytes ({}{}, {} GPUs of {}; {}):\n", inputs.config.modelType, mtp,
                      inputs.cluster.gpus, inputs.cluster.name, plan::describeLayout(c.layout));
   out << fmt::format("  step time {} s (pipeline {} s + gradient reduction {} s), bubble "
                      "{}, MFU {}, {} tokens/s, {} GPU-hours per million tokens\n",

@@ -249,6 +249,10 @@ cl::opt<int64_t> FirstStageLayers("first-stage-layers",
 cl::opt<int64_t> LastStageLayers("last-stage-layers",
                                  cl::desc("Transformer layers on the last pipeline stage (default: even)"),
                                  cl::value_desc("N"), cl::init(-1), Planning, cl::cat(Category));
+cl::opt<int64_t> MtpLayers("mtp-layers",
+                           cl::desc("Multi-token prediction modules trained, on the last stage (default: the "
+                                    "config's num_nextn_predict_layers; 0: none)"),
+                           cl::value_desc("N"), cl::init(-1), Planning, cl::cat(Category));
 cl::opt<std::string> PipelineLayout("pipeline-layout",
                                     cl::desc("Layers of every stage, Megatron style: 'Et*3|t*4|t*3L'"),
                                     cl::value_desc("layout"), Planning, cl::cat(Category));
@@ -779,7 +783,8 @@ bool parseModelArgs(pipec::ModelArgs &model, bool required) {
                                                &MicroBatchSize, &RecomputeMode, &ZeroStage,
                                                &TensorParallel, &ExpertParallel, &ContextParallel,
                                                &PrecisionMode, &AttentionMode, &GradFp32, &TpOverlap,
-                                               &EpOverlap, &FirstStageLayers, &LastStageLayers, &PipelineLayout}))
+                                               &EpOverlap, &FirstStageLayers, &LastStageLayers, &PipelineLayout,
+                                               &MtpLayers}))
       return usage(spelling(*option) + " needs --model (a Hugging Face config.json)");
   auto positive = [](const cl::opt<int64_t> &option) {
     return !given(option) || option >= 1 ||
@@ -794,7 +799,7 @@ bool parseModelArgs(pipec::ModelArgs &model, bool required) {
     return usage("--precision expects bf16 or fp8, got '" + PrecisionMode + "'");
   if (AttentionMode != "flash" && AttentionMode != "eager")
     return usage("--attention expects flash or eager, got '" + AttentionMode + "'");
-  for (const cl::opt<int64_t> *option : {&FirstStageLayers, &LastStageLayers})
+  for (const cl::opt<int64_t> *option : {&FirstStageLayers, &LastStageLayers, &MtpLayers})
     if (given(*option) && *option < 0)
       return usage(spelling(*option) + " expects a whole number of at least 0, got " +
                    std::to_string(int64_t(*option)));
@@ -838,6 +843,7 @@ bool parseModelArgs(pipec::ModelArgs &model, bool required) {
   model.firstStageLayers = FirstStageLayers;
   model.lastStageLayers = LastStageLayers;
   model.pipelineLayout = PipelineLayout;
+  model.mtpLayers = MtpLayers;
   return true;
 }
 

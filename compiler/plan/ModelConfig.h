@@ -90,18 +90,30 @@ struct LayerSpec {
   int64_t routedCopiesPerToken = 0;
 };
 
-// The model as layers: [embedding, layer 0 .. L-1, head]; MTP apart.
+// The model as layers: [embedding, layer 0 .. L-1, head], with the
+// multi-token prediction modules that training runs (buildLayers) before the
+// head: each a transformer layer and a second pass through the head.
 struct ModelLayers {
   std::vector<LayerSpec> layers;
+  int64_t mtpModules = 0;       // MTP modules in `layers`: 2 entries each, on the last stage
+  size_t mtpEntries() const { return size_t(2 * mtpModules); }
+  // The main model's transformer layers (MTP's apart).
+  int64_t transformerLayers() const { return int64_t(layers.size()) - 2 - int64_t(mtpEntries()); }
   double totalParams = 0;       // main model (embedding, layers, head; tied counted once)
   double activeParams = 0;      // per token, main model (embedding table included, as Mixtral counts)
   double activeNonEmbeddingParams = 0; // the same without the embedding lookup (as DeepSeek counts)
-  double mtpParams = 0;         // multi-token prediction modules, as stored (own embedding/head copies)
+  double mtpParams = 0;         // multi-token prediction modules of the config, as a checkpoint stores them
   double totalWithMtpParams = 0;
   // Forward FLOPs of a micro-batch of `batch` sequences of `seq` tokens for layers [first, last).
   double forwardFlops(size_t first, size_t last, int64_t batch, int64_t seq) const;
 };
 
-ModelLayers buildLayers(const ModelConfig &config);
+// `mtpModules` multi-token prediction modules (DeepSeek-V3 report, §2.2)
+// are trained with the model, each as Megatron-Core runs it on the last
+// pipeline stage: its transformer layer (the model's last kind; the 2h -> h
+// projection and two norms in its parameters) and the shared output head
+// over its hidden states with its own loss (that stage keeps an embedding
+// copy for the module's input). The main model's totals leave them out.
+ModelLayers buildLayers(const ModelConfig &config, int64_t mtpModules = 0);
 
 } // namespace pipec::plan

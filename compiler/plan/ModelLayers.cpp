@@ -3,6 +3,8 @@
 // reproduce the published figures.
 #include "plan/ModelConfig.h"
 
+#include <algorithm>
+
 namespace pipec::plan {
 
 namespace {
@@ -91,7 +93,7 @@ LayerSpec transformerLayer(const ModelConfig &c, bool moe) {
 
 } // namespace
 
-ModelLayers buildLayers(const ModelConfig &c) {
+ModelLayers buildLayers(const ModelConfig &c, int64_t mtpModules) {
   double h = double(c.hiddenSize), vocab = double(c.vocabSize);
   ModelLayers model;
   LayerSpec embedding;
@@ -127,6 +129,27 @@ ModelLayers buildLayers(const ModelConfig &c) {
     model.mtpParams = double(c.nextnPredictLayers) * module;
   }
   model.totalWithMtpParams = model.totalParams + model.mtpParams;
+  // The modules training runs, before the head (on the last stage). Their
+  // parameters count in no total above: stored only.
+  const LayerSpec mainHead = model.layers.back();
+  model.layers.pop_back();
+  for (int64_t i = 0; i < mtpModules; ++i) {
+    LayerSpec block = transformerLayer(c, c.isMoeLayer(c.numLayers));
+    double projection = 2 * h * h; // eh_proj: [embedding; hidden] -> hidden
+    block.storedParams += projection + 2 * h; // and enorm, hnorm
+    block.params = block.activeParams = 0;
+    block.attentionFlopsPerToken += 2 * projection;
+    model.layers.push_back(block);
+    LayerSpec head;
+    head.kind = LayerKind::Head;
+    // shared_head.norm, and for the first module the copy of the embedding
+    // that the modules' input needs on this stage (a tied head is that copy).
+    head.storedParams = norm(c) + (i == 0 && !c.tiedEmbeddings ? vocab * h : 0);
+    head.mlpFlopsPerToken = 2 * vocab * h; // the shared output layer's logits for its own loss
+    model.layers.push_back(head);
+  }
+  model.mtpModules = std::max<int64_t>(0, mtpModules);
+  model.layers.push_back(mainHead);
   return model;
 }
 

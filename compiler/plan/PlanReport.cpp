@@ -69,6 +69,9 @@ void printModel(const PlanInputs &inputs, llvm::raw_ostream &out) {
   if (inputs.config.isMoe())
     out << fmt::format(", {} routed experts (top {})", inputs.config.routedExperts,
                        inputs.config.expertsPerToken);
+  if (inputs.model.mtpModules > 0)
+    out << fmt::format(", {} MTP module{} trained on the last stage", inputs.model.mtpModules,
+                       inputs.model.mtpModules == 1 ? "" : "s");
   out << "\n";
   auto integer = [](int64_t v) { return std::to_string(v); };
   out << fmt::format("cluster {}: {} GPUs, {} GB each; batch {} x {} tokens, micro-batch {}, "

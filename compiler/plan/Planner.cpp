@@ -133,7 +133,7 @@ std::optional<Candidate> costCandidate(const PlanInputs &inputs, const CompiledS
   const ScheduleIR &ir = c.ir();
   if (training.epCommOverlap && !epOverlapApplies(inputs.config, training, sizes.ep, error))
     return std::nullopt;
-  int64_t transformerLayers = int64_t(inputs.model.layers.size()) - 2;
+  int64_t transformerLayers = inputs.model.transformerLayers();
   // Each stage holds a layer: a transformer layer, or the embedding or head
   // alone (uneven stages, --first/last-stage-layers 0).
   if (ir.numStages > transformerLayers + 2) {
@@ -330,7 +330,7 @@ Training trainingFor(const Training &base, const ParallelSizes &layout) {
 
 std::vector<std::pair<size_t, size_t>> splitLayers(const ModelLayers &model, int64_t stages) {
   std::vector<std::pair<size_t, size_t>> ranges;
-  int64_t layers = int64_t(model.layers.size()) - 2; // without embedding and head
+  int64_t layers = model.transformerLayers(); // without embedding, head and MTP
   if (stages < 1 || layers < stages)
     return ranges;
   int64_t base = layers / stages, spare = layers % stages;
@@ -340,7 +340,7 @@ std::vector<std::pair<size_t, size_t>> splitLayers(const ModelLayers &model, int
     if (s == 0)
       count += 1; // the embedding
     if (s == stages - 1)
-      count += 1; // the head
+      count += 1 + model.mtpEntries(); // the head (and the MTP modules before it)
     ranges.emplace_back(next, next + count);
     next += count;
   }
@@ -429,7 +429,7 @@ PlanResult planSchedules(const PlanInputs &inputs, ScheduleCache *sharedCache) {
     space.tensorParallel = orDefault(search.tensorParallel, base.tensorParallel);
     space.contextParallel = orDefault(search.contextParallel, 1);
     space.microBatchSizes = orDefault(search.microBatchSizes, base.microBatch);
-    space.layers = int64_t(inputs.model.layers.size()) - 2;
+    space.layers = inputs.model.transformerLayers();
     space.experts = inputs.config.routedExperts;
     space.globalBatch = base.globalBatch;
     space.hasV = has(names, "v");

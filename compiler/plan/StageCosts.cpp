@@ -140,9 +140,10 @@ StageWork stageWork(const ModelConfig &config, const ModelLayers &model, const T
     // input, projection input and fp32 logits for the loss.
     if (layer.kind == LayerKind::Embedding && config.dropout)
       w.activationBytes += tokens * h / t;
-    if (layer.kind == LayerKind::Head) {
-      w.headActivationBytes = (2 * e * tokens * h + 4 * tokens * double(config.vocabSize)) / t;
-      w.activationBytes += w.headActivationBytes;
+    if (layer.kind == LayerKind::Head) { // the head, or an MTP module's pass through it
+      double head = (2 * e * tokens * h + 4 * tokens * double(config.vocabSize)) / t;
+      w.headActivationBytes += head;
+      w.activationBytes += head;
     }
   }
   return w;
@@ -206,6 +207,9 @@ std::optional<PlanCosts> computeCosts(const ModelConfig &config, const ModelLaye
         kept[int(kind)] = layerTime(config, kind, cluster, noRecompute, l.expertParallel);
   }
 
+  // The last stage holds a copy of the embedding matrix: a tied head, or
+  // the one the MTP modules read their input through.
+  const bool sharedEmbeddingCopy = config.tiedEmbeddings || model.mtpModules > 0;
   PlanCosts costs;
   costs.commSmShare = cluster.commSmShare();
   costs.stages.resize(stages);
@@ -321,7 +325,8 @@ std::optional<PlanCosts> computeCosts(const ModelConfig &config, const ModelLaye
     }
     // A tied head on the embedding's rank is the embedding matrix itself:
     // one parameter, counted once (with its gradient and optimizer state).
-    if (config.tiedEmbeddings)
+    // So is the embedding copy the MTP modules keep on the last stage.
+    if (sharedEmbeddingCopy)
       dense -= std::min(copiesOn(0), copiesOn(last)) * double(config.vocabSize) * h / t;
     // ZeRO shards over the replicas holding the same parameters: dp x cp for
     // dense ones, dp x cp / ep for experts.
@@ -396,10 +401,11 @@ std::optional<PlanCosts> computeCosts(const ModelConfig &config, const ModelLaye
         double bytes = ((w.params - w.expertParams) / t + w.expertParams / (t * double(ep))) * gradBytes;
         tail.copiesSeconds += ringAllReduceSeconds(bytes, 2, cluster.busBandwidth(same), cluster.latency(same));
       }
-    // A tied embedding and head on two ranks are one parameter with two
-    // copies (Megatron's embedding group): their gradients are summed too.
+    // A tied embedding and head (or the MTP modules' embedding copy) on two
+    // ranks are one parameter with two copies (Megatron's embedding group):
+    // their gradients are summed too.
     int64_t embeddingRank = l.stageRank.front(), headRank = l.stageRank.back();
-    if (config.tiedEmbeddings && embeddingRank != headRank && (r == embeddingRank || r == headRank)) {
+    if (sharedEmbeddingCopy && embeddingRank != headRank && (r == embeddingRank || r == headRank)) {
       bool same = nodeOfRank(l, cluster, training, embeddingRank) == nodeOfRank(l, cluster, training, headRank);
       double bytes = double(config.vocabSize) * h / t * gradBytes;
       tail.copiesSeconds += ringAllReduceSeconds(bytes, 2, cluster.busBandwidth(same), cluster.latency(same));

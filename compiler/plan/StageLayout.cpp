@@ -6,7 +6,9 @@
 
 namespace pipec::plan {
 
-std::optional<std::vector<int64_t>> parsePipelineLayout(const std::string &layout, std::string &error) {
+std::optional<std::vector<int64_t>> parsePipelineLayout(const std::string &layout, std::string &error,
+                                                        int64_t *mtp) {
+  int64_t mtpModules = 0;
   std::vector<std::string> parts{""};
   for (char c : layout) {
     if (c == '|')
@@ -43,8 +45,12 @@ std::optional<std::vector<int64_t>> parsePipelineLayout(const std::string &layou
       } else if (symbol == 'L') {
         if (s + 1 != parts.size() || repeat != 1)
           return bad(s, "'L' (the head and loss) belongs once on the last stage");
+      } else if (symbol == 'm') {
+        if (s + 1 != parts.size())
+          return bad(s, "'m' (an MTP module) belongs on the last stage, with the loss");
+        mtpModules += repeat;
       } else
-        return bad(s, std::string("'") + symbol + "' is not E, t, L, '*' or '|'");
+        return bad(s, std::string("'") + symbol + "' is not E, t, m, L, '*' or '|'");
     }
     counts.push_back(layers);
   }
@@ -52,21 +58,30 @@ std::optional<std::vector<int64_t>> parsePipelineLayout(const std::string &layou
     return bad(0, "the first stage must hold the embedding 'E'");
   if (parts.back().find('L') == std::string::npos)
     return bad(parts.size() - 1, "the last stage must hold the head 'L'");
+  if (mtp)
+    *mtp = mtpModules;
   return counts;
 }
 
 std::optional<std::vector<std::pair<size_t, size_t>>>
 stageLayerRanges(const ModelLayers &model, int64_t stages, const Training &training, std::string &error) {
-  int64_t layers = int64_t(model.layers.size()) - 2; // transformer layers
+  int64_t layers = model.transformerLayers();
   if (stages < 1) {
     error = "stage split: needs at least one stage";
     return std::nullopt;
   }
   std::vector<int64_t> counts;
   if (!training.pipelineLayout.empty()) {
-    auto parsed = parsePipelineLayout(training.pipelineLayout, error);
+    int64_t mtp = 0;
+    auto parsed = parsePipelineLayout(training.pipelineLayout, error, &mtp);
     if (!parsed)
       return std::nullopt;
+    if (mtp != model.mtpModules) {
+      error = "pipeline layout '" + training.pipelineLayout + "' places " + std::to_string(mtp) +
+              " MTP module" + (mtp == 1 ? "" : "s") + " ('m'); training runs " + std::to_string(model.mtpModules) +
+              " (mtp_layers)";
+      return std::nullopt;
+    }
     if (int64_t(parsed->size()) != stages) {
       error = "pipeline layout '" + training.pipelineLayout + "' names " + std::to_string(parsed->size()) +
               " stages; the schedule has " + std::to_string(stages);
@@ -128,7 +143,7 @@ stageLayerRanges(const ModelLayers &model, int64_t stages, const Training &train
   std::vector<std::pair<size_t, size_t>> ranges;
   size_t next = 0;
   for (int64_t s = 0; s < stages; ++s) {
-    size_t count = size_t(counts[size_t(s)]) + (s == 0) + (s == stages - 1);
+    size_t count = size_t(counts[size_t(s)]) + (s == 0) + (s == stages - 1 ? 1 + model.mtpEntries() : 0);
     if (count == 0) {
       error = "stage split: stage " + std::to_string(s) + " would hold no layer";
       return std::nullopt;

@@ -18,14 +18,18 @@ namespace pipec::plan {
 // Ranges [first, last) of model.layers (embedding first, head last) for each
 // of `stages` stages, from training.pipelineLayout, else first/lastStageLayers,
 // else evenly (spare layers to the stages after the first, which holds the
-// embedding). nullopt with `error` set when the request cannot be met.
+// embedding). The MTP modules go with the head (Megatron-Core's default). nullopt
+// with `error` set when the request cannot be met.
 std::optional<std::vector<std::pair<size_t, size_t>>>
 stageLayerRanges(const ModelLayers &model, int64_t stages, const Training &training, std::string &error);
 
 // Transformer layers per stage of a layout string such as "Et*3|t*4|t*3L":
 // '|' separates stages, E is the embedding (first stage only), L the head
-// and loss (last stage only), t one transformer layer, "X*n" repeats X.
-// nullopt with `error` naming the offending character otherwise.
-std::optional<std::vector<int64_t>> parsePipelineLayout(const std::string &layout, std::string &error);
+// and loss (last stage only), t one transformer layer, m one MTP module
+// (last stage only, as here the modules sit with the loss), "X*n" repeats X.
+// nullopt with `error` naming the offending character otherwise. `mtp`, when
+// given, receives the number of m.
+std::optional<std::vector<int64_t>> parsePipelineLayout(const std::string &layout, std::string &error,
+                                                        int64_t *mtp = nullptr);
 
 } // namespace pipec::plan

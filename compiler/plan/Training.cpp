@@ -5,6 +5,8 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 
+#include <algorithm>
+
 namespace pipec::plan {
 
 namespace {
@@ -12,6 +14,7 @@ namespace {
 constexpr int64_t kMaxBatch = int64_t(1) << 30;
 constexpr int64_t kMaxSequence = int64_t(1) << 24;
 constexpr int64_t kMaxTensorParallel = 1 << 16;
+constexpr int64_t kMaxMtpLayers = 64; // as num_nextn_predict_layers (ModelConfig.cpp)
 
 } // namespace
 
@@ -85,7 +88,13 @@ bool validateTraining(const Training &t, std::string &error) {
     return bad("first_stage_layers", "must be 0 or more (-1: an even split)");
   if (t.lastStageLayers < -1 || t.lastStageLayers > kMaxSequence)
     return bad("last_stage_layers", "must be 0 or more (-1: an even split)");
+  if (t.mtpLayers < -1 || t.mtpLayers > kMaxMtpLayers)
+    return bad("mtp_layers", "must be 0 to " + std::to_string(kMaxMtpLayers) + " (-1: as the model's config says)");
   return true;
+}
+
+int64_t trainedMtpModules(const Training &training, int64_t configModules) {
+  return training.mtpLayers >= 0 ? training.mtpLayers : std::max<int64_t>(0, configModules);
 }
 
 std::optional<Training> parseTraining(llvm::StringRef text, llvm::StringRef name,
@@ -154,11 +163,12 @@ std::optional<Training> parseTraining(llvm::StringRef text, llvm::StringRef name
   t.firstStageLayers = f.integer("first_stage_layers", 0, kMaxSequence, -1);
   t.lastStageLayers = f.integer("last_stage_layers", 0, kMaxSequence, -1);
   t.pipelineLayout = f.string("pipeline_layout", "");
+  t.mtpLayers = f.integer("mtp_layers", 0, kMaxMtpLayers, -1);
   static const char *kKnown[] = {"global_batch", "sequence_length", "micro_batch", "param_dtype",
                                  "grad_dtype", "activation_dtype", "optimizer_state_dtype", "optimizer", "zero_stage",
                                  "recompute", "recompute_num_layers", "tensor_parallel", "context_parallel",
                                  "sequence_parallel", "tp_comm_overlap", "overlap_grad_reduce", "ep_comm_overlap", "precision", "fp8_swiglu_cache", "attention", "ep_dispatch",
-                                 "first_stage_layers", "last_stage_layers", "pipeline_layout"};
+                                 "first_stage_layers", "last_stage_layers", "pipeline_layout", "mtp_layers"};
   for (const auto &entry : *object)
     if (!llvm::is_contained(kKnown, entry.first.str()))
       f.fail(entry.first.str(), "is not a training field");

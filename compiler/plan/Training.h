@@ -103,6 +103,10 @@ struct Training {
   // '|', each a sequence of E (embedding), t (transformer layer), L (loss/head),
   // with "x*n" repeating; overrides first/last_stage_layers. Empty: unused.
   std::string pipelineLayout;
+  // Multi-token prediction modules trained with the model (Megatron's
+  // mtp_num_layers); -1: as many as the model's config has
+  // (num_nextn_predict_layers), as DeepSeek-V3 trained.
+  int64_t mtpLayers = -1;
 
   // GPUs one pipeline rank of one data-parallel replica occupies: t x cp.
   int64_t modelParallelGpus() const { return tensorParallel * contextParallel; }
@@ -117,6 +121,8 @@ struct Training {
 };
 
 bool validateTraining(const Training &training, std::string &error);
+// The MTP modules a training runs with a model (Training::mtpLayers).
+int64_t trainedMtpModules(const Training &training, int64_t configModules);
 std::optional<Training> parseTraining(llvm::StringRef text, llvm::StringRef name, std::string &error);
 std::optional<Training> readTraining(llvm::StringRef path, std::string &error);
 

@@ -190,7 +190,7 @@ int main(int argc, char **argv) {
     cluster->gpus = gpus;
     PlanInputs in;
     in.config = *config;
-    in.model = buildLayers(*config);
+    in.model = buildLayers(*config, trainedMtpModules(*training, config->nextnPredictLayers));
     in.cluster = *cluster;
     in.training = *training;
     in.expertParallel = ep;

@@ -68,7 +68,8 @@ ParallelLayout layout(std::vector<std::pair<size_t, size_t>> ranges, int64_t dp 
 PlanCosts costsOf(const ModelConfig &config, const Training &tr, const ParallelLayout &l,
                   const Cluster &c = cluster()) {
   std::string error;
-  std::optional<PlanCosts> costs = computeCosts(config, buildLayers(config), c, tr, l, error);
+  std::optional<PlanCosts> costs =
+      computeCosts(config, buildLayers(config, trainedMtpModules(tr, config.nextnPredictLayers)), c, tr, l, error);
   INFO(error);
   REQUIRE(costs);
   return *costs;
@@ -447,6 +448,36 @@ TEST_CASE("The step tail: data-parallel all-reduce and the copies' all-reduce", 
   CHECK(split.rankMemory[0].params + split.rankMemory[1].params == 2 * (tiedModel.totalParams + 100 * 64));
 }
 
+TEST_CASE("An MTP module adds a layer and a head pass to the last stage, and shares the embedding", "[plan]") {
+  // Training one module with an untied model (Megatron's mtp_num_layers: any
+  // GPT model; DeepSeek's configs give num_nextn_predict_layers).
+  ModelConfig config = parse(R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+    "num_hidden_layers": 4, "num_attention_heads": 4, "vocab_size": 100})");
+  Training with = training(), without = training();
+  with.mtpLayers = 1;
+  // Two stages: embedding + 2 layers | 2 layers + (module) + head.
+  PlanCosts a = costsOf(config, with, layout({{0, 3}, {3, 8}}));
+  PlanCosts b = costsOf(config, without, layout({{0, 3}, {3, 6}}));
+  CHECK(a.stages[0].F == b.stages[0].F);
+  // The last stage does one more layer and one more pass through the head.
+  double tokens = 2 * 16, h = 64, vocab = 100; // a micro-batch: 2 sequences of 16
+  ModelLayers layers = buildLayers(config, 1);
+  CHECK(a.stages[1].forwardFlops - b.stages[1].forwardFlops == Approx(layers.forwardFlops(5, 7, 2, 16)));
+  CHECK(layers.layers[6].mlpFlopsPerToken * tokens == Approx(2 * vocab * h * tokens));
+  CHECK(a.stages[1].F > b.stages[1].F);
+  // Its embedding copy is one more parameter matrix on the last rank, and its
+  // gradient is summed with the embedding's, as a tied head's is.
+  CHECK(a.rankMemory[1].params > b.rankMemory[1].params + 2 * vocab * h - 1);
+  CHECK(a.tail.copiesSeconds > 0);
+  CHECK(b.tail.copiesSeconds == 0);
+  // On one rank it is the embedding matrix itself: counted once.
+  PlanCosts one = costsOf(config, with, layout({{0, 8}}));
+  PlanCosts oneWithout = costsOf(config, without, layout({{0, 6}}));
+  double moduleOwn = layers.layers[5].storedParams + layers.layers[6].storedParams - vocab * h;
+  CHECK(one.rankMemory[0].params == Approx(oneWithout.rankMemory[0].params + 2 * moduleOwn));
+  CHECK(one.tail.copiesSeconds == 0);
+}
+
 TEST_CASE("Plan costs feed the cost model and `--costs` as they are", "[plan]") {
   ModelConfig config = mixtral();
   PlanCosts costs = costsOf(config, training(), layout({{0, 2}, {2, 4}}, 4, 4));
@@ -625,6 +656,13 @@ TEST_CASE("Training input: defaults, optimizer bytes and errors", "[plan]") {
   CHECK_FALSE(block->recomputesLayerInFull(5));
   CHECK(errorOf(R"({"global_batch": 8, "sequence_length": 4, "tp": 2})") ==
         "t.json: field 'tp' is not a training field");
+  // MTP modules: 0 to 64 (as num_nextn_predict_layers), else as the config says.
+  CHECK(errorOf(R"({"global_batch": 8, "sequence_length": 4, "mtp_layers": 65})") ==
+        "t.json: field 'mtp_layers' is 65, expected 0 to 64");
+  auto mtp = parseTraining(R"({"global_batch": 8, "sequence_length": 4, "mtp_layers": 0})", "t.json", error);
+  REQUIRE(mtp);
+  CHECK(trainedMtpModules(*mtp, 1) == 0);
+  CHECK(trainedMtpModules(*parseTraining(R"({"global_batch": 8, "sequence_length": 4})", "t.json", error), 1) == 1);
 }
 
 TEST_CASE("Cluster and training files are read under the input limit, or name the path", "[plan]") {

@@ -2,6 +2,7 @@
 // whose parameter counts reproduce the published model sizes, and errors that
 // name the field and the file.
 #include "plan/ModelConfig.h"
+#include "plan/Training.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -118,6 +119,27 @@ TEST_CASE("DeepSeek-V3: 671B main model, MTP apart, 37B active", "[plan]") {
   CHECK(v3.layers[3].kind == LayerKind::Dense);
   CHECK(v3.layers[4].kind == LayerKind::Moe);
   CHECK(v3.layers[62].kind == LayerKind::Head);
+  // Trained with its MTP module (as DeepSeek-V3 was): its MoE layer and a
+  // pass through the shared head come before the head, on the last stage.
+  // The stage stores what the checkpoint's module has but the output head,
+  // which it shares: 14B less the head's 0.9B. The main model's totals stay.
+  ModelLayers trained = buildLayers(*config, trainedMtpModules(Training{}, config->nextnPredictLayers));
+  REQUIRE(trained.layers.size() == 65);
+  CHECK(trained.mtpModules == 1);
+  CHECK(trained.transformerLayers() == 61);
+  CHECK(trained.layers[62].kind == LayerKind::Moe);
+  CHECK(trained.layers[63].kind == LayerKind::Head);
+  CHECK(trained.layers[64].kind == LayerKind::Head);
+  CHECK(trained.totalParams == v3.totalParams);
+  CHECK(trained.activeNonEmbeddingParams == v3.activeNonEmbeddingParams);
+  double head = double(config->vocabSize) * double(config->hiddenSize);
+  CHECK(trained.layers[62].storedParams + trained.layers[63].storedParams == Approx(v3.mtpParams - head));
+  // Its logits cost what the main head's do.
+  CHECK(trained.layers[63].mlpFlopsPerToken == trained.layers[64].mlpFlopsPerToken);
+  // mtp_layers 0 trains none.
+  Training none;
+  none.mtpLayers = 0;
+  CHECK(buildLayers(*config, trainedMtpModules(none, config->nextnPredictLayers)).layers.size() == 63);
 }
 
 TEST_CASE("DeepSeek-V2-Lite: no q latent, 15.7B total, 2.4B active", "[plan]") {

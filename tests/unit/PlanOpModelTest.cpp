@@ -283,7 +283,7 @@ TEST_CASE("Uneven stages: first and last stage counts, and Megatron layout strin
   CHECK_FALSE(stageLayerRanges(model, 4, tr, error));
   CHECK(error == "pipeline layout 'Et*2|t*3|t*4|t', stage 3: the last stage must hold the head 'L'");
   CHECK_FALSE(parsePipelineLayout("Et|x|tL", error));
-  CHECK(error == "pipeline layout 'Et|x|tL', stage 1: 'x' is not E, t, L, '*' or '|'");
+  CHECK(error == "pipeline layout 'Et|x|tL', stage 1: 'x' is not E, t, m, L, '*' or '|'");
   CHECK_FALSE(parsePipelineLayout("Et*|tL", error));
   CHECK(error == "pipeline layout 'Et*|tL', stage 0: '*' needs a count after it");
   CHECK_FALSE(parsePipelineLayout("t|EtL", error));
@@ -291,6 +291,40 @@ TEST_CASE("Uneven stages: first and last stage counts, and Megatron layout strin
   tr.pipelineLayout = "Et*2|t*3|t*3|tL";
   CHECK_FALSE(stageLayerRanges(model, 4, tr, error));
   CHECK(error == "stage split: the stages hold 9 transformer layers; the model has 10");
+}
+
+TEST_CASE("MTP modules sit on the last stage; a layout names them with m", "[plan]") {
+  ModelConfig llama = parse(R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+    "num_hidden_layers": 10, "num_attention_heads": 4, "vocab_size": 100})");
+  // One module: embedding, 10 layers, the module's layer and head pass, the head.
+  ModelLayers model = buildLayers(llama, 1);
+  REQUIRE(model.layers.size() == 14);
+  CHECK(model.transformerLayers() == 10);
+  CHECK(model.mtpEntries() == 2);
+  Training tr = train();
+  std::string error;
+  using Ranges = std::vector<std::pair<size_t, size_t>>;
+  // The even split is the main model's; the module goes with the head.
+  CHECK(*stageLayerRanges(model, 4, tr, error) == Ranges{{0, 3}, {3, 6}, {6, 9}, {9, 14}});
+  tr.firstStageLayers = 1;
+  tr.lastStageLayers = 1;
+  CHECK(*stageLayerRanges(model, 4, tr, error) == Ranges{{0, 2}, {2, 6}, {6, 10}, {10, 14}});
+  tr.firstStageLayers = tr.lastStageLayers = -1;
+  // Megatron's layout names the module: "m" before the loss.
+  tr.pipelineLayout = "Et*2|t*3|t*4|tmL";
+  CHECK(*stageLayerRanges(model, 4, tr, error) == Ranges{{0, 3}, {3, 6}, {6, 10}, {10, 14}});
+  tr.pipelineLayout = "Et*2|t*3|t*4|tL";
+  CHECK_FALSE(stageLayerRanges(model, 4, tr, error));
+  CHECK(error == "pipeline layout 'Et*2|t*3|t*4|tL' places 0 MTP modules ('m'); training runs 1 (mtp_layers)");
+  CHECK_FALSE(parsePipelineLayout("Et*2|mt*3|t*4|tL", error));
+  CHECK(error == "pipeline layout 'Et*2|mt*3|t*4|tL', stage 1: 'm' (an MTP module) belongs on the last stage, with the loss");
+  int64_t modules = 0;
+  CHECK(parsePipelineLayout("Et*2|t*3|t*4|tm*2L", error, &modules));
+  CHECK(modules == 2);
+  // Without modules, an "m" in the layout is refused by the count.
+  tr.pipelineLayout = "Et*2|t*3|t*4|tmL";
+  CHECK_FALSE(stageLayerRanges(buildLayers(llama), 4, tr, error));
+  CHECK(error == "pipeline layout 'Et*2|t*3|t*4|tmL' places 1 MTP module ('m'); training runs 0 (mtp_layers)");
 }
 
 TEST_CASE("DeepSeek-style selective recomputation replays the norms, MLA up-projections and SwiGLU", "[plan]") {

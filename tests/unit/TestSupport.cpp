@@ -63,7 +63,9 @@ plan::PlanInputs h100Inputs(const std::string &hfFile, int64_t gpus) {
   INFO(error);
   REQUIRE(config);
   inputs.config = *config;
-  inputs.model = plan::buildLayers(inputs.config);
+  // The training's default runs the config's MTP modules, as `pipec plan` does.
+  inputs.model = plan::buildLayers(inputs.config,
+                                   plan::trainedMtpModules(plan::Training{}, inputs.config.nextnPredictLayers));
   inputs.cluster = *plan::clusterPreset("h100");
   inputs.cluster.gpus = gpus;
   return inputs;
