@@ -104,6 +104,8 @@ plan::SearchOptions planSearch(const ModelArgs &args, const plan::PlanInputs &in
     search.recompute = {plan::Recompute::None, plan::Recompute::Selective, plan::Recompute::Full};
   if (!args.zeroGiven)
     search.zeroStages = {0, 1, 2, 3};
+  // No split given: each layout's end stages are sized to balance its stages.
+  search.balanceStages = args.firstStageLayers < 0 && args.lastStageLayers < 0 && args.pipelineLayout.empty();
   return search;
 }
 

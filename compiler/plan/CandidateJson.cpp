@@ -49,8 +49,14 @@ void writeCandidateAttributes(const Candidate &c, CandidateFields fields, llvm::
     j.attributeObject("costs", [&] { writeCostsObject(c.costs, j); });
   j.attribute("data_parallel", l.dp);
   j.attribute("expert_parallel", l.ep);
+  // Uneven stages (set, or chosen by plan to balance them): the transformer
+  // layers of the first and the last stage.
+  if (c.training.firstStageLayers >= 0)
+    j.attribute("first_stage_layers", c.training.firstStageLayers);
   j.attribute("fits", c.fits);
   writeNumber(j, "gpu_hours_per_million_tokens", c.gpuHoursPerMillionTokens);
+  if (c.training.lastStageLayers >= 0)
+    j.attribute("last_stage_layers", c.training.lastStageLayers);
   writeNumber(j, "memory_bytes_per_gpu", c.memory.total);
   const MemoryBreakdown &m = c.memory;
   writeNumberObject(j, "memory_parts",

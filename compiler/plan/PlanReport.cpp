@@ -32,6 +32,9 @@ std::string describeCandidate(const Candidate &c, const SearchOptions &search) {
     text += std::string(" rc=") + recomputeName(c.training.recompute);
   if (search.zeroStages.size() > 1)
     text += fmt::format(" z={}", c.training.zeroStage);
+  // Stage sizes plan chose to balance the stages (--first/last-stage-layers).
+  if (search.balanceStages && c.training.firstStageLayers >= 0)
+    text += fmt::format(" ends={}/{}", c.training.firstStageLayers, c.training.lastStageLayers);
   return text;
 }
 

@@ -62,6 +62,32 @@ ParallelLayout baseLayout(const ParallelSizes &sizes) {
   return parallel;
 }
 
+// The training a layout is costed with, its stages run by `stageRanks`:
+// under SearchOptions::balanceStages and a training that fixes no split,
+// with the first and last stage sizes that balance the ranks' work.
+Training withStageSplit(const PlanInputs &inputs, const Training &training,
+                        const std::vector<std::vector<int64_t>> &stageRanks) {
+  if (!inputs.search.balanceStages || !training.pipelineLayout.empty() || training.firstStageLayers >= 0 ||
+      training.lastStageLayers >= 0)
+    return training;
+  Training split = training;
+  std::tie(split.firstStageLayers, split.lastStageLayers) =
+      balancedStageEnds(inputs.model, training.sequenceLength, stageRanks);
+  return split;
+}
+
+// The ranks that run each stage of a placed layout (its first flow's, and a
+// copy's).
+std::vector<std::vector<int64_t>> ranksOfStages(const ParallelLayout &layout) {
+  std::vector<std::vector<int64_t>> ranks(layout.stageRank.size());
+  for (size_t s = 0; s < ranks.size(); ++s) {
+    ranks[s].push_back(layout.stageRank[s]);
+    if (s < layout.stageCopyRank.size() && layout.stageCopyRank[s] >= 0)
+      ranks[s].push_back(layout.stageCopyRank[s]);
+  }
+  return ranks;
+}
+
 // The layout as the compiled schedule places it (its stages' layers as the
 // training's first/last stage sizes or layout string say); nullopt with
 // `error` when they do not split.
@@ -91,14 +117,14 @@ std::optional<ParallelLayout> sketchLayout(const PlanInputs &inputs, const Paral
   ParallelLayout parallel = baseLayout(sizes);
   parallel.chunksPerRank = sizes.v > 0 ? sizes.v : 1;
   int64_t stages = sizes.pp * parallel.chunksPerRank;
+  for (int64_t s = 0; s < stages; ++s)
+    parallel.stageRank.push_back(s % sizes.pp);
   std::string error;
-  std::optional<std::vector<std::pair<size_t, size_t>>> ranges =
-      stageLayerRanges(inputs.model, stages, training, error);
+  std::optional<std::vector<std::pair<size_t, size_t>>> ranges = stageLayerRanges(
+      inputs.model, stages, withStageSplit(inputs, training, ranksOfStages(parallel)), error);
   if (!ranges || ranges->empty())
     return std::nullopt;
   parallel.stageLayers = std::move(*ranges);
-  for (int64_t s = 0; s < stages; ++s)
-    parallel.stageRank.push_back(s % sizes.pp);
   parallel.peakActivations.assign(size_t(sizes.pp), 1.0);
   return parallel;
 }
@@ -129,8 +155,11 @@ bool resultsFinite(const Candidate &c) {
 // Costs and memory of one layout of a compiled schedule; no simulation yet.
 std::optional<Candidate> costCandidate(const PlanInputs &inputs, const CompiledSchedule &c,
                                        const std::string &file, const ParallelSizes &sizes,
-                                       const Training &training, std::string &error) {
+                                       const Training &given, std::string &error) {
   const ScheduleIR &ir = c.ir();
+  ParallelLayout placed;
+  placeStages(ir, placed);
+  const Training training = withStageSplit(inputs, given, ranksOfStages(placed));
   if (training.epCommOverlap && !epOverlapApplies(inputs.config, training, sizes.ep, error))
     return std::nullopt;
   int64_t transformerLayers = inputs.model.transformerLayers();

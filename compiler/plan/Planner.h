@@ -55,6 +55,11 @@ struct SearchOptions {
   // When nothing fits: simulate the `keep` points that need least memory, to
   // show them (plan's table); false: return no candidate (a remedy's re-plan).
   bool listUnfitting = true;
+  // Where the training fixes no split (no layout, no first/last stage
+  // layers), each layout's first and last stage take the layer counts that
+  // balance its stages (balancedStageEnds); the candidate's training says
+  // which. false: the even split.
+  bool balanceStages = false;
 };
 
 struct PlanInputs {

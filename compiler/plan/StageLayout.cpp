@@ -2,7 +2,9 @@
 // the stages, evenly or with set first/last stage counts (StageLayout.h).
 #include "plan/StageLayout.h"
 
+#include <algorithm>
 #include <cctype>
+#include <optional>
 
 namespace pipec::plan {
 
@@ -152,6 +154,57 @@ stageLayerRanges(const ModelLayers &model, int64_t stages, const Training &train
     next += count;
   }
   return ranges;
+}
+
+std::pair<int64_t, int64_t> balancedStageEnds(const ModelLayers &model, int64_t seq,
+                                              const std::vector<std::vector<int64_t>> &stageRanks) {
+  const int64_t stages = int64_t(stageRanks.size()), layers = model.transformerLayers();
+  int64_t ranks = 0;
+  for (const std::vector<int64_t> &holders : stageRanks)
+    for (int64_t r : holders)
+      ranks = std::max(ranks, r + 1);
+  if (stages < 2 || ranks < 2 || layers < stages)
+    return {-1, -1};
+  // A split's busiest rank and heaviest stage, in forward FLOPs per
+  // sequence; nullopt when the split is impossible.
+  auto weigh = [&](const Training &split) -> std::optional<std::pair<double, double>> {
+    std::string unused;
+    auto ranges = stageLayerRanges(model, stages, split, unused);
+    if (!ranges)
+      return std::nullopt;
+    std::vector<double> rankWork(size_t(ranks), 0.0);
+    double heaviestStage = 0;
+    for (size_t s = 0; s < ranges->size(); ++s) {
+      double work = model.forwardFlops((*ranges)[s].first, (*ranges)[s].second, 1, seq);
+      heaviestStage = std::max(heaviestStage, work);
+      for (int64_t r : stageRanks[s])
+        rankWork[size_t(r)] += work;
+    }
+    return std::make_pair(*std::max_element(rankWork.begin(), rankWork.end()), heaviestStage);
+  };
+  // Better by a clear margin on the busiest rank, or as busy with a lighter
+  // heaviest stage.
+  auto better = [](const std::pair<double, double> &a, const std::pair<double, double> &b) {
+    const double eps = 1e-9;
+    if (a.first < b.first * (1 - eps))
+      return true;
+    return a.first <= b.first * (1 + eps) && a.second < b.second * (1 - eps);
+  };
+  Training split;
+  std::optional<std::pair<double, double>> best = weigh(split);
+  std::pair<int64_t, int64_t> chosen{-1, -1};
+  const int64_t share = (layers + stages - 1) / stages;
+  for (int64_t first = 0; first <= share + 1; ++first)
+    for (int64_t last = 0; last <= share + 1; ++last) {
+      split.firstStageLayers = first;
+      split.lastStageLayers = last;
+      std::optional<std::pair<double, double>> weight = weigh(split);
+      if (weight && (!best || better(*weight, *best))) {
+        best = weight;
+        chosen = {first, last};
+      }
+    }
+  return chosen;
 }
 
 } // namespace pipec::plan

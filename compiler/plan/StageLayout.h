@@ -23,6 +23,16 @@ namespace pipec::plan {
 std::optional<std::vector<std::pair<size_t, size_t>>>
 stageLayerRanges(const ModelLayers &model, int64_t stages, const Training &training, std::string &error);
 
+// The transformer layers on the first and on the last stage ({first, last},
+// the others split evenly) that balance the work: the embedding's stage does
+// little else, the head's (with the MTP modules) a vocabulary's worth more.
+// Work is forward FLOPs at sequence length `seq`; `stageRanks[s]` lists the
+// ranks that run stage s (two for a stage with a copy, as in DualPipe). The
+// choice makes the busiest rank least busy, then the heaviest stage least
+// heavy. {-1, -1} when the even split is as good, or one rank runs all.
+std::pair<int64_t, int64_t> balancedStageEnds(const ModelLayers &model, int64_t seq,
+                                              const std::vector<std::vector<int64_t>> &stageRanks);
+
 // Transformer layers per stage of a layout string such as "Et*3|t*4|t*3L":
 // '|' separates stages, E is the embedding (first stage only), L the head
 // and loss (last stage only), t one transformer layer, m one MTP module

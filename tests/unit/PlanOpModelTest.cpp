@@ -13,6 +13,8 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
+#include <map>
 
 using namespace pipec;
 using namespace pipec::plan;
@@ -325,6 +327,59 @@ TEST_CASE("MTP modules sit on the last stage; a layout names them with m", "[pla
   tr.pipelineLayout = "Et*2|t*3|t*4|tmL";
   CHECK_FALSE(stageLayerRanges(buildLayers(llama), 4, tr, error));
   CHECK(error == "pipeline layout 'Et*2|t*3|t*4|tmL' places 1 MTP module ('m'); training runs 0 (mtp_layers)");
+}
+
+TEST_CASE("plan sizes the end stages to balance the ranks' work", "[plan]") {
+  // A large vocabulary: the head is worth several layers.
+  ModelConfig heavyHead = parse(R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+    "num_hidden_layers": 12, "num_attention_heads": 4, "vocab_size": 4000})");
+  ModelLayers model = buildLayers(heavyHead);
+  const int64_t seq = 256;
+  using Ranks = std::vector<std::vector<int64_t>>;
+  const double none = std::numeric_limits<double>::infinity();
+  auto busiest = [&](int64_t first, int64_t last, const Ranks &ranks) {
+    Training split = train();
+    split.firstStageLayers = first;
+    split.lastStageLayers = last;
+    std::string error;
+    auto ranges = stageLayerRanges(model, int64_t(ranks.size()), split, error);
+    if (!ranges)
+      return none;
+    std::map<int64_t, double> work;
+    for (size_t s = 0; s < ranges->size(); ++s)
+      for (int64_t r : ranks[s])
+        work[r] += model.forwardFlops((*ranges)[s].first, (*ranges)[s].second, 1, seq);
+    double most = 0;
+    for (const auto &[rank, w] : work)
+      most = std::max(most, w);
+    return most;
+  };
+  // Brute force over every first/last pair: the choice is a least busiest rank.
+  auto check = [&](const Ranks &ranks) {
+    auto [first, last] = balancedStageEnds(model, seq, ranks);
+    double best = none;
+    for (int64_t f = 0; f <= 12; ++f)
+      for (int64_t l = 0; l <= 12; ++l)
+        best = std::min(best, busiest(f, l, ranks));
+    INFO("first " << first << " last " << last);
+    if (first >= 0)
+      CHECK(busiest(first, last, ranks) == Approx(best));
+    return std::make_pair(first, last);
+  };
+  // 1F1B on 4 ranks: the head's stage takes fewer layers.
+  Ranks oneEach{{0}, {1}, {2}, {3}};
+  auto [first, last] = check(oneEach);
+  REQUIRE(first >= 0);
+  CHECK(last < 3);
+  CHECK(busiest(first, last, oneEach) < busiest(3, 3, oneEach));
+  // DualPipe's placement: rank r runs stages r and P - 1 - r.
+  check(Ranks{{0, 3}, {1, 2}, {2, 1}, {3, 0}});
+  // One rank runs every stage (a V shape at P = 1): nothing to balance.
+  CHECK(balancedStageEnds(model, seq, Ranks{{0}, {0}}) == std::pair<int64_t, int64_t>{-1, -1});
+  // A small vocabulary: the even split is already as balanced.
+  ModelConfig light = parse(R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+    "num_hidden_layers": 12, "num_attention_heads": 4, "vocab_size": 2})");
+  CHECK(balancedStageEnds(buildLayers(light), seq, oneEach) == std::pair<int64_t, int64_t>{-1, -1});
 }
 
 TEST_CASE("DeepSeek-style selective recomputation replays the norms, MLA up-projections and SwiGLU", "[plan]") {
