@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <optional>
 
 namespace pipec::plan {
@@ -165,6 +166,10 @@ std::pair<int64_t, int64_t> balancedStageEnds(const ModelLayers &model, int64_t 
       ranks = std::max(ranks, r + 1);
   if (stages < 2 || ranks < 2 || layers < stages)
     return {-1, -1};
+  // Forward FLOPs per sequence of layers [0, i), so a stage's is a difference.
+  std::vector<double> upTo(model.layers.size() + 1, 0.0);
+  for (size_t i = 0; i < model.layers.size(); ++i)
+    upTo[i + 1] = upTo[i] + model.forwardFlops(i, i + 1, 1, seq);
   // A split's busiest rank and heaviest stage, in forward FLOPs per
   // sequence; nullopt when the split is impossible.
   auto weigh = [&](const Training &split) -> std::optional<std::pair<double, double>> {
@@ -175,7 +180,7 @@ std::pair<int64_t, int64_t> balancedStageEnds(const ModelLayers &model, int64_t 
     std::vector<double> rankWork(size_t(ranks), 0.0);
     double heaviestStage = 0;
     for (size_t s = 0; s < ranges->size(); ++s) {
-      double work = model.forwardFlops((*ranges)[s].first, (*ranges)[s].second, 1, seq);
+      double work = upTo[(*ranges)[s].second] - upTo[(*ranges)[s].first];
       heaviestStage = std::max(heaviestStage, work);
       for (int64_t r : stageRanks[s])
         rankWork[size_t(r)] += work;
@@ -193,9 +198,18 @@ std::pair<int64_t, int64_t> balancedStageEnds(const ModelLayers &model, int64_t 
   Training split;
   std::optional<std::pair<double, double>> best = weigh(split);
   std::pair<int64_t, int64_t> chosen{-1, -1};
+  // The end stages move by a few layers around the even share; the head's
+  // may shed as many as its extra work (the head and MTP passes) is worth in
+  // mean layers. The tries stay a few dozen whatever the depth.
   const int64_t share = (layers + stages - 1) / stages;
-  for (int64_t first = 0; first <= share + 1; ++first)
-    for (int64_t last = 0; last <= share + 1; ++last) {
+  const size_t headFrom = model.layers.size() - 1 - model.mtpEntries();
+  const double meanLayer = (upTo[headFrom] - upTo[1]) / double(layers);
+  const double headWork = upTo.back() - upTo[headFrom];
+  const int64_t headLayers =
+      meanLayer > 0 ? int64_t(std::min(double(share), std::ceil(headWork / meanLayer))) : share;
+  const int64_t reach = 2;
+  for (int64_t first = std::max<int64_t>(0, share - reach); first <= share + reach; ++first)
+    for (int64_t last = std::max<int64_t>(0, share - reach - headLayers); last <= share + reach; ++last) {
       split.firstStageLayers = first;
       split.lastStageLayers = last;
       std::optional<std::pair<double, double>> weight = weigh(split);
