@@ -322,4 +322,9 @@ LayerTime layerTime(const ModelConfig &m, LayerKind kind, const Cluster &c, cons
   return r;
 }
 
+double layerComputeSeconds(const LayerTime &t) {
+  return t.attentionForward + t.mlpForward + t.attentionInputGrad + t.mlpInputGrad + t.attentionWeightGrad +
+         t.mlpWeightGrad + t.replayAttention + t.replayMlp;
+}
+
 } // namespace pipec::plan

@@ -64,4 +64,10 @@ double allToAllSeconds(const Cluster &cluster, const ExpertPlacement &placement,
 LayerTime layerTime(const ModelConfig &config, LayerKind kind, const Cluster &cluster,
                     const Training &training, int64_t expertParallel);
 
+// A layer's forward and backward computation together, seconds, with the
+// replay of recomputation; no communication (schedules differ in what of it
+// they hide: DualPipe's pairs hide the all-to-alls). What balancing stages
+// weighs.
+double layerComputeSeconds(const LayerTime &t);
+
 } // namespace pipec::plan

@@ -1,5 +1,6 @@
 #include "plan/Planner.h"
 #include "plan/EpOverlap.h"
+#include "plan/LayerTimes.h"
 
 #include "plan/ScheduleCache.h"
 #include "plan/StageLayout.h"
@@ -64,15 +65,24 @@ ParallelLayout baseLayout(const ParallelSizes &sizes) {
 
 // The training a layout is costed with, its stages run by `stageRanks`:
 // under SearchOptions::balanceStages and a training that fixes no split,
-// with the first and last stage sizes that balance the ranks' work.
-Training withStageSplit(const PlanInputs &inputs, const Training &training,
+// with the first and last stage sizes that balance the ranks' work, each
+// layer weighed by its kind's forward and backward computation in seconds (a
+// large vocabulary's head is memory-bound as much as it is matmuls).
+Training withStageSplit(const PlanInputs &inputs, const Training &training, int64_t expertParallel,
                         const std::vector<std::vector<int64_t>> &stageRanks) {
   if (!inputs.search.balanceStages || !training.pipelineLayout.empty() || training.firstStageLayers >= 0 ||
       training.lastStageLayers >= 0)
     return training;
+  double kindSeconds[4] = {};
+  for (LayerKind kind : {LayerKind::Embedding, LayerKind::Dense, LayerKind::Moe, LayerKind::Head})
+    if (kind != LayerKind::Moe || inputs.config.isMoe())
+      kindSeconds[int(kind)] =
+          layerComputeSeconds(layerTime(inputs.config, kind, inputs.cluster, training, expertParallel));
+  std::vector<double> work;
+  for (const LayerSpec &layer : inputs.model.layers)
+    work.push_back(kindSeconds[int(layer.kind)]);
   Training split = training;
-  std::tie(split.firstStageLayers, split.lastStageLayers) =
-      balancedStageEnds(inputs.model, training.sequenceLength, stageRanks);
+  std::tie(split.firstStageLayers, split.lastStageLayers) = balancedStageEnds(inputs.model, work, stageRanks);
   return split;
 }
 
@@ -121,7 +131,7 @@ std::optional<ParallelLayout> sketchLayout(const PlanInputs &inputs, const Paral
     parallel.stageRank.push_back(s % sizes.pp);
   std::string error;
   std::optional<std::vector<std::pair<size_t, size_t>>> ranges = stageLayerRanges(
-      inputs.model, stages, withStageSplit(inputs, training, ranksOfStages(parallel)), error);
+      inputs.model, stages, withStageSplit(inputs, training, sizes.ep, ranksOfStages(parallel)), error);
   if (!ranges || ranges->empty())
     return std::nullopt;
   parallel.stageLayers = std::move(*ranges);
@@ -159,7 +169,7 @@ std::optional<Candidate> costCandidate(const PlanInputs &inputs, const CompiledS
   const ScheduleIR &ir = c.ir();
   ParallelLayout placed;
   placeStages(ir, placed);
-  const Training training = withStageSplit(inputs, given, ranksOfStages(placed));
+  const Training training = withStageSplit(inputs, given, sizes.ep, ranksOfStages(placed));
   if (training.epCommOverlap && !epOverlapApplies(inputs.config, training, sizes.ep, error))
     return std::nullopt;
   int64_t transformerLayers = inputs.model.transformerLayers();

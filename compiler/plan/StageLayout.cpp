@@ -3,6 +3,7 @@
 #include "plan/StageLayout.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <optional>
@@ -157,22 +158,27 @@ stageLayerRanges(const ModelLayers &model, int64_t stages, const Training &train
   return ranges;
 }
 
-std::pair<int64_t, int64_t> balancedStageEnds(const ModelLayers &model, int64_t seq,
+std::pair<int64_t, int64_t> balancedStageEnds(const ModelLayers &model, const std::vector<double> &layerWork,
                                               const std::vector<std::vector<int64_t>> &stageRanks) {
   const int64_t stages = int64_t(stageRanks.size()), layers = model.transformerLayers();
+  if (layerWork.size() != model.layers.size())
+    return {-1, -1};
   int64_t ranks = 0;
   for (const std::vector<int64_t> &holders : stageRanks)
     for (int64_t r : holders)
       ranks = std::max(ranks, r + 1);
   if (stages < 2 || ranks < 2 || layers < stages)
     return {-1, -1};
-  // Forward FLOPs per sequence of layers [0, i), so a stage's is a difference.
+  // The work of layers [0, i), so a stage's is a difference.
   std::vector<double> upTo(model.layers.size() + 1, 0.0);
   for (size_t i = 0; i < model.layers.size(); ++i)
-    upTo[i + 1] = upTo[i] + model.forwardFlops(i, i + 1, 1, seq);
-  // A split's busiest rank and heaviest stage, in forward FLOPs per
-  // sequence; nullopt when the split is impossible.
-  auto weigh = [&](const Training &split) -> std::optional<std::pair<double, double>> {
+    upTo[i + 1] = upTo[i] + layerWork[i];
+  // A split's busiest rank and heaviest stage; nullopt when the split is
+  // impossible.
+  // A split's busiest rank, heaviest stage and the ranks' sum of squared
+  // work (the spread of the rest); nullopt when the split is impossible.
+  using Weight = std::array<double, 3>;
+  auto weigh = [&](const Training &split) -> std::optional<Weight> {
     std::string unused;
     auto ranges = stageLayerRanges(model, stages, split, unused);
     if (!ranges)
@@ -185,18 +191,26 @@ std::pair<int64_t, int64_t> balancedStageEnds(const ModelLayers &model, int64_t 
       for (int64_t r : stageRanks[s])
         rankWork[size_t(r)] += work;
     }
-    return std::make_pair(*std::max_element(rankWork.begin(), rankWork.end()), heaviestStage);
+    double squares = 0;
+    for (double w : rankWork)
+      squares += w * w;
+    return Weight{*std::max_element(rankWork.begin(), rankWork.end()), heaviestStage, squares};
   };
-  // Better by a clear margin on the busiest rank, or as busy with a lighter
-  // heaviest stage.
-  auto better = [](const std::pair<double, double> &a, const std::pair<double, double> &b) {
+  // Better by a clear margin on the busiest rank; as busy, on the heaviest
+  // stage; as heavy, on the spread (so that among splits whose busiest rank
+  // is the head's alone, the others are as even as they can be).
+  auto better = [](const Weight &a, const Weight &b) {
     const double eps = 1e-9;
-    if (a.first < b.first * (1 - eps))
-      return true;
-    return a.first <= b.first * (1 + eps) && a.second < b.second * (1 - eps);
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a[i] < b[i] * (1 - eps))
+        return true;
+      if (a[i] > b[i] * (1 + eps))
+        return false;
+    }
+    return false;
   };
   Training split;
-  std::optional<std::pair<double, double>> best = weigh(split);
+  std::optional<Weight> best = weigh(split);
   std::pair<int64_t, int64_t> chosen{-1, -1};
   // The end stages move by a few layers around the even share; the head's
   // may shed as many as its extra work (the head and MTP passes) is worth in
@@ -212,7 +226,7 @@ std::pair<int64_t, int64_t> balancedStageEnds(const ModelLayers &model, int64_t 
     for (int64_t last = std::max<int64_t>(0, share - reach - headLayers); last <= share + reach; ++last) {
       split.firstStageLayers = first;
       split.lastStageLayers = last;
-      std::optional<std::pair<double, double>> weight = weigh(split);
+      std::optional<Weight> weight = weigh(split);
       if (weight && (!best || better(*weight, *best))) {
         best = weight;
         chosen = {first, last};

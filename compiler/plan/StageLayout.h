@@ -26,11 +26,12 @@ stageLayerRanges(const ModelLayers &model, int64_t stages, const Training &train
 // The transformer layers on the first and on the last stage ({first, last},
 // the others split evenly) that balance the work: the embedding's stage does
 // little else, the head's (with the MTP modules) a vocabulary's worth more.
-// Work is forward FLOPs at sequence length `seq`; `stageRanks[s]` lists the
-// ranks that run stage s (two for a stage with a copy, as in DualPipe). The
-// choice makes the busiest rank least busy, then the heaviest stage least
-// heavy. {-1, -1} when the even split is as good, or one rank runs all.
-std::pair<int64_t, int64_t> balancedStageEnds(const ModelLayers &model, int64_t seq,
+// `layerWork[i]` is model.layers[i]'s work (seconds, or FLOPs: any measure
+// that adds); `stageRanks[s]` lists the ranks that run stage s (two for a
+// stage with a copy, as in DualPipe). The choice makes the busiest rank least
+// busy, then the heaviest stage least heavy, then the ranks' work least
+// spread. {-1, -1} when the even split is as good, or one rank runs all.
+std::pair<int64_t, int64_t> balancedStageEnds(const ModelLayers &model, const std::vector<double> &layerWork,
                                               const std::vector<std::vector<int64_t>> &stageRanks);
 
 // Transformer layers per stage of a layout string such as "Et*3|t*4|t*3L":

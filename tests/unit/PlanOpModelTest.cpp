@@ -335,6 +335,13 @@ TEST_CASE("plan sizes the end stages to balance the ranks' work", "[plan]") {
     "num_hidden_layers": 12, "num_attention_heads": 4, "vocab_size": 4000})");
   ModelLayers model = buildLayers(heavyHead);
   const int64_t seq = 256;
+  // Work as forward FLOPs a sequence here (plan weighs each kind's seconds).
+  auto flopsOf = [&](const ModelLayers &layers) {
+    std::vector<double> work;
+    for (size_t i = 0; i < layers.layers.size(); ++i)
+      work.push_back(layers.forwardFlops(i, i + 1, 1, seq));
+    return work;
+  };
   using Ranks = std::vector<std::vector<int64_t>>;
   const double none = std::numeric_limits<double>::infinity();
   auto busiest = [&](int64_t first, int64_t last, const Ranks &ranks) {
@@ -356,7 +363,7 @@ TEST_CASE("plan sizes the end stages to balance the ranks' work", "[plan]") {
   };
   // Brute force over every first/last pair: the choice is a least busiest rank.
   auto check = [&](const Ranks &ranks) {
-    auto [first, last] = balancedStageEnds(model, seq, ranks);
+    auto [first, last] = balancedStageEnds(model, flopsOf(model), ranks);
     double best = none;
     for (int64_t f = 0; f <= 12; ++f)
       for (int64_t l = 0; l <= 12; ++l)
@@ -375,11 +382,14 @@ TEST_CASE("plan sizes the end stages to balance the ranks' work", "[plan]") {
   // DualPipe's placement: rank r runs stages r and P - 1 - r.
   check(Ranks{{0, 3}, {1, 2}, {2, 1}, {3, 0}});
   // One rank runs every stage (a V shape at P = 1): nothing to balance.
-  CHECK(balancedStageEnds(model, seq, Ranks{{0}, {0}}) == std::pair<int64_t, int64_t>{-1, -1});
+  CHECK(balancedStageEnds(model, flopsOf(model), Ranks{{0}, {0}}) == std::pair<int64_t, int64_t>{-1, -1});
+  // Work that does not name every layer balances nothing.
+  CHECK(balancedStageEnds(model, {1.0, 2.0}, oneEach) == std::pair<int64_t, int64_t>{-1, -1});
   // A small vocabulary: the even split is already as balanced.
   ModelConfig light = parse(R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
     "num_hidden_layers": 12, "num_attention_heads": 4, "vocab_size": 2})");
-  CHECK(balancedStageEnds(buildLayers(light), seq, oneEach) == std::pair<int64_t, int64_t>{-1, -1});
+  ModelLayers lightLayers = buildLayers(light);
+  CHECK(balancedStageEnds(lightLayers, flopsOf(lightLayers), oneEach) == std::pair<int64_t, int64_t>{-1, -1});
 }
 
 TEST_CASE("DeepSeek-style selective recomputation replays the norms, MLA up-projections and SwiGLU", "[plan]") {
