@@ -127,14 +127,17 @@ std::optional<ParallelLayout> sketchLayout(const PlanInputs &inputs, const Paral
   ParallelLayout parallel = baseLayout(sizes);
   parallel.chunksPerRank = sizes.v > 0 ? sizes.v : 1;
   int64_t stages = sizes.pp * parallel.chunksPerRank;
-  for (int64_t s = 0; s < stages; ++s)
-    parallel.stageRank.push_back(s % sizes.pp);
+  // The training's split, not the balanced one costCandidate takes: the
+  // memory bound reads the mean over the ranks, which no split changes, and
+  // the estimate only orders the search.
   std::string error;
-  std::optional<std::vector<std::pair<size_t, size_t>>> ranges = stageLayerRanges(
-      inputs.model, stages, withStageSplit(inputs, training, sizes.ep, ranksOfStages(parallel)), error);
+  std::optional<std::vector<std::pair<size_t, size_t>>> ranges =
+      stageLayerRanges(inputs.model, stages, training, error);
   if (!ranges || ranges->empty())
     return std::nullopt;
   parallel.stageLayers = std::move(*ranges);
+  for (int64_t s = 0; s < stages; ++s)
+    parallel.stageRank.push_back(s % sizes.pp);
   parallel.peakActivations.assign(size_t(sizes.pp), 1.0);
   return parallel;
 }

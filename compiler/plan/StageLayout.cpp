@@ -224,6 +224,11 @@ std::pair<int64_t, int64_t> balancedStageEnds(const ModelLayers &model, const st
   const int64_t reach = 2;
   for (int64_t first = std::max<int64_t>(0, share - reach); first <= share + reach; ++first)
     for (int64_t last = std::max<int64_t>(0, share - reach - headLayers); last <= share + reach; ++last) {
+      // Splits that leave a middle stage empty are skipped before building
+      // one (stageLayerRanges would refuse them, with a message).
+      const int64_t rest = layers - first - last, middle = stages - 2;
+      if (rest < middle || (middle == 0 && rest != 0))
+        continue;
       split.firstStageLayers = first;
       split.lastStageLayers = last;
       std::optional<Weight> weight = weigh(split);
