@@ -136,6 +136,16 @@ TEST_CASE("DeepSeek-V3: 671B main model, MTP apart, 37B active", "[plan]") {
   CHECK(trained.layers[62].storedParams + trained.layers[63].storedParams == Approx(v3.mtpParams - head));
   // Its logits cost what the main head's do.
   CHECK(trained.layers[63].mlpFlopsPerToken == trained.layers[64].mlpFlopsPerToken);
+  // What the module costs agrees with NVIDIA's own model-FLOP count: the
+  // NeMo 25.11 table's DeepSeek-V3 rows give model TFLOP/s over tokens/s of
+  // 557e12 / 2,139 = 260.4 GFLOP a token "w/ MTP" (B200) and 1,003e12 / 4,018
+  // = 249.6 "w/o MTP" (GB200), at sequence 4,096: 10.8 GFLOP more, forward
+  // and backward. (The totals differ from the model's by how attention is
+  // counted; the module's share does not depend on it.)
+  auto perToken = [](const ModelLayers &layers) {
+    return 3 * layers.forwardFlops(0, layers.layers.size(), 1, 4096) / 4096;
+  };
+  CHECK((perToken(trained) - perToken(v3)) / 1e9 == Approx(260.4 - 249.6).epsilon(0.03));
   // mtp_layers 0 trains none.
   Training none;
   none.mtpLayers = 0;
