@@ -176,17 +176,19 @@ std::pair<int64_t, int64_t> balancedStageEnds(const ModelLayers &model, const st
   // A split's busiest rank and heaviest stage; nullopt when the split is
   // impossible.
   // A split's busiest rank, heaviest stage and the ranks' sum of squared
-  // work (the spread of the rest); nullopt when the split is impossible.
+  // work (the spread of the rest).
   using Weight = std::array<double, 3>;
-  auto weigh = [&](const Training &split) -> std::optional<Weight> {
-    std::string unused;
-    auto ranges = stageLayerRanges(model, stages, split, unused);
-    if (!ranges)
-      return std::nullopt;
-    std::vector<double> rankWork(size_t(ranks), 0.0);
+  // The work of a split given as each stage's number of entries of
+  // model.layers (in order); `rankWork` is reused across the tries.
+  std::vector<double> rankWork(size_t(ranks), 0.0);
+  auto weigh = [&](const std::vector<int64_t> &entries) -> Weight {
+    std::fill(rankWork.begin(), rankWork.end(), 0.0);
     double heaviestStage = 0;
-    for (size_t s = 0; s < ranges->size(); ++s) {
-      double work = upTo[(*ranges)[s].second] - upTo[(*ranges)[s].first];
+    size_t begin = 0;
+    for (size_t s = 0; s < entries.size(); ++s) {
+      size_t end = begin + size_t(entries[s]);
+      double work = upTo[end] - upTo[begin];
+      begin = end;
       heaviestStage = std::max(heaviestStage, work);
       for (int64_t r : stageRanks[s])
         rankWork[size_t(r)] += work;
@@ -209,8 +211,17 @@ std::pair<int64_t, int64_t> balancedStageEnds(const ModelLayers &model, const st
     }
     return false;
   };
-  Training split;
-  std::optional<Weight> best = weigh(split);
+  // The even split, as stageLayerRanges makes it.
+  std::vector<int64_t> entries;
+  {
+    std::string unused;
+    auto even = stageLayerRanges(model, stages, Training{}, unused);
+    if (!even)
+      return {-1, -1};
+    for (const auto &[first, last] : *even)
+      entries.push_back(int64_t(last - first));
+  }
+  Weight best = weigh(entries);
   std::pair<int64_t, int64_t> chosen{-1, -1};
   // The end stages move by a few layers around the even share; the head's
   // may shed as many as its extra work (the head and MTP passes) is worth in
@@ -224,15 +235,20 @@ std::pair<int64_t, int64_t> balancedStageEnds(const ModelLayers &model, const st
   const int64_t reach = 2;
   for (int64_t first = std::max<int64_t>(0, share - reach); first <= share + reach; ++first)
     for (int64_t last = std::max<int64_t>(0, share - reach - headLayers); last <= share + reach; ++last) {
-      // Splits that leave a middle stage empty are skipped before building
-      // one (stageLayerRanges would refuse them, with a message).
+      // Splits that leave a middle stage empty are not made (stageLayerRanges
+      // refuses them). The others as stageLayerRanges makes them with both
+      // ends set: the middle stages share the rest evenly, the spare layers
+      // to the first of them.
       const int64_t rest = layers - first - last, middle = stages - 2;
       if (rest < middle || (middle == 0 && rest != 0))
         continue;
-      split.firstStageLayers = first;
-      split.lastStageLayers = last;
-      std::optional<Weight> weight = weigh(split);
-      if (weight && (!best || better(*weight, *best))) {
+      const int64_t base = middle > 0 ? rest / middle : 0, spare = middle > 0 ? rest % middle : 0;
+      entries.front() = first + 1; // and the embedding
+      for (int64_t i = 0; i < middle; ++i)
+        entries[size_t(1 + i)] = base + (i < spare ? 1 : 0);
+      entries.back() = last + 1 + int64_t(model.mtpEntries()); // and the head (and MTP)
+      Weight weight = weigh(entries);
+      if (better(weight, best)) {
         best = weight;
         chosen = {first, last};
       }
