@@ -322,6 +322,15 @@ LayerTime layerTime(const ModelConfig &m, LayerKind kind, const Cluster &c, cons
   return r;
 }
 
+std::array<LayerTime, 4> layerTimesByKind(const ModelConfig &config, const Cluster &cluster,
+                                          const Training &training, int64_t expertParallel) {
+  std::array<LayerTime, 4> kinds{};
+  for (LayerKind kind : {LayerKind::Embedding, LayerKind::Dense, LayerKind::Moe, LayerKind::Head})
+    if (kind != LayerKind::Moe || config.isMoe())
+      kinds[size_t(kind)] = layerTime(config, kind, cluster, training, expertParallel);
+  return kinds;
+}
+
 double layerComputeSeconds(const LayerTime &t) {
   return t.attentionForward + t.mlpForward + t.attentionInputGrad + t.mlpInputGrad + t.attentionWeightGrad +
          t.mlpWeightGrad + t.replayAttention + t.replayMlp;

@@ -10,6 +10,7 @@
 #include "plan/ModelConfig.h"
 #include "plan/Training.h"
 
+#include <array>
 #include <cstdint>
 
 namespace pipec::plan {
@@ -63,6 +64,11 @@ double allToAllSeconds(const Cluster &cluster, const ExpertPlacement &placement,
 
 LayerTime layerTime(const ModelConfig &config, LayerKind kind, const Cluster &cluster,
                     const Training &training, int64_t expertParallel);
+
+// One layer of each kind (indexed by LayerKind), timed once; the MoE entry
+// stays empty for a dense model.
+std::array<LayerTime, 4> layerTimesByKind(const ModelConfig &config, const Cluster &cluster,
+                                          const Training &training, int64_t expertParallel);
 
 // A layer's forward and backward computation together, seconds, with the
 // replay of recomputation; no communication (schedules differ in what of it

@@ -7,6 +7,7 @@
 #include "sim/Simulator.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -73,14 +74,14 @@ Training withStageSplit(const PlanInputs &inputs, const Training &training, int6
   if (!inputs.search.balanceStages || !training.pipelineLayout.empty() || training.firstStageLayers >= 0 ||
       training.lastStageLayers >= 0)
     return training;
-  double kindSeconds[4] = {};
-  for (LayerKind kind : {LayerKind::Embedding, LayerKind::Dense, LayerKind::Moe, LayerKind::Head})
-    if (kind != LayerKind::Moe || inputs.config.isMoe())
-      kindSeconds[int(kind)] =
-          layerComputeSeconds(layerTime(inputs.config, kind, inputs.cluster, training, expertParallel));
+  const std::array<LayerTime, 4> kinds = layerTimesByKind(inputs.config, inputs.cluster, training, expertParallel);
+  std::array<double, 4> kindSeconds{};
+  for (size_t k = 0; k < kinds.size(); ++k)
+    kindSeconds[k] = layerComputeSeconds(kinds[k]);
   std::vector<double> work;
+  work.reserve(inputs.model.layers.size());
   for (const LayerSpec &layer : inputs.model.layers)
-    work.push_back(kindSeconds[int(layer.kind)]);
+    work.push_back(kindSeconds[size_t(layer.kind)]);
   Training split = training;
   std::tie(split.firstStageLayers, split.lastStageLayers) = balancedStageEnds(inputs.model, work, stageRanks);
   return split;
@@ -99,20 +100,22 @@ std::vector<std::vector<int64_t>> ranksOfStages(const ParallelLayout &layout) {
 }
 
 // The layout as the compiled schedule places it (its stages' layers as the
-// training's first/last stage sizes or layout string say); nullopt with
+// training's first/last stage sizes or layout string say, or as
+// withStageSplit sizes the ends, which `training` then carries); nullopt with
 // `error` when they do not split.
 std::optional<ParallelLayout> compiledLayout(const PlanInputs &inputs, const CompiledSchedule &c,
-                                             const ParallelSizes &sizes, const Training &training,
+                                             const ParallelSizes &sizes, Training &training,
                                              std::string &error) {
   const ScheduleIR &ir = c.ir();
   ParallelLayout parallel = baseLayout(sizes);
   parallel.chunksPerRank = ir.numStages / ir.numRanks;
+  placeStages(ir, parallel);
+  training = withStageSplit(inputs, training, sizes.ep, ranksOfStages(parallel));
   std::optional<std::vector<std::pair<size_t, size_t>>> ranges =
       stageLayerRanges(inputs.model, ir.numStages, training, error);
   if (!ranges)
     return std::nullopt;
   parallel.stageLayers = std::move(*ranges);
-  placeStages(ir, parallel);
   for (const RankMemory &m : c.report().memory)
     parallel.peakActivations.push_back(double(m.peakActivations));
   parallel.activationPeaks = c.activationPeaks;
@@ -170,9 +173,7 @@ std::optional<Candidate> costCandidate(const PlanInputs &inputs, const CompiledS
                                        const std::string &file, const ParallelSizes &sizes,
                                        const Training &given, std::string &error) {
   const ScheduleIR &ir = c.ir();
-  ParallelLayout placed;
-  placeStages(ir, placed);
-  const Training training = withStageSplit(inputs, given, sizes.ep, ranksOfStages(placed));
+  Training training = given; // with the end stages compiledLayout sizes
   if (training.epCommOverlap && !epOverlapApplies(inputs.config, training, sizes.ep, error))
     return std::nullopt;
   int64_t transformerLayers = inputs.model.transformerLayers();

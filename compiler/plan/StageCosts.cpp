@@ -191,10 +191,7 @@ std::optional<PlanCosts> computeCosts(const ModelConfig &config, const ModelLaye
                std::max<int64_t>(1, positionsPerNode / l.expertParallel));
 
   // One layer of each kind, timed once.
-  LayerTime kinds[4];
-  for (LayerKind kind : {LayerKind::Embedding, LayerKind::Dense, LayerKind::Moe, LayerKind::Head})
-    if (kind != LayerKind::Moe || config.isMoe())
-      kinds[int(kind)] = layerTime(config, kind, cluster, training, l.expertParallel);
+  const std::array<LayerTime, 4> kinds = layerTimesByKind(config, cluster, training, l.expertParallel);
   // Under full recomputation of only some layers a stage (Megatron's block
   // method), the others run as without recomputation.
   LayerTime kept[4];

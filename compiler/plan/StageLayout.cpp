@@ -10,6 +10,22 @@
 
 namespace pipec::plan {
 
+namespace {
+
+// Splits `rest` layers evenly over the `count` stages at out[0..count): the
+// spare ones one each to the stages from `spareFrom` on, the last stage
+// taking any left past the end.
+void shareEvenly(int64_t rest, int64_t count, int64_t spareFrom, int64_t *out) {
+  if (count <= 0)
+    return;
+  const int64_t base = rest / count, spare = rest % count;
+  std::fill(out, out + count, base);
+  for (int64_t k = 0; k < spare; ++k)
+    out[std::min(count - 1, spareFrom + k)] += 1;
+}
+
+} // namespace
+
 std::optional<std::vector<int64_t>> parsePipelineLayout(const std::string &layout, std::string &error,
                                                         int64_t *mtp) {
   int64_t mtpModules = 0;
@@ -119,11 +135,9 @@ stageLayerRanges(const ModelLayers &model, int64_t stages, const Training &train
               std::to_string(std::max<int64_t>(freeStages, 0));
       return std::nullopt;
     }
-    int64_t base = freeStages > 0 ? rest / freeStages : 0, spare = freeStages > 0 ? rest % freeStages : 0;
     // Spare layers go to the free stages after the first (which holds the embedding).
-    std::vector<int64_t> freeCounts(size_t(std::max<int64_t>(freeStages, 0)), base);
-    for (int64_t k = 0; k < spare; ++k)
-      freeCounts[size_t(std::min<int64_t>(freeStages - 1, (first >= 0 ? 0 : 1) + k))] += 1;
+    std::vector<int64_t> freeCounts(size_t(std::max<int64_t>(freeStages, 0)), 0);
+    shareEvenly(rest, freeStages, first >= 0 ? 0 : 1, freeCounts.data());
     size_t next = 0;
     for (int64_t s = 0; s < stages; ++s) {
       if (s == 0 && first >= 0)
@@ -173,8 +187,6 @@ std::pair<int64_t, int64_t> balancedStageEnds(const ModelLayers &model, const st
   std::vector<double> upTo(model.layers.size() + 1, 0.0);
   for (size_t i = 0; i < model.layers.size(); ++i)
     upTo[i + 1] = upTo[i] + layerWork[i];
-  // A split's busiest rank and heaviest stage; nullopt when the split is
-  // impossible.
   // A split's busiest rank, heaviest stage and the ranks' sum of squared
   // work (the spread of the rest).
   using Weight = std::array<double, 3>;
@@ -242,10 +254,8 @@ std::pair<int64_t, int64_t> balancedStageEnds(const ModelLayers &model, const st
       const int64_t rest = layers - first - last, middle = stages - 2;
       if (rest < middle || (middle == 0 && rest != 0))
         continue;
-      const int64_t base = middle > 0 ? rest / middle : 0, spare = middle > 0 ? rest % middle : 0;
       entries.front() = first + 1; // and the embedding
-      for (int64_t i = 0; i < middle; ++i)
-        entries[size_t(1 + i)] = base + (i < spare ? 1 : 0);
+      shareEvenly(rest, middle, 0, entries.data() + 1);
       entries.back() = last + 1 + int64_t(model.mtpEntries()); // and the head (and MTP)
       Weight weight = weigh(entries);
       if (better(weight, best)) {
