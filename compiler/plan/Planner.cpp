@@ -372,22 +372,9 @@ Training trainingFor(const Training &base, const ParallelSizes &layout) {
 }
 
 std::vector<std::pair<size_t, size_t>> splitLayers(const ModelLayers &model, int64_t stages) {
-  std::vector<std::pair<size_t, size_t>> ranges;
-  int64_t layers = model.transformerLayers(); // without embedding, head and MTP
-  if (stages < 1 || layers < stages)
-    return ranges;
-  int64_t base = layers / stages, spare = layers % stages;
-  size_t next = 0;
-  for (int64_t s = 0; s < stages; ++s) {
-    size_t count = size_t(base + (s >= 1 && s <= spare ? 1 : 0));
-    if (s == 0)
-      count += 1; // the embedding
-    if (s == stages - 1)
-      count += 1 + model.mtpEntries(); // the head (and the MTP modules before it)
-    ranges.emplace_back(next, next + count);
-    next += count;
-  }
-  return ranges;
+  std::string unused;
+  auto ranges = stageLayerRanges(model, stages, Training{}, unused); // the even split
+  return ranges ? std::move(*ranges) : std::vector<std::pair<size_t, size_t>>{};
 }
 
 std::optional<Candidate> evaluateCompiled(const PlanInputs &inputs, const CompiledSchedule &c,

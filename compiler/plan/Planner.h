@@ -132,7 +132,8 @@ Training trainingFor(const Training &base, const ParallelSizes &layout);
 
 // The layers of model.layers (embedding first, head last) each of `stages`
 // stages holds: transformer layers split as evenly as possible, the spare ones
-// to the stages after the first, which already holds the embedding.
+// to the stages after the first, which already holds the embedding
+// (stageLayerRanges' even split); empty when a stage would hold none.
 std::vector<std::pair<size_t, size_t>> splitLayers(const ModelLayers &model, int64_t stages);
 
 // What would make something fit when nothing does: each change re-planned
