@@ -55,6 +55,17 @@ double gemmSeconds(const Cluster &c, double m, double n, double k, bool fp8) {
   return std::max(compute, memoryBoundSeconds(c, bytes));
 }
 
+double gemmSecondsOnSms(const Cluster &c, double m, double n, double k, bool fp8, int64_t sms) {
+  if (c.smCount <= 0 || sms >= c.smCount || sms <= 0)
+    return gemmSeconds(c, m, n, k, fp8);
+  Cluster fewer = c;
+  double share = double(sms) / double(c.smCount);
+  fewer.peakFlops *= share;
+  fewer.peakFlopsFp8 *= share;
+  fewer.smCount = sms;
+  return gemmSeconds(fewer, m, n, k, fp8);
+}
+
 static double attentionFlops(double batchHeads, double sq, double sk, double dqk, double dv, bool causal) {
   double flops = 2 * batchHeads * sq * sk * (dqk + dv);
   // Causal: of the sq x sk scores, those above the diagonal are skipped. When

@@ -27,6 +27,12 @@ double gemmShapeEfficiency(const Cluster &cluster, double m, double n);
 // Operands take 2 bytes per element (1 for FP8), the output 2.
 double gemmSeconds(const Cluster &cluster, double m, double n, double k, bool fp8);
 
+// The same GEMM launched on `sms` of the GPU's SMs, the rest held by a
+// communication kernel that overlaps it: the peak scales with the SMs it has
+// and its tiles run in waves of `sms`. gemmSeconds when `sms` is not below the
+// cluster's SM count (or the cluster gives none).
+double gemmSecondsOnSms(const Cluster &cluster, double m, double n, double k, bool fp8, int64_t sms);
+
 // FlashAttention over `batchHeads` (micro-batch x heads on this GPU) of query
 // length sq against key length sk (causal: half the score blocks), head
 // dimensions dqk (Q, K) and dv (V). Forward FLOPs 2 sq sk (dqk + dv) per head

@@ -612,6 +612,17 @@ TEST_CASE("Cluster errors name the field", "[plan]") {
   auto small = parseCluster(R"({"preset": "h800", "sm_count": 16})", "c.json", error);
   REQUIRE(small);
   CHECK(small->commSmCount == 2);
+  // The same for the SMs an overlapped tensor-parallel collective holds
+  // (Transformer Engine's 16 by default).
+  CHECK(clusterPreset("h100")->tpOverlapSmCount == 16);
+  CHECK(errorOf(R"({"preset": "h100", "tp_overlap_sm_count": 132})") ==
+        "c.json: field 'tp_overlap_sm_count' is 132; must be 0 to below sm_count (132): the matmul it overlaps "
+        "needs SMs");
+  CHECK(errorOf(R"({"preset": "h100", "tp_overlap_sm_count": -1})").find("tp_overlap_sm_count") != std::string::npos);
+  CHECK(small->tpOverlapSmCount == 16 * 16 / 132);
+  auto light = parseCluster(R"({"preset": "b200", "tp_overlap_sm_count": 2})", "c.json", error);
+  REQUIRE(light);
+  CHECK(light->tpOverlapSmCount == 2);
 }
 
 TEST_CASE("Training input: defaults, optimizer bytes and errors", "[plan]") {

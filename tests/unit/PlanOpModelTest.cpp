@@ -253,6 +253,55 @@ TEST_CASE("Tensor and context parallelism: collectives a layer does, and what ov
   CHECK(layerTime(llama, LayerKind::Dense, slow, ring, 1).cpForward > 0);
 }
 
+TEST_CASE("TP overlap runs Transformer Engine's userbuffers methods, which cost the matmuls time", "[plan]") {
+  ModelConfig llama = parse(R"({"model_type": "llama", "hidden_size": 8192, "intermediate_size": 28672,
+    "num_hidden_layers": 2, "num_attention_heads": 64, "num_key_value_heads": 8, "vocab_size": 128256})");
+  Training tr = train(8);
+  tr.tpCommOverlap = true;
+  // Without SMs (no shape losses, nothing to take) splitting a matmul costs
+  // nothing, and where the matmuls are far longer than the exchanges (the
+  // MLP) only the pipeline's last chunk is exposed forward: a quarter of the
+  // tensor reduce-scattered after fc2. The attention's matmuls are small
+  // beside its exchanges (8 KV heads): more shows, never more than unhidden.
+  Cluster ideal = *clusterPreset("h100");
+  ideal.smCount = 0;
+  double quarter =
+      reduceScatterSeconds(4096.0 * 8192 * 2 / 4, 8, ideal.busBandwidth(true), ideal.intraNodeLatency);
+  Training plain = tr;
+  plain.tpCommOverlap = false;
+  LayerTime x = layerTime(llama, LayerKind::Dense, ideal, tr, 1);
+  LayerTime unsplit = layerTime(llama, LayerKind::Dense, ideal, plain, 1);
+  CHECK(x.tpMlpForward == Approx(quarter));
+  CHECK(x.tpAttentionForward > quarter);
+  CHECK(x.tpAttentionForward < unsplit.tpAttentionForward);
+  CHECK(x.attentionForward == Approx(unsplit.attentionForward));
+  CHECK(x.mlpWeightGrad == Approx(unsplit.mlpWeightGrad));
+  // The MLP's backward exchanges all hide: the ring behind fc2's dgrad
+  // chunks, the bulk collectives behind fc1's dgrad and wgrad.
+  CHECK(x.tpMlpBackward == 0);
+  CHECK(x.tpAttentionBackward < unsplit.tpAttentionBackward);
+  // On an H100 the pipeline and bulk matmuls lose the 16 SMs the collective
+  // holds (fc2 forward, fc1's dgrad and wgrad; the projections likewise), and
+  // ring exchange runs t chunks of s / t rows, which fill the GPU less.
+  Cluster h100 = *clusterPreset("h100");
+  LayerTime real = layerTime(llama, LayerKind::Dense, h100, tr, 1);
+  LayerTime free = layerTime(llama, LayerKind::Dense, h100, plain, 1);
+  CHECK(real.mlpForward > free.mlpForward);
+  CHECK(real.mlpInputGrad > free.mlpInputGrad);
+  CHECK(real.mlpWeightGrad > free.mlpWeightGrad);
+  double fc1 = gemmSeconds(h100, 4096, 2 * 28672 / 8, 8192, false);
+  double fc1Wgrad = gemmSeconds(h100, 8192, 2 * 28672 / 8, 4096, false);
+  CHECK(real.mlpWeightGrad - free.mlpWeightGrad ==
+        Approx(gemmSecondsOnSms(h100, 8192, 2 * 28672 / 8, 4096, false, 132 - 16) - fc1Wgrad));
+  CHECK(gemmSecondsOnSms(h100, 4096, 2 * 28672 / 8, 8192, false, 116) > fc1 * 132 / 116 * 0.95);
+  // Fewer SMs held, less lost; still more exposed than nothing.
+  Cluster light = h100;
+  light.tpOverlapSmCount = 2;
+  CHECK(layerTime(llama, LayerKind::Dense, light, tr, 1).mlpWeightGrad < real.mlpWeightGrad);
+  CHECK(real.tpMlpForward > 0);
+  CHECK(real.tpMlpForward < free.tpMlpForward);
+}
+
 TEST_CASE("Uneven stages: first and last stage counts, and Megatron layout strings", "[plan]") {
   ModelConfig llama = parse(R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
     "num_hidden_layers": 10, "num_attention_heads": 4, "vocab_size": 100})");
