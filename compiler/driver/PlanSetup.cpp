@@ -2,8 +2,11 @@
 
 #include "plan/EpOverlap.h"
 #include "plan/GpuPresets.h"
+#include "plan/JsonFields.h"
+#include "plan/TpOverlap.h"
 
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
@@ -52,6 +55,22 @@ bool loadPlanInputs(const ModelArgs &args, plan::PlanInputs &inputs, std::string
   if (args.gradFp32)
     training.gradType = plan::DType::FP32;
   training.tpCommOverlap = args.tpOverlap;
+  if (!args.tpOverlapCfg.empty()) {
+    std::optional<std::string> text = plan::readTextFile(args.tpOverlapCfg, why);
+    if (!text)
+      return error = "--tp-overlap-cfg: " + why, false;
+    llvm::Expected<llvm::json::Value> json = llvm::json::parse(*text);
+    if (!json)
+      return error = "--tp-overlap-cfg: " + args.tpOverlapCfg + ": not valid JSON: " + llvm::toString(json.takeError()),
+             false;
+    std::optional<plan::TpOverlapConfig> overlap = plan::parseTpOverlapConfig(*json, args.tpOverlapCfg, why);
+    if (!overlap)
+      return error = "--tp-overlap-cfg: " + why, false;
+    std::string problem = plan::tpOverlapClusterProblem(*overlap, *cluster);
+    if (!problem.empty())
+      return error = "--tp-overlap-cfg: " + problem, false;
+    training.tpOverlapConfig = *overlap;
+  }
   training.epCommOverlap = args.epOverlap;
   training.firstStageLayers = args.firstStageLayers;
   training.lastStageLayers = args.lastStageLayers;

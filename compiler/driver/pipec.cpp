@@ -237,8 +237,15 @@ cl::opt<std::string> AttentionMode("attention",
                                    cl::value_desc("flash|eager"), cl::init("flash"), Planning, cl::cat(Category));
 cl::opt<bool> GradFp32("grad-fp32", cl::desc("Accumulate and reduce gradients in fp32 (Megatron's main_grad)"),
                        Planning, cl::cat(Category));
-cl::opt<bool> TpOverlap("tp-overlap", cl::desc("Tensor-parallel collectives overlap the matmuls"), Planning,
-                        cl::cat(Category));
+cl::opt<bool> TpOverlap("tp-overlap",
+                        cl::desc("Tensor-parallel collectives overlap the matmuls, as Transformer Engine's userbuffers "
+                                 "run them (its default configuration)"),
+                        Planning, cl::cat(Category));
+cl::opt<std::string> TpOverlapCfg("tp-overlap-cfg",
+                                  cl::desc("A recipe's userbuffers configuration: a JSON object of Transformer "
+                                           "Engine's overlap points (Megatron's --tp-comm-overlap-cfg); implies "
+                                           "--tp-overlap"),
+                                  cl::value_desc("file.json"), Planning, cl::cat(Category));
 cl::opt<bool> EpOverlap("ep-overlap",
                         cl::desc("Expert all-to-all hidden under another micro-batch's compute in 1F1B's steady state "
                                  "(Megatron --overlap-moe-expert-parallel-comm): runs each schedule's ep_overlap/ form"),
@@ -783,7 +790,7 @@ bool parseModelArgs(pipec::ModelArgs &model, bool required) {
                                                &MicroBatchSize, &RecomputeMode, &ZeroStage,
                                                &TensorParallel, &ExpertParallel, &ContextParallel,
                                                &PrecisionMode, &AttentionMode, &GradFp32, &TpOverlap,
-                                               &EpOverlap, &FirstStageLayers, &LastStageLayers, &PipelineLayout,
+                                               &TpOverlapCfg, &EpOverlap, &FirstStageLayers, &LastStageLayers, &PipelineLayout,
                                                &MtpLayers}))
       return usage(spelling(*option) + " needs --model (a Hugging Face config.json)");
   auto positive = [](const cl::opt<int64_t> &option) {
@@ -838,7 +845,8 @@ bool parseModelArgs(pipec::ModelArgs &model, bool required) {
   model.precision = PrecisionMode;
   model.attention = AttentionMode;
   model.gradFp32 = GradFp32;
-  model.tpOverlap = TpOverlap;
+  model.tpOverlap = TpOverlap || given(TpOverlapCfg);
+  model.tpOverlapCfg = TpOverlapCfg;
   model.epOverlap = EpOverlap;
   model.firstStageLayers = FirstStageLayers;
   model.lastStageLayers = LastStageLayers;

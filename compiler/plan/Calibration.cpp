@@ -211,7 +211,6 @@ std::string clusterJson(const Cluster &c) {
   o["hbm_bandwidth"] = c.hbmBandwidth;
   o["sm_count"] = c.smCount;
   o["comm_sm_count"] = c.commSmCount;
-  o["tp_overlap_sm_count"] = c.tpOverlapSmCount;
   o["matmul_efficiency"] = c.matmulEfficiency;
   o["matmul_efficiency_fp8"] = c.matmulEfficiencyFp8;
   o["fp8_gemm_k_overhead"] = c.fp8GemmKOverhead;

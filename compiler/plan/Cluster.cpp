@@ -75,10 +75,6 @@ bool validateCluster(const Cluster &c, std::string &error) {
   if (c.commSmCount < 0 || (c.smCount > 0 && c.commSmCount >= c.smCount))
     return bad("comm_sm_count", "is " + std::to_string(c.commSmCount) + "; must be 0 to below sm_count (" +
                                     std::to_string(c.smCount) + "): compute overlapped with communication needs SMs");
-  if (c.tpOverlapSmCount < 0 || (c.smCount > 0 && c.tpOverlapSmCount >= c.smCount))
-    return bad("tp_overlap_sm_count", "is " + std::to_string(c.tpOverlapSmCount) +
-                                          "; must be 0 to below sm_count (" + std::to_string(c.smCount) +
-                                          "): the matmul it overlaps needs SMs");
   for (auto [field, value] : {std::pair<const char *, double>{"matmul_efficiency", c.matmulEfficiency},
                               {"matmul_efficiency_fp8", c.matmulEfficiencyFp8},
                               {"attention_forward_efficiency", c.attentionForwardEfficiency},
@@ -140,10 +136,6 @@ std::optional<Cluster> parseCluster(llvm::StringRef text, llvm::StringRef name, 
     // Not given, and the default 20 would leave a small GPU no SMs: DeepSeek-V3's
     // share of them (20 of 132) instead.
     c.commSmCount = c.smCount * 20 / 132;
-  if (f.has("tp_overlap_sm_count"))
-    c.tpOverlapSmCount = f.integer("tp_overlap_sm_count", 0, 1000000, c.tpOverlapSmCount);
-  else if (c.smCount > 0 && c.tpOverlapSmCount >= c.smCount)
-    c.tpOverlapSmCount = c.smCount * 16 / 132; // Transformer Engine's 16 of an H100's 132
   c.matmulEfficiency = f.number("matmul_efficiency", 0, 1, c.matmulEfficiency, true);
   c.matmulEfficiencyFp8 = f.number("matmul_efficiency_fp8", 0, 1, c.matmulEfficiencyFp8, true);
   c.fp8GemmKOverhead = f.number("fp8_gemm_k_overhead", 0, 1e6, c.fp8GemmKOverhead);
@@ -166,7 +158,7 @@ std::optional<Cluster> parseCluster(llvm::StringRef text, llvm::StringRef name, 
   c.interNodeLatency = f.number("inter_node_latency", 0, kMaxLatency, fallback(c.interNodeLatency));
   for (const auto &entry : *object) {
     static const char *kKnown[] = {"preset", "gpus", "gpus_per_node", "memory_bytes", "peak_flops",
-                                   "peak_flops_fp8", "hbm_bandwidth", "sm_count", "comm_sm_count", "tp_overlap_sm_count", "matmul_efficiency", "matmul_efficiency_fp8",
+                                   "peak_flops_fp8", "hbm_bandwidth", "sm_count", "comm_sm_count", "matmul_efficiency", "matmul_efficiency_fp8",
                                    "fp8_gemm_k_overhead",
                                    "attention_forward_efficiency", "attention_backward_efficiency",
                                    "memory_efficiency", "bus_efficiency", "dispatch_network_efficiency",

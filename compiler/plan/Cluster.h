@@ -10,7 +10,6 @@
 //     "hbm_bandwidth": 3.35e12,          // bytes/s
 //     "sm_count": 132,
 //     "comm_sm_count": 20,               // SMs an overlapped all-to-all holds
-//     "tp_overlap_sm_count": 16,         // SMs an overlapped TP collective holds
 //     "matmul_efficiency": 0.8,          // large GEMM, achieved / peak
 //     "matmul_efficiency_fp8": 0.7,      // the same of the FP8 peak
 //     "attention_forward_efficiency": 0.58, "attention_backward_efficiency": 0.45,
@@ -54,16 +53,6 @@ struct Cluster {
   int64_t commSmCount = 20;
   // The share of the SMs that communication holds while it runs.
   double commSmShare() const { return smCount > 0 ? double(commSmCount) / double(smCount) : 0.0; }
-  // SMs a tensor-parallel collective overlapped with a matmul holds for that
-  // matmul's whole run (--tp-comm-overlap): Transformer Engine's userbuffers
-  // give their "pipeline" (a reduce-scatter after the output projection and
-  // fc2) and "bulk" (the backward's all-gather and reduce-scatter beside the
-  // first matmul's dgrad and wgrad) kernels 16 SMs by default and launch the
-  // matmul on the rest (transformer_engine/pytorch/module/base.py,
-  // initialize_ub's get_default_config: num_sm 16, set_sm_margin; its
-  // "ring_exchange" all-gathers run on copy engines with 1). Below sm_count
-  // (not given on a GPU of 16 SMs or fewer: sm_count x 16 / 132).
-  int64_t tpOverlapSmCount = 16;
   double matmulEfficiency = 0.8;   // large, well-tiled GEMM: achieved / peak
   double matmulEfficiencyFp8 = 0.7; // the same for FP8 GEMMs, of the FP8 peak
   // A thread-block tile's fixed cost (pipeline fill, epilogue) in FP8 GEMMs,

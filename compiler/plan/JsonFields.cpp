@@ -29,7 +29,7 @@ void JsonFields::fail(llvm::StringRef key, const std::string &problem) {
   if (failed_)
     return;
   failed_ = true;
-  error_ = file_ + ": field '" + key.str() + "' " + problem;
+  error_ = file_ + ": field '" + prefix_ + key.str() + "' " + problem;
 }
 
 int64_t JsonFields::integer(llvm::StringRef key, int64_t min, int64_t max,

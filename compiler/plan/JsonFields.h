@@ -16,8 +16,10 @@ namespace pipec::plan {
 
 class JsonFields {
 public:
-  JsonFields(const llvm::json::Object &object, llvm::StringRef file, std::string &error)
-      : object_(object), file_(file.str()), error_(error) {}
+  // `prefix` names a nested object's fields in messages ("outer.inner.").
+  JsonFields(const llvm::json::Object &object, llvm::StringRef file, std::string &error,
+             llvm::StringRef prefix = "")
+      : object_(object), file_(file.str()), prefix_(prefix.str()), error_(error) {}
 
   bool ok() const { return !failed_; }
   bool has(llvm::StringRef key) const; // present and not null
@@ -37,6 +39,7 @@ private:
   const llvm::json::Value *field(llvm::StringRef key, bool required);
   const llvm::json::Object &object_;
   std::string file_;
+  std::string prefix_;
   std::string &error_;
   bool failed_ = false;
 };

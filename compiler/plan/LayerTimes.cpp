@@ -4,6 +4,7 @@
 
 #include "plan/OpTimeModel.h"
 #include "plan/StageCosts.h"
+#include "plan/TpOverlap.h"
 
 #include <algorithm>
 #include <cmath>
@@ -49,62 +50,6 @@ Gemms gemms(const Cluster &c, double tokens, const std::vector<Weight> &weights,
 }
 
 double exposed(double comm, double compute) { return std::max(0.0, comm - compute); }
-
-// What Transformer Engine's userbuffers overlap (Megatron --tp-comm-overlap)
-// costs one tensor-parallel block: a column-parallel matmul fed by the
-// sequence's all-gather, a row-parallel one followed by its reduce-scatter.
-// Extra seconds of computation (the matmuls run split, or beside a collective
-// on fewer SMs) and the communication left exposed.
-struct TpOverlapCost {
-  double forwardCompute = 0, inputGradCompute = 0, weightGradCompute = 0;
-  double forwardExposed = 0, backwardExposed = 0;
-};
-
-// TE's default methods (transformer_engine/pytorch/module/base.py,
-// initialize_ub): "ring_exchange" for the all-gather before the first matmul
-// forward and before the second's dgrad: the matmul runs as t chunks of T / t
-// rows, each while the next chunk arrives from a neighbour (copy engines, no
-// SMs taken); "pipeline" for the reduce-scatter after the second matmul
-// forward: 4 chunks, each reduce-scattered while the next is computed, the
-// matmul launched on the SMs the collective leaves (set_sm_margin), the last
-// chunk's reduce-scatter exposed; "bulk" in the backward: the input's
-// all-gather (for the weight gradient) beside the first matmul's dgrad, the
-// dgrad's reduce-scatter beside its wgrad, both matmuls on the SMs left. The
-// all-gathers move FP8 under FP8 training (fp8_buf).
-TpOverlapCost userbufferOverlap(const Cluster &c, const Training &tr, const Gemms &g, double collective,
-                                bool inNode) {
-  TpOverlapCost r;
-  const Weight &first = g.weights.front(), &second = g.weights.back();
-  const double t = double(tr.tensorParallel), T = g.tokens;
-  const bool fp8 = g.fp8;
-  const double gatherBytes = fp8 ? collective / bytesOf(tr.activationType) : collective;
-  const double bw = c.busBandwidth(inNode), latency = c.latency(inNode);
-  const int64_t leftSms = c.smCount > 0 ? c.smCount - c.tpOverlapSmCount : 0;
-  // Ring exchange of a matmul of m = T: t chunk matmuls, t - 1 steps of a chunk each.
-  auto ring = [&](double n, double k, double &compute, double &exposedComm) {
-    double chunk = gemmSeconds(c, T / t, n, k, fp8);
-    double step = messageSeconds(gatherBytes / t, bw, latency);
-    compute += t * chunk - gemmSeconds(c, T, n, k, fp8);
-    exposedComm += (t - 1) * exposed(step, chunk);
-  };
-  ring(first.out, first.in, r.forwardCompute, r.forwardExposed); // first matmul, forward
-  ring(second.in, second.out, r.inputGradCompute, r.backwardExposed); // second matmul, dgrad
-  // Pipeline: 4 chunks on the SMs left, each chunk's reduce-scatter beside the next.
-  constexpr double kSplits = 4;
-  double chunk = gemmSecondsOnSms(c, T / kSplits, second.out, second.in, fp8, leftSms);
-  double rsChunk = reduceScatterSeconds(collective / kSplits, tr.tensorParallel, bw, latency);
-  r.forwardCompute += kSplits * chunk - gemmSeconds(c, T, second.out, second.in, fp8);
-  r.forwardExposed += (kSplits - 1) * exposed(rsChunk, chunk) + rsChunk;
-  // Bulk: the first matmul's dgrad beside the input's all-gather, its wgrad
-  // beside the dgrad's reduce-scatter.
-  double dgrad = gemmSecondsOnSms(c, T, first.in, first.out, fp8, leftSms);
-  double wgrad = gemmSecondsOnSms(c, first.in, first.out, T, fp8, leftSms);
-  r.inputGradCompute += dgrad - gemmSeconds(c, T, first.in, first.out, fp8);
-  r.weightGradCompute += wgrad - gemmSeconds(c, first.in, first.out, T, fp8);
-  r.backwardExposed += exposed(reduceScatterSeconds(gatherBytes, tr.tensorParallel, bw, latency), dgrad) +
-                       exposed(reduceScatterSeconds(collective, tr.tensorParallel, bw, latency), wgrad);
-  return r;
-}
 
 } // namespace
 
@@ -347,7 +292,9 @@ LayerTime layerTime(const ModelConfig &m, LayerKind kind, const Cluster &c, cons
                            double &tpForward, double &tpBackward) {
       if (!tr.tpCommOverlap || !sp || g.weights.size() != 2)
         return;
-      TpOverlapCost o = userbufferOverlap(c, tr, g, collective, tpInNode);
+      TpBlock block{g.tokens, g.weights[0].in, g.weights[0].out, g.weights[1].in, g.weights[1].out, g.fp8,
+                    &g == &ag};
+      TpOverlapCost o = userbufferOverlap(c, tr, block, collective, tpInNode);
       forward += o.forwardCompute;
       inputGrad += o.inputGradCompute;
       weightGrad += o.weightGradCompute;

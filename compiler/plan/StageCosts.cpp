@@ -1,5 +1,7 @@
 #include "plan/StageCosts.h"
 
+#include "plan/TpOverlap.h"
+
 #include "plan/LayerTimes.h"
 #include "plan/OpTimeModel.h"
 
@@ -38,6 +40,11 @@ bool checkLayout(const ModelConfig &config, const ModelLayers &model, const Clus
                std::to_string(cluster.gpus));
   if (training.precision == Precision::FP8 && cluster.peakFlopsFp8 <= 0)
     return bad("--precision fp8 needs FP8 tensor cores; the cluster's peak_flops_fp8 is 0");
+  if (training.tpCommOverlap) {
+    std::string problem = tpOverlapClusterProblem(training.tpOverlapConfig, cluster);
+    if (!problem.empty())
+      return bad(problem);
+  }
   if (double(l.pipelineRanks) * double(l.chunksPerRank) != double(l.stageLayers.size()))
     return bad("has " + std::to_string(l.stageLayers.size()) + " stage layer ranges for " +
                std::to_string(l.pipelineRanks) + " x " + std::to_string(l.chunksPerRank) +

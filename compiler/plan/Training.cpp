@@ -140,6 +140,12 @@ std::optional<Training> parseTraining(llvm::StringRef text, llvm::StringRef name
   t.contextParallel = f.integer("context_parallel", 1, kMaxTensorParallel, 1);
   t.sequenceParallel = f.boolean("sequence_parallel", true);
   t.tpCommOverlap = f.boolean("tp_comm_overlap", false);
+  if (f.ok() && f.has("tp_comm_overlap_cfg")) {
+    std::optional<TpOverlapConfig> overlap = parseTpOverlapConfig(*object->get("tp_comm_overlap_cfg"), name, error);
+    if (!overlap)
+      return std::nullopt;
+    t.tpOverlapConfig = *overlap;
+  }
   t.overlapGradReduce = f.boolean("overlap_grad_reduce", true);
   t.epCommOverlap = f.boolean("ep_comm_overlap", false);
   std::string precision = f.string("precision", "bf16");
@@ -167,7 +173,7 @@ std::optional<Training> parseTraining(llvm::StringRef text, llvm::StringRef name
   static const char *kKnown[] = {"global_batch", "sequence_length", "micro_batch", "param_dtype",
                                  "grad_dtype", "activation_dtype", "optimizer_state_dtype", "optimizer", "zero_stage",
                                  "recompute", "recompute_num_layers", "tensor_parallel", "context_parallel",
-                                 "sequence_parallel", "tp_comm_overlap", "overlap_grad_reduce", "ep_comm_overlap", "precision", "fp8_swiglu_cache", "attention", "ep_dispatch",
+                                 "sequence_parallel", "tp_comm_overlap", "tp_comm_overlap_cfg", "overlap_grad_reduce", "ep_comm_overlap", "precision", "fp8_swiglu_cache", "attention", "ep_dispatch",
                                  "first_stage_layers", "last_stage_layers", "pipeline_layout", "mtp_layers"};
   for (const auto &entry : *object)
     if (!llvm::is_contained(kKnown, entry.first.str()))

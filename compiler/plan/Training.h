@@ -5,6 +5,7 @@
 //     "optimizer": "adamw" | "sgd", "optimizer_state_dtype": "fp32", "zero_stage": 0..3,
 //     "recompute": "none" | "selective" | "full", "tensor_parallel": 1,
 //     "context_parallel": 1, "sequence_parallel": true, "tp_comm_overlap": false,
+//     "tp_comm_overlap_cfg": {"fc1_wgrad": {"method": "bulk", "num_sm": 4}, ...},
 //     "overlap_grad_reduce": true, "ep_comm_overlap": false,
 //     "precision": "bf16" | "fp8", "fp8_swiglu_cache": false,
 //     "attention": "flash" | "eager", "ep_dispatch": "all_to_all" | "deduplicated",
@@ -13,6 +14,8 @@
 // Only global_batch and sequence_length are required; the rest default as below.
 // fp32 gradient accumulation (Megatron's main_grad buffer) is grad_dtype fp32.
 #pragma once
+
+#include "plan/TpOverlap.h"
 
 #include "llvm/ADT/StringRef.h"
 
@@ -71,6 +74,10 @@ struct Training {
   int64_t contextParallel = 1; // cp: the sequence split over cp GPUs (ring attention)
   bool sequenceParallel = true; // with t > 1: norms/dropouts sharded, TP all-gather/reduce-scatter
   bool tpCommOverlap = false;  // TP collectives hidden behind the matmuls (Megatron --tp-comm-overlap)
+  // How Transformer Engine's userbuffers overlap them (`tp_comm_overlap_cfg`,
+  // TE's format; TpOverlap.h): TE's defaults unless the training file gives
+  // a recipe's.
+  TpOverlapConfig tpOverlapConfig = defaultTpOverlap();
   // Data-parallel gradient reduce-scatter (all-reduce) overlapped with the
   // last backward, and the parameter all-gather with the first forward
   // (Megatron --overlap-grad-reduce --overlap-param-gather, FSDP's default).

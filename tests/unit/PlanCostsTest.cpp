@@ -612,17 +612,63 @@ TEST_CASE("Cluster errors name the field", "[plan]") {
   auto small = parseCluster(R"({"preset": "h800", "sm_count": 16})", "c.json", error);
   REQUIRE(small);
   CHECK(small->commSmCount == 2);
-  // The same for the SMs an overlapped tensor-parallel collective holds
-  // (Transformer Engine's 16 by default).
-  CHECK(clusterPreset("h100")->tpOverlapSmCount == 16);
-  CHECK(errorOf(R"({"preset": "h100", "tp_overlap_sm_count": 132})") ==
-        "c.json: field 'tp_overlap_sm_count' is 132; must be 0 to below sm_count (132): the matmul it overlaps "
-        "needs SMs");
-  CHECK(errorOf(R"({"preset": "h100", "tp_overlap_sm_count": -1})").find("tp_overlap_sm_count") != std::string::npos);
-  CHECK(small->tpOverlapSmCount == 16 * 16 / 132);
-  auto light = parseCluster(R"({"preset": "b200", "tp_overlap_sm_count": 2})", "c.json", error);
-  REQUIRE(light);
-  CHECK(light->tpOverlapSmCount == 2);
+}
+
+TEST_CASE("Training input: Transformer Engine's userbuffers configuration", "[plan]") {
+  std::string error;
+  auto errorOf = [&](const std::string &cfg) {
+    std::string e;
+    auto t = parseTraining(R"({"global_batch": 64, "sequence_length": 4096, "tp_comm_overlap_cfg": )" + cfg + "}",
+                           "t.json", e);
+    CHECK(!t);
+    return e;
+  };
+  // TE's defaults (initialize_ub): ring exchange before a matmul, pipeline
+  // with 16 SMs and 4 splits after one, bulk with 16 SMs in the backward.
+  auto plain = parseTraining(R"({"global_batch": 64, "sequence_length": 4096})", "t.json", error);
+  REQUIRE(plain);
+  const TpOverlapConfig &d = plain->tpOverlapConfig;
+  CHECK(d.qkvFprop.method == TpOverlapMethod::RingExchange);
+  CHECK(d.fc2Fprop.method == TpOverlapMethod::Pipeline);
+  CHECK(d.fc2Fprop.numSm == 16);
+  CHECK(d.fc2Fprop.numSplits == 4);
+  CHECK(d.fc1Wgrad.method == TpOverlapMethod::Bulk);
+  CHECK(d.fc1Wgrad.setSmMargin);
+  // A recipe's entries, in TE's (and NeMo's) field names; what is not given
+  // keeps the point's default; null is no overlap at that point.
+  auto recipe = parseTraining(R"({"global_batch": 64, "sequence_length": 4096, "tp_comm_overlap_cfg": {
+      "fc1_wgrad": {"method": "bulk", "num_sm": 4, "cga_size": 2, "set_sm_margin": false},
+      "fc2_fprop": {"method": "ring_exchange", "num_sm": 1, "set_sm_margin": true},
+      "qkv_fprop": {"aggregate": true}, "proj_dgrad": null}})",
+                              "t.json", error);
+  REQUIRE(recipe);
+  const TpOverlapConfig &r = recipe->tpOverlapConfig;
+  CHECK(r.fc1Wgrad.numSm == 4);
+  CHECK(!r.fc1Wgrad.setSmMargin);
+  CHECK(r.fc2Fprop.method == TpOverlapMethod::RingExchange);
+  CHECK(r.qkvFprop.aggregate);
+  CHECK(r.projDgrad.method == TpOverlapMethod::None);
+  CHECK(r.qkvWgrad.numSm == 16);
+  // Errors name the field and what it takes.
+  CHECK(errorOf("3") == "t.json: field 'tp_comm_overlap_cfg' must be an object of Transformer Engine's overlap points");
+  CHECK(errorOf(R"({"fc3_fprop": {}})").find("'tp_comm_overlap_cfg.fc3_fprop' is not an overlap point") !=
+        std::string::npos);
+  CHECK(errorOf(R"({"qkv_fprop": {"method": "bulk"}})") ==
+        "t.json: field 'tp_comm_overlap_cfg.qkv_fprop.method' is 'bulk'; this point runs ring_exchange");
+  CHECK(errorOf(R"({"fc2_fprop": {"method": "bulk"}})") ==
+        "t.json: field 'tp_comm_overlap_cfg.fc2_fprop.method' is 'bulk'; this point runs ring_exchange or pipeline");
+  CHECK(errorOf(R"({"fc1_dgrad": {"method": "pipeline"}})").find("this point runs bulk") != std::string::npos);
+  CHECK(errorOf(R"({"fc1_dgrad": {"num_sm": -1}})") ==
+        "t.json: field 'tp_comm_overlap_cfg.fc1_dgrad.num_sm' is -1, expected 0 to 100000");
+  CHECK(errorOf(R"({"fc1_dgrad": {"num_sms": 2}})") ==
+        "t.json: field 'tp_comm_overlap_cfg.fc1_dgrad.num_sms' is not a userbuffers field");
+  CHECK(errorOf(R"({"fc1_dgrad": 2})") == "t.json: field 'tp_comm_overlap_cfg.fc1_dgrad' must be an object or null");
+  // Holding every SM of the cluster's GPU leaves the matmul none.
+  TpOverlapConfig greedy = defaultTpOverlap();
+  greedy.qkvWgrad.numSm = 132;
+  CHECK(tpOverlapClusterProblem(greedy, *clusterPreset("h100")) ==
+        "tp_comm_overlap_cfg: qkv_wgrad holds 132 SMs, but the GPU has 132: the matmul it overlaps needs some");
+  CHECK(tpOverlapClusterProblem(greedy, *clusterPreset("b200")).empty());
 }
 
 TEST_CASE("Training input: defaults, optimizer bytes and errors", "[plan]") {

@@ -280,8 +280,9 @@ TEST_CASE("TP overlap runs Transformer Engine's userbuffers methods, which cost 
   // chunks, the bulk collectives behind fc1's dgrad and wgrad.
   CHECK(x.tpMlpBackward == 0);
   CHECK(x.tpAttentionBackward < unsplit.tpAttentionBackward);
-  // On an H100 the pipeline and bulk matmuls lose the 16 SMs the collective
-  // holds (fc2 forward, fc1's dgrad and wgrad; the projections likewise), and
+  // On an H100 with TE's defaults the pipeline and bulk matmuls lose the 16
+  // SMs the collective holds (fc2 forward, fc1's dgrad and wgrad; the
+  // projections likewise), and
   // ring exchange runs t chunks of s / t rows, which fill the GPU less.
   Cluster h100 = *clusterPreset("h100");
   LayerTime real = layerTime(llama, LayerKind::Dense, h100, tr, 1);
@@ -295,11 +296,30 @@ TEST_CASE("TP overlap runs Transformer Engine's userbuffers methods, which cost 
         Approx(gemmSecondsOnSms(h100, 8192, 2 * 28672 / 8, 4096, false, 132 - 16) - fc1Wgrad));
   CHECK(gemmSecondsOnSms(h100, 4096, 2 * 28672 / 8, 8192, false, 116) > fc1 * 132 / 116 * 0.95);
   // Fewer SMs held, less lost; still more exposed than nothing.
-  Cluster light = h100;
-  light.tpOverlapSmCount = 2;
-  CHECK(layerTime(llama, LayerKind::Dense, light, tr, 1).mlpWeightGrad < real.mlpWeightGrad);
+  Training light = tr;
+  light.tpOverlapConfig.fc1Wgrad.numSm = 2;
+  CHECK(layerTime(llama, LayerKind::Dense, h100, light, 1).mlpWeightGrad < real.mlpWeightGrad);
   CHECK(real.tpMlpForward > 0);
   CHECK(real.tpMlpForward < free.tpMlpForward);
+  // Without the margin (as NeMo's recipes run bulk) the wgrad keeps every SM
+  // and loses the collective's 4 of 132 only while the reduce-scatter runs:
+  // time = wgrad + the collective's time x 4 / 132.
+  Training shared = tr;
+  shared.tpOverlapConfig.fc1Wgrad = {TpOverlapMethod::Bulk, 4, false, 4, false};
+  double scatter = reduceScatterSeconds(4096.0 * 8192 * 2, 8, h100.busBandwidth(true), h100.intraNodeLatency);
+  CHECK(layerTime(llama, LayerKind::Dense, h100, shared, 1).mlpWeightGrad - free.mlpWeightGrad ==
+        Approx(scatter * 4 / 132));
+  // fc2's reduce-scatter by ring exchange (the FP8 recipes): t chunk matmuls,
+  // each partial output sent on; the last transfer, an eighth, is exposed.
+  Training ringed = tr;
+  ringed.tpOverlapConfig.fc2Fprop = {TpOverlapMethod::RingExchange, 1, false, 4, false};
+  double eighth = messageSeconds(4096.0 * 8192 * 2 / 8, ideal.busBandwidth(true), ideal.intraNodeLatency);
+  CHECK(layerTime(llama, LayerKind::Dense, ideal, ringed, 1).tpMlpForward == Approx(eighth));
+  // Not overlapped at a point (null in the configuration): that collective
+  // shows whole, as without overlap.
+  Training off = tr;
+  off.tpOverlapConfig.fc2Fprop.method = TpOverlapMethod::None;
+  CHECK(layerTime(llama, LayerKind::Dense, ideal, off, 1).tpMlpForward == Approx(scatter));
 }
 
 TEST_CASE("Uneven stages: first and last stage counts, and Megatron layout strings", "[plan]") {
