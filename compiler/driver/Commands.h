@@ -67,6 +67,7 @@ struct ModelArgs {
   bool gradFp32 = false;           // --grad-fp32
   bool tpOverlap = false;          // --tp-overlap
   std::string tpOverlapCfg;        // --tp-overlap-cfg: Transformer Engine's userbuffers configuration (JSON)
+  bool tpOverlapCfgGiven = false;
   bool epOverlap = false;          // --ep-overlap (Training::epCommOverlap)
   int64_t firstStageLayers = -1, lastStageLayers = -1; // --first/last-stage-layers; -1: even
   int64_t mtpLayers = -1; // --mtp-layers; -1: as the model's config says

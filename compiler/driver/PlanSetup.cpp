@@ -55,20 +55,23 @@ bool loadPlanInputs(const ModelArgs &args, plan::PlanInputs &inputs, std::string
   if (args.gradFp32)
     training.gradType = plan::DType::FP32;
   training.tpCommOverlap = args.tpOverlap;
-  if (!args.tpOverlapCfg.empty()) {
+  if (args.tpOverlapCfgGiven) {
+    if (args.tpOverlapCfg.empty())
+      return error = "--tp-overlap-cfg: needs a file (a JSON object of Transformer Engine's overlap points)", false;
     std::optional<std::string> text = plan::readTextFile(args.tpOverlapCfg, why);
     if (!text)
       return error = "--tp-overlap-cfg: " + why, false;
-    llvm::Expected<llvm::json::Value> json = llvm::json::parse(*text);
+    // Depth- and shape-checked as every JSON input is (JsonFields.h).
+    std::optional<llvm::json::Object> json = plan::parseJsonObject(*text, args.tpOverlapCfg, why);
     if (!json)
-      return error = "--tp-overlap-cfg: " + args.tpOverlapCfg + ": not valid JSON: " + llvm::toString(json.takeError()),
-             false;
-    std::optional<plan::TpOverlapConfig> overlap = plan::parseTpOverlapConfig(*json, args.tpOverlapCfg, why);
+      return error = "--tp-overlap-cfg: " + why, false;
+    std::optional<plan::TpOverlapConfig> overlap =
+        plan::parseTpOverlapConfig(llvm::json::Value(std::move(*json)), args.tpOverlapCfg, why);
     if (!overlap)
       return error = "--tp-overlap-cfg: " + why, false;
     std::string problem = plan::tpOverlapClusterProblem(*overlap, *cluster);
     if (!problem.empty())
-      return error = "--tp-overlap-cfg: " + problem, false;
+      return error = "--tp-overlap-cfg: " + args.tpOverlapCfg + ": " + problem, false;
     training.tpOverlapConfig = *overlap;
   }
   training.epCommOverlap = args.epOverlap;

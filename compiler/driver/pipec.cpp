@@ -847,6 +847,7 @@ bool parseModelArgs(pipec::ModelArgs &model, bool required) {
   model.gradFp32 = GradFp32;
   model.tpOverlap = TpOverlap || given(TpOverlapCfg);
   model.tpOverlapCfg = TpOverlapCfg;
+  model.tpOverlapCfgGiven = given(TpOverlapCfg);
   model.epOverlap = EpOverlap;
   model.firstStageLayers = FirstStageLayers;
   model.lastStageLayers = LastStageLayers;

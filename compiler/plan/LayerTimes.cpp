@@ -268,14 +268,24 @@ LayerTime layerTime(const ModelConfig &m, LayerKind kind, const Cluster &c, cons
   // backward the reverse pair plus the input re-gathered for the weight
   // gradient, which Megatron overlaps with the input-gradient matmul
   // (Korthikanti et al. §4.2.2). Without it, one all-reduce per half each
-  // way: the same bytes. With overlap (--tp-comm-overlap) each collective
-  // hides behind the matmul it feeds or follows.
+  // way: the same bytes.
   if (tr.tensorParallel > 1) {
+    // Overlapped with sequence parallelism, as Megatron requires for it, a
+    // block of exactly two matmuls (multi-head attention's QKV and output
+    // projections, the dense MLP) runs Transformer Engine's userbuffers
+    // methods (below), which cost the matmuls time; with none of its points
+    // overlapped it is not overlapped at all. MLA's down-projections and the
+    // experts' grouped matmuls hide each collective behind the matmul it
+    // feeds or follows.
+    auto runsUserbuffers = [&](const Gemms &g) { return tr.tpCommOverlap && sp && g.weights.size() == 2; };
+    auto overlapped = [&](const Gemms &g) {
+      return tr.tpCommOverlap && (!runsUserbuffers(g) || overlapsBlock(tr.tpOverlapConfig, &g == &ag));
+    };
     auto halfOf = [&](const Gemms &g, bool forward) {
       const std::vector<double> &each = forward ? g.forwardEach : g.inputGradEach;
       double first = each.empty() ? 0 : each.front(), last = each.empty() ? 0 : each.back();
       double regather = sp && !forward ? exposed(half, first) : 0;
-      if (tr.tpCommOverlap)
+      if (overlapped(g))
         return exposed(half, first) + exposed(half, last) + regather;
       return 2 * half + regather;
     };
@@ -283,14 +293,9 @@ LayerTime layerTime(const ModelConfig &m, LayerKind kind, const Cluster &c, cons
     r.tpMlpForward = halfOf(mg, true);
     r.tpAttentionBackward = halfOf(ag, false);
     r.tpMlpBackward = halfOf(mg, false);
-    // Overlapped with sequence parallelism, as Megatron requires for it: a
-    // block of exactly two matmuls (multi-head attention's QKV and output
-    // projections, the dense MLP) runs Transformer Engine's userbuffers
-    // methods, which cost the matmuls time. MLA's down-projections and the
-    // experts' grouped matmuls keep the plain overlap above.
     auto userbuffers = [&](const Gemms &g, double &forward, double &inputGrad, double &weightGrad,
                            double &tpForward, double &tpBackward) {
-      if (!tr.tpCommOverlap || !sp || g.weights.size() != 2)
+      if (!runsUserbuffers(g) || !overlapped(g))
         return;
       TpBlock block{g.tokens, g.weights[0].in, g.weights[0].out, g.weights[1].in, g.weights[1].out, g.fp8,
                     &g == &ag};

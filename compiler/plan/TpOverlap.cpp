@@ -9,6 +9,7 @@
 #include "plan/Training.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace pipec::plan {
 
@@ -62,7 +63,10 @@ bool readPoint(const llvm::json::Object &object, const PointName &p, TpOverlapPo
   point.method = method == "ring_exchange" ? TpOverlapMethod::RingExchange
                  : method == "pipeline"    ? TpOverlapMethod::Pipeline
                                            : TpOverlapMethod::Bulk;
-  point.numSm = f.integer("num_sm", 0, 100000, point.numSm);
+  if (f.has("num_sm")) {
+    point.numSm = f.integer("num_sm", 0, 100000, point.numSm);
+    point.numSmGiven = true;
+  }
   point.setSmMargin = f.boolean("set_sm_margin", point.setSmMargin);
   point.numSplits = f.integer("num_splits", 1, 1024, point.numSplits);
   point.aggregate = f.boolean("aggregate", point.aggregate);
@@ -88,7 +92,7 @@ double beside(const Cluster &c, const TpOverlapPoint &p, double full, double nar
     exposedComm = std::max(0.0, comm - narrow);
     return narrow;
   }
-  double rate = c.smCount > 0 ? std::max(0.0, 1 - double(p.numSm) / double(c.smCount)) : 1.0;
+  double rate = c.smCount > 0 ? std::max(0.0, 1 - double(smsHeld(p, c.smCount)) / double(c.smCount)) : 1.0;
   if (rate <= 0 || comm * rate < full) {
     exposedComm = 0;
     return full + comm * (1 - rate);
@@ -97,11 +101,28 @@ double beside(const Cluster &c, const TpOverlapPoint &p, double full, double nar
   return full / rate;
 }
 
+// One block's five points: the attention's (qkv, proj) or the MLP's (fc1, fc2).
+struct BlockPoints {
+  const TpOverlapPoint &gatherForward, &scatterForward, &gatherDgrad, &bulkDgrad, &bulkWgrad;
+};
+
+BlockPoints blockPoints(const TpOverlapConfig &c, bool attention) {
+  if (attention)
+    return {c.qkvFprop, c.projFprop, c.projDgrad, c.qkvDgrad, c.qkvWgrad};
+  return {c.fc1Fprop, c.fc2Fprop, c.fc2Dgrad, c.fc1Dgrad, c.fc1Wgrad};
+}
+
 int64_t smsLeft(const Cluster &c, const TpOverlapPoint &p) {
-  return c.smCount > 0 ? std::max<int64_t>(1, c.smCount - p.numSm) : 0;
+  return c.smCount > 0 ? std::max<int64_t>(1, c.smCount - smsHeld(p, c.smCount)) : 0;
 }
 
 } // namespace
+
+int64_t smsHeld(const TpOverlapPoint &point, int64_t smCount) {
+  if (point.numSmGiven || smCount <= 0)
+    return point.numSm;
+  return std::min(point.numSm, std::max<int64_t>(point.numSm > 0 ? 1 : 0, smCount * point.numSm / 132));
+}
 
 TpOverlapConfig defaultTpOverlap() {
   TpOverlapConfig c;
@@ -149,53 +170,62 @@ std::string tpOverlapClusterProblem(const TpOverlapConfig &config, const Cluster
     return "";
   for (const PointName &p : kPoints) {
     const TpOverlapPoint &point = config.*(p.point);
-    if (point.method != TpOverlapMethod::None && point.numSm >= cluster.smCount)
-      return std::string("tp_comm_overlap_cfg: ") + p.name + " holds " + std::to_string(point.numSm) +
-             " SMs, but the GPU has " + std::to_string(cluster.smCount) + ": the matmul it overlaps needs some";
+    if (point.method != TpOverlapMethod::None && point.numSmGiven && point.numSm >= cluster.smCount)
+      return std::string("field 'tp_comm_overlap_cfg.") + p.name + ".num_sm' is " + std::to_string(point.numSm) +
+             ", but the cluster's GPU has " + std::to_string(cluster.smCount) +
+             " SMs: the matmul it overlaps needs some";
   }
   return "";
 }
 
+bool overlapsBlock(const TpOverlapConfig &c, bool attention) {
+  BlockPoints p = blockPoints(c, attention);
+  for (const TpOverlapPoint *point : {&p.gatherForward, &p.scatterForward, &p.gatherDgrad, &p.bulkDgrad, &p.bulkWgrad})
+    if (point->method != TpOverlapMethod::None)
+      return true;
+  return false;
+}
+
 TpOverlapCost userbufferOverlap(const Cluster &c, const Training &tr, const TpBlock &b, double collective,
                                 bool inNode) {
-  const TpOverlapConfig &cfg = tr.tpOverlapConfig;
-  const TpOverlapPoint &gatherForward = b.attention ? cfg.qkvFprop : cfg.fc1Fprop;
-  const TpOverlapPoint &scatterForward = b.attention ? cfg.projFprop : cfg.fc2Fprop;
-  const TpOverlapPoint &gatherDgrad = b.attention ? cfg.projDgrad : cfg.fc2Dgrad;
-  const TpOverlapPoint &bulkDgrad = b.attention ? cfg.qkvDgrad : cfg.fc1Dgrad;
-  const TpOverlapPoint &bulkWgrad = b.attention ? cfg.qkvWgrad : cfg.fc1Wgrad;
+  const auto [gatherForward, scatterForward, gatherDgrad, bulkDgrad, bulkWgrad] =
+      blockPoints(tr.tpOverlapConfig, b.attention);
   const double t = double(tr.tensorParallel), T = b.tokens;
   const double gatherBytes = b.fp8 ? collective / bytesOf(tr.activationType) : collective;
   const double bw = c.busBandwidth(inNode), latency = c.latency(inNode);
   const double gather = reduceScatterSeconds(gatherBytes, tr.tensorParallel, bw, latency);
   const double scatter = reduceScatterSeconds(collective, tr.tensorParallel, bw, latency);
   auto gemm = [&](double m, double n, double k, int64_t sms) { return gemmSecondsOnSms(c, m, n, k, b.fp8, sms); };
+  // Never fewer than one row a chunk.
+  auto chunksOf = [&](double wanted) { return std::max(1.0, std::min(wanted, std::floor(T))); };
   TpOverlapCost r;
 
   // A matmul of T rows (n x k) whose input (`gathers`) or output is exchanged
   // around the ring, one chunk a step; `bytes`: the whole exchanged tensor.
   auto ring = [&](const TpOverlapPoint &p, double n, double k, double bytes, bool gathers, double &compute,
                   double &exposedComm) {
-    double chunks = p.aggregate && tr.tensorParallel >= 4 ? t / 2 : t;
+    double chunks = chunksOf(p.aggregate && tr.tensorParallel >= 4 ? t / 2 : t);
     int64_t sms = p.setSmMargin ? smsLeft(c, p) : c.smCount;
     double chunk = gemm(T / chunks, n, k, sms);
     double step = messageSeconds(bytes / chunks, bw, latency);
     compute += chunks * chunk - gemm(T, n, k, c.smCount);
     exposedComm += (chunks - 1) * std::max(0.0, step - chunk) + (gathers ? 0 : step);
   };
-  auto none = [&](double comm, double &exposedComm) { exposedComm += comm; };
+  // Not overlapped: what the plain model charges, a whole collective of the
+  // activation type.
+  auto none = [&](double &exposedComm) { exposedComm += scatter; };
 
   // Forward: the first matmul after the all-gather, the second before the reduce-scatter.
   if (gatherForward.method == TpOverlapMethod::None)
-    none(gather, r.forwardExposed);
+    none(r.forwardExposed);
   else
     ring(gatherForward, b.firstOut, b.firstIn, gatherBytes, true, r.forwardCompute, r.forwardExposed);
   if (scatterForward.method == TpOverlapMethod::None) {
-    none(scatter, r.forwardExposed);
+    none(r.forwardExposed);
   } else if (scatterForward.method == TpOverlapMethod::RingExchange) {
     ring(scatterForward, b.secondOut, b.secondIn, collective, false, r.forwardCompute, r.forwardExposed);
   } else {
-    double splits = double(scatterForward.numSplits);
+    double splits = chunksOf(double(scatterForward.numSplits));
     double piece = reduceScatterSeconds(collective / splits, tr.tensorParallel, bw, latency);
     double full = gemm(T / splits, b.secondOut, b.secondIn, c.smCount);
     double narrow = gemm(T / splits, b.secondOut, b.secondIn, smsLeft(c, scatterForward));
@@ -209,20 +239,23 @@ TpOverlapCost userbufferOverlap(const Cluster &c, const Training &tr, const TpBl
   // all-gather; the first matmul's dgrad beside the input's all-gather, its
   // wgrad beside the dgrad's reduce-scatter.
   if (gatherDgrad.method == TpOverlapMethod::None)
-    none(gather, r.backwardExposed);
+    none(r.backwardExposed);
   else
     ring(gatherDgrad, b.secondIn, b.secondOut, gatherBytes, true, r.inputGradCompute, r.backwardExposed);
-  auto bulkBeside = [&](const TpOverlapPoint &p, double m, double n, double k, double comm, double &compute) {
+  auto bulkBeside = [&](const TpOverlapPoint &p, double m, double n, double k, double comm, double &compute,
+                        bool hiddenWhenPlain) {
     if (p.method == TpOverlapMethod::None) {
-      none(comm, r.backwardExposed);
+      // The plain model hides the input's re-gather behind the dgrad matmul
+      // (Megatron launches it asynchronously); the reduce-scatter shows whole.
+      r.backwardExposed += hiddenWhenPlain ? std::max(0.0, scatter - gemm(m, n, k, c.smCount)) : scatter;
       return;
     }
     double full = gemm(m, n, k, c.smCount), narrow = gemm(m, n, k, smsLeft(c, p)), exposedComm = 0;
     compute += beside(c, p, full, narrow, comm, exposedComm) - full;
     r.backwardExposed += exposedComm;
   };
-  bulkBeside(bulkDgrad, T, b.firstIn, b.firstOut, gather, r.inputGradCompute);
-  bulkBeside(bulkWgrad, b.firstIn, b.firstOut, T, scatter, r.weightGradCompute);
+  bulkBeside(bulkDgrad, T, b.firstIn, b.firstOut, gather, r.inputGradCompute, true);
+  bulkBeside(bulkWgrad, b.firstIn, b.firstOut, T, scatter, r.weightGradCompute, false);
   return r;
 }
 

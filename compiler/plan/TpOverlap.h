@@ -33,11 +33,19 @@ enum class TpOverlapMethod { None, RingExchange, Pipeline, Bulk };
 
 struct TpOverlapPoint {
   TpOverlapMethod method = TpOverlapMethod::RingExchange;
+  // SMs the collective holds. TE's default (`numSmGiven` false) is sized for
+  // its GPUs; on a GPU of few SMs it takes the same share of an H100's 132
+  // (smsHeld), as comm_sm_count does.
   int64_t numSm = 1;
   bool setSmMargin = false;
   int64_t numSplits = 4; // pipeline chunks; ring exchange always runs t (t / 2 aggregated)
   bool aggregate = false;
+  bool numSmGiven = false;
 };
+
+// The SMs `point` holds on a GPU of `smCount` SMs: a given num_sm as it is,
+// TE's default scaled to at most the share it has of an H100's 132 SMs.
+int64_t smsHeld(const TpOverlapPoint &point, int64_t smCount);
 
 // The ten points of a transformer layer, by TE's names: an all-gather before
 // the first matmul of each block forward (qkv_fprop, fc1_fprop) and before the
@@ -67,7 +75,8 @@ TpOverlapConfig defaultTpOverlap();
 std::optional<TpOverlapConfig> parseTpOverlapConfig(const llvm::json::Value &value, llvm::StringRef file,
                                                     std::string &error);
 
-// Empty, or why a configuration cannot run on `cluster` (a point holding every SM).
+// Empty, or why a configuration cannot run on `cluster`: a point given a
+// num_sm of every SM the GPU has.
 std::string tpOverlapClusterProblem(const TpOverlapConfig &config, const Cluster &cluster);
 
 // One tensor-parallel block: its first matmul (column-parallel, fed by the
@@ -88,10 +97,16 @@ struct TpOverlapCost {
   double forwardExposed = 0, backwardExposed = 0;
 };
 
+// Whether any of the attention block's (or the MLP's) five points is overlapped.
+bool overlapsBlock(const TpOverlapConfig &config, bool attention);
+
 // `collectiveBytes`: the block's whole gathered tensor in the activation type
 // (T x h x bytes); all-gathers move FP8 under FP8 training (TE's fp8_buf for
 // them), reduce-scatters the activation type. `inNode`: the tensor-parallel
-// group lies in one node.
+// group lies in one node. A point that is not overlapped (None) costs what
+// the plain model charges for its collective (LayerTimes.cpp): whole, but
+// the input's re-gather hidden behind the dgrad matmul as Megatron does it.
+// Chunks never get fewer than one row.
 TpOverlapCost userbufferOverlap(const Cluster &cluster, const Training &training, const TpBlock &block,
                                 double collectiveBytes, bool inNode);
 

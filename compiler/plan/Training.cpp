@@ -72,6 +72,13 @@ bool validateTraining(const Training &t, std::string &error) {
     return bad("context_parallel", "is " + std::to_string(t.contextParallel) + "; the sequence length " +
                                        std::to_string(t.sequenceLength) +
                                        " must split into 2 x cp equal chunks (load-balanced causal ring attention)");
+  // Sequence parallelism gives each tensor-parallel rank an equal share of
+  // a sequence's tokens (Megatron refuses a sequence length tp does not
+  // divide when sequence_parallel is set).
+  if (t.sequenceParallel && t.tensorParallel > 1 && (t.sequenceLength / t.contextParallel) % t.tensorParallel != 0)
+    return bad("tensor_parallel", "is " + std::to_string(t.tensorParallel) + "; sequence parallelism splits a sequence's " +
+                                      std::to_string(t.sequenceLength / t.contextParallel) +
+                                      " tokens (per context-parallel rank) evenly over the tensor-parallel ranks");
   if (t.recomputeLayers < 0 || t.recomputeLayers > kMaxSequence)
     return bad("recompute_num_layers", "must be 0 (every layer) or more");
   if (t.recomputeLayers > 0 && t.recompute != Recompute::Full)

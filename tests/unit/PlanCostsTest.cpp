@@ -517,7 +517,12 @@ TEST_CASE("Layouts that do not fit are errors that say why", "[plan]") {
         std::string::npos);
   CHECK(layoutError(layout({{0, 6}}, 32)).find("needs 32 GPUs") != std::string::npos);
   CHECK(layoutError(layout({{0, 6}}, 4, 2)).find("needs an MoE model") != std::string::npos);
-  CHECK(layoutError(layout({{0, 6}}), training(3)).find("does not divide the 4 attention heads") !=
+  Training three = training(3);
+  three.sequenceLength = 48;
+  CHECK(layoutError(layout({{0, 6}}), three).find("does not divide the 4 attention heads") != std::string::npos);
+  // Sequence parallelism splits each sequence's tokens evenly over the ranks.
+  CHECK(layoutError(layout({{0, 6}}), training(3))
+            .find("sequence parallelism splits a sequence's 16 tokens (per context-parallel rank) evenly") !=
         std::string::npos);
   ParallelLayout l = layout({{0, 3}, {3, 6}});
   l.stageRank = {0, 2};
@@ -666,9 +671,19 @@ TEST_CASE("Training input: Transformer Engine's userbuffers configuration", "[pl
   // Holding every SM of the cluster's GPU leaves the matmul none.
   TpOverlapConfig greedy = defaultTpOverlap();
   greedy.qkvWgrad.numSm = 132;
+  greedy.qkvWgrad.numSmGiven = true;
   CHECK(tpOverlapClusterProblem(greedy, *clusterPreset("h100")) ==
-        "tp_comm_overlap_cfg: qkv_wgrad holds 132 SMs, but the GPU has 132: the matmul it overlaps needs some");
+        "field 'tp_comm_overlap_cfg.qkv_wgrad.num_sm' is 132, but the cluster's GPU has 132 SMs: the matmul it "
+        "overlaps needs some");
   CHECK(tpOverlapClusterProblem(greedy, *clusterPreset("b200")).empty());
+  // TE's defaults are sized for its GPUs: on a GPU of 8 SMs they hold the
+  // same share of them (16 of 132: 1 of 8), never an error.
+  Cluster small = *clusterPreset("h100");
+  small.smCount = 8;
+  CHECK(tpOverlapClusterProblem(defaultTpOverlap(), small).empty());
+  CHECK(smsHeld(defaultTpOverlap().fc2Fprop, 8) == 1);
+  CHECK(smsHeld(defaultTpOverlap().fc2Fprop, 132) == 16);
+  CHECK(smsHeld(recipe->tpOverlapConfig.fc1Wgrad, 8) == 4); // given: as it is
 }
 
 TEST_CASE("Training input: defaults, optimizer bytes and errors", "[plan]") {

@@ -320,6 +320,26 @@ TEST_CASE("TP overlap runs Transformer Engine's userbuffers methods, which cost 
   Training off = tr;
   off.tpOverlapConfig.fc2Fprop.method = TpOverlapMethod::None;
   CHECK(layerTime(llama, LayerKind::Dense, ideal, off, 1).tpMlpForward == Approx(scatter));
+  // Nothing overlapped anywhere costs exactly what no overlap costs.
+  Training none = tr;
+  for (TpOverlapPoint *p : {&none.tpOverlapConfig.qkvFprop, &none.tpOverlapConfig.fc1Fprop,
+                            &none.tpOverlapConfig.projDgrad, &none.tpOverlapConfig.fc2Dgrad,
+                            &none.tpOverlapConfig.projFprop, &none.tpOverlapConfig.fc2Fprop,
+                            &none.tpOverlapConfig.qkvDgrad, &none.tpOverlapConfig.fc1Dgrad,
+                            &none.tpOverlapConfig.qkvWgrad, &none.tpOverlapConfig.fc1Wgrad})
+    p->method = TpOverlapMethod::None;
+  LayerTime nothing = layerTime(llama, LayerKind::Dense, h100, none, 1);
+  CHECK(nothing.tpMlpBackward == free.tpMlpBackward);
+  CHECK(nothing.tpAttentionForward == free.tpAttentionForward);
+  CHECK(nothing.mlpForward == free.mlpForward);
+  // More chunks than rows: a chunk is never less than one row (a recipe's
+  // num_splits on a short sequence).
+  Training tiny = tr;
+  tiny.sequenceLength = 8;
+  tiny.tpOverlapConfig.fc2Fprop.numSplits = 1024;
+  LayerTime few = layerTime(llama, LayerKind::Dense, h100, tiny, 1);
+  tiny.tpOverlapConfig.fc2Fprop.numSplits = 8;
+  CHECK(few.mlpForward == Approx(layerTime(llama, LayerKind::Dense, h100, tiny, 1).mlpForward));
 }
 
 TEST_CASE("Uneven stages: first and last stage counts, and Megatron layout strings", "[plan]") {
