@@ -210,6 +210,11 @@ TpOverlapCost userbufferOverlap(const Cluster &c, const Training &tr, const TpBl
     double step = messageSeconds(bytes / chunks, bw, latency);
     compute += chunks * chunk - gemm(T, n, k, c.smCount);
     exposedComm += (chunks - 1) * std::max(0.0, step - chunk) + (gathers ? 0 : step);
+    // A reduce-scatter ends in one kernel summing the t partial chunks it
+    // received into this rank's share (TE's split_overlap_rs_p2p, "Reduce
+    // GEMM output chunks"): it reads them all and writes one.
+    if (!gathers)
+      compute += memoryBoundSeconds(c, bytes * (1 + 1 / t));
   };
   // Not overlapped: what the plain model charges, a whole collective of the
   // activation type.

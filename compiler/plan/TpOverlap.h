@@ -20,7 +20,8 @@ struct Training;
 //  - RingExchange: the matmul runs as t chunks (t / 2 with `aggregate`), each
 //    beside the point-to-point transfer of the next chunk (an all-gather) or
 //    of the previous chunk's partial output (a reduce-scatter, whose last
-//    transfer is exposed). Copy engines move the data.
+//    transfer is exposed and whose received partials one kernel then sums).
+//    Copy engines move the data.
 //  - Pipeline: the matmul runs as `numSplits` chunks, each chunk's output
 //    reduce-scattered by a kernel on `numSm` SMs beside the next chunk; the
 //    last chunk's reduce-scatter is exposed.

@@ -315,6 +315,10 @@ TEST_CASE("TP overlap runs Transformer Engine's userbuffers methods, which cost 
   ringed.tpOverlapConfig.fc2Fprop = {TpOverlapMethod::RingExchange, 1, false, 4, false};
   double eighth = messageSeconds(4096.0 * 8192 * 2 / 8, ideal.busBandwidth(true), ideal.intraNodeLatency);
   CHECK(layerTime(llama, LayerKind::Dense, ideal, ringed, 1).tpMlpForward == Approx(eighth));
+  // ... and then one kernel sums the 8 partials received (reads them all,
+  // writes this rank's): the only computation the ring adds without shape losses.
+  CHECK(layerTime(llama, LayerKind::Dense, ideal, ringed, 1).mlpForward - unsplit.mlpForward ==
+        Approx(memoryBoundSeconds(ideal, 4096.0 * 8192 * 2 * (1 + 1.0 / 8))));
   // Not overlapped at a point (null in the configuration): that collective
   // shows whole, as without overlap.
   Training off = tr;
