@@ -90,10 +90,7 @@ void writeUnitsJson(const plan::Candidate &c, llvm::json::OStream &j) {
 void printUnitsSummary(const plan::PlanInputs &inputs, const plan::Candidate &c,
                        llvm::raw_ostream &out) {
   const plan::MemoryBreakdown &m = c.memory;
-  std::string mtp = inputs.model.mtpModules > 0
-                        ? fmt::format(" with {} MTP module{}", inputs.model.mtpModules,
-                                      inputs.model.mtpModules == 1 ? "" : "s")
-                        : "";
+  std::string mtp = inputs.model.mtpModules > 0 ? " with " + plan::describeMtpModules(inputs.model.mtpModules) : "";
   out << fmt::format("in seconds and bytes ({}{}, {} GPUs of {}; {}):\n", inputs.config.modelType, mtp,
                      inputs.cluster.gpus, inputs.cluster.name, plan::describeLayout(c.layout));
   out << fmt::format("  step time {} s (pipeline {} s + gradient reduction {} s), bubble "

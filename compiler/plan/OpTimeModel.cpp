@@ -18,12 +18,10 @@ double tileEfficiency(double m, double n, double tm, double tn, double sms) {
   return tileQuantization * waveQuantization;
 }
 
-} // namespace
-
-double gemmShapeEfficiency(const Cluster &c, double m, double n) {
-  if (c.smCount <= 0 || m <= 0 || n <= 0)
+// The shape efficiency on `sms` SMs (the waves are of that many tiles).
+double shapeEfficiencyOn(double sms, double m, double n) {
+  if (sms <= 0 || m <= 0 || n <= 0)
     return 1;
-  double sms = double(c.smCount);
   // The library picks the tile that runs the shape best. A smaller tile reuses
   // each operand it loads less: its arithmetic intensity, tm tn / (tm + tn),
   // relative to the large tile's bounds its throughput.
@@ -38,32 +36,40 @@ double gemmShapeEfficiency(const Cluster &c, double m, double n) {
   return best;
 }
 
-double gemmSeconds(const Cluster &c, double m, double n, double k, bool fp8) {
+// A GEMM on `sms` of the cluster's SMs: the peak scaled to them, the waves of
+// that many tiles (all of them: gemmSeconds).
+double gemmSecondsOn(const Cluster &c, double m, double n, double k, bool fp8, int64_t sms) {
   if (m <= 0 || n <= 0 || k <= 0)
     return 0;
   bool useFp8 = fp8 && c.peakFlopsFp8 > 0;
-  double peak = useFp8 ? c.peakFlopsFp8 : c.peakFlops;
+  double share = c.smCount > 0 ? double(sms) / double(c.smCount) : 1.0;
+  double peak = (useFp8 ? c.peakFlopsFp8 : c.peakFlops) * share;
   double efficiency = useFp8 ? c.matmulEfficiencyFp8 : c.matmulEfficiency;
   // A tile's fixed cost over its k / tile-depth main-loop steps: measured for
   // FP8 (DeepGEMM's table, GpuPresets.cpp); none given for BF16.
   if (useFp8 && c.fp8GemmKOverhead > 0)
     efficiency *= k / (k + c.fp8GemmKOverhead);
   double flops = 2 * m * n * k;
-  double compute = flops / (peak * efficiency * gemmShapeEfficiency(c, m, n));
+  double compute = flops / (peak * efficiency * shapeEfficiencyOn(double(sms), m, n));
   double inputBytes = fp8 ? 1 : 2;
   double bytes = inputBytes * (m * k + k * n) + 2 * m * n;
   return std::max(compute, memoryBoundSeconds(c, bytes));
 }
 
+} // namespace
+
+double gemmShapeEfficiency(const Cluster &c, double m, double n) {
+  return shapeEfficiencyOn(double(c.smCount), m, n);
+}
+
+double gemmSeconds(const Cluster &c, double m, double n, double k, bool fp8) {
+  return gemmSecondsOn(c, m, n, k, fp8, c.smCount);
+}
+
 double gemmSecondsOnSms(const Cluster &c, double m, double n, double k, bool fp8, int64_t sms) {
   if (c.smCount <= 0 || sms >= c.smCount || sms <= 0)
     return gemmSeconds(c, m, n, k, fp8);
-  Cluster fewer = c;
-  double share = double(sms) / double(c.smCount);
-  fewer.peakFlops *= share;
-  fewer.peakFlopsFp8 *= share;
-  fewer.smCount = sms;
-  return gemmSeconds(fewer, m, n, k, fp8);
+  return gemmSecondsOn(c, m, n, k, fp8, sms);
 }
 
 static double attentionFlops(double batchHeads, double sq, double sk, double dqk, double dv, bool causal) {

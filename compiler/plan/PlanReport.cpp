@@ -26,6 +26,10 @@ std::string describeLayout(const ParallelSizes &l) {
   return text;
 }
 
+std::string describeMtpModules(int64_t modules) {
+  return fmt::format("{} MTP module{}", modules, modules == 1 ? "" : "s");
+}
+
 std::string describeCandidate(const Candidate &c, const SearchOptions &search) {
   std::string text = describeLayout(c.layout);
   if (search.recompute.size() > 1)
@@ -73,8 +77,7 @@ void printModel(const PlanInputs &inputs, llvm::raw_ostream &out) {
     out << fmt::format(", {} routed experts (top {})", inputs.config.routedExperts,
                        inputs.config.expertsPerToken);
   if (inputs.model.mtpModules > 0)
-    out << fmt::format(", {} MTP module{} trained on the last stage", inputs.model.mtpModules,
-                       inputs.model.mtpModules == 1 ? "" : "s");
+    out << ", " << describeMtpModules(inputs.model.mtpModules) << " trained on the last stage";
   out << "\n";
   auto integer = [](int64_t v) { return std::to_string(v); };
   out << fmt::format("cluster {}: {} GPUs, {} GB each; batch {} x {} tokens, micro-batch {}, "

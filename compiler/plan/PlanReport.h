@@ -19,6 +19,8 @@ void printRemedies(const std::vector<Remedy> &remedies, llvm::raw_ostream &out);
 // not 1 or when `search` varies them, and the recomputation and ZeRO stage when
 // `search` varies them (otherwise the header states them once).
 std::string describeLayout(const ParallelSizes &layout);
+// "1 MTP module", "2 MTP modules": the multi-token prediction modules trained.
+std::string describeMtpModules(int64_t modules);
 std::string describeCandidate(const Candidate &c, const SearchOptions &search);
 
 } // namespace pipec::plan

@@ -144,9 +144,11 @@ std::optional<TpOverlapConfig> parseTpOverlapConfig(const llvm::json::Value &val
     const PointName *p = std::find_if(std::begin(kPoints), std::end(kPoints),
                                       [&](const PointName &n) { return entry.first.str() == n.name; });
     if (p == std::end(kPoints)) {
-      error = file.str() + ": field 'tp_comm_overlap_cfg." + entry.first.str() +
-              "' is not an overlap point (qkv_fprop, fc1_fprop, proj_dgrad, fc2_dgrad, proj_fprop, fc2_fprop, "
-              "qkv_dgrad, fc1_dgrad, qkv_wgrad, fc1_wgrad)";
+      std::string known;
+      for (const PointName &n : kPoints)
+        known += (known.empty() ? "" : ", ") + std::string(n.name);
+      error = file.str() + ": field 'tp_comm_overlap_cfg." + entry.first.str() + "' is not an overlap point (" +
+              known + ")";
       return std::nullopt;
     }
     TpOverlapPoint &point = config.*(p->point);
